@@ -1,0 +1,51 @@
+"""One error hierarchy; the CLI turns each class into its exit code in one place."""
+
+from __future__ import annotations
+
+
+class GoldensetError(Exception):
+    """Base of every error the library raises on purpose; exit code 1."""
+
+    exit_code = 1
+
+
+class UsageError(GoldensetError):
+    """The command was called wrongly (bad option value, unknown build); exit code 2."""
+
+    exit_code = 2
+
+
+class InputError(GoldensetError):
+    """An input file (corpus, run, qrels) is missing, unreadable or breaks the contract."""
+
+
+class CorpusError(InputError):
+    """The corpus snapshot cannot be used; the last good snapshot stays current."""
+
+
+class DatabaseBusy(GoldensetError):
+    """Another process holds the DuckDB file."""
+
+
+class BuildBlocked(GoldensetError):
+    """A blocking check failed, so the build was not published."""
+
+    def __init__(self, message: str, checks: list | None = None):
+        super().__init__(message)
+        self.checks = checks or []
+
+
+class NoBuild(GoldensetError):
+    """No golden set has been built yet (or the requested build does not exist)."""
+
+
+class GoldenSetTooOld(GoldensetError):
+    """The benchmark refuses: the golden set is older than allowed; exit code 3."""
+
+    exit_code = 3
+
+
+class ComponentDown(GoldensetError):
+    """The benchmark refuses: a retrieval component is down; exit code 4."""
+
+    exit_code = 4

@@ -1,0 +1,126 @@
+"""Finding and reading serve-log files: partitions, line splitting, gzip faults."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+_DT_FOLDER = re.compile(r"dt=([0-9]{4}-[0-9]{2}-[0-9]{2})")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """One log file: where it is and the keys that order its lines."""
+
+    path: Path
+    dt: str
+    file_name: str
+
+    @property
+    def source_file(self) -> str:
+        return f"dt={self.dt}/{self.file_name}"
+
+
+@dataclass
+class FileContent:
+    """What could be read of a file: its lines and, if reading stopped, why and where."""
+
+    lines: list[tuple[int, bytes]]  # (line number from 1, bytes without \n or trailing \r)
+    lines_read: int  # non-blank lines handed on
+    lines_total: int  # every numbered line, blank ones included
+    content_sha256: str | None
+    size_bytes: int | None
+    mtime: float | None
+    fault: str | None = None
+    fault_line: int | None = None
+
+
+def list_partitions(root: Path) -> list[str]:
+    """The dt values of every dt=YYYY-MM-DD folder under root, in code-point order."""
+    if not root.is_dir():
+        return []
+    return sorted(m.group(1) for p in root.iterdir() if p.is_dir() and (m := _DT_FOLDER.fullmatch(p.name)))
+
+
+def list_files(root: Path, dt: str) -> list[LogFile]:
+    """The .jsonl and .jsonl.gz files of one partition, in code-point order of their names."""
+    folder = root / f"dt={dt}"
+    if not folder.is_dir():
+        return []
+    names = sorted(
+        p.name for p in folder.iterdir()
+        if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz"))
+    )
+    return [LogFile(folder / n, dt, n) for n in names]
+
+
+def read_file(f: LogFile) -> FileContent:
+    """Read a log file into numbered lines; a fault keeps what was read before it."""
+    try:
+        st = f.path.stat()
+        raw = f.path.read_bytes()
+    except OSError as exc:
+        return FileContent([], 0, 0, None, None, None, f"cannot read file: {exc.strerror or exc}", None)
+    digest = hashlib.sha256(raw).hexdigest()
+    fault = None
+    if f.file_name.endswith(".gz"):
+        data, fault = _gunzip(raw)
+    else:
+        data = raw
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    pieces = data.split(b"\n")
+    if fault is not None:
+        # The last piece was cut off by the fault: it was not read.
+        pieces = pieces[:-1]
+    lines: list[tuple[int, bytes]] = []
+    for n, piece in enumerate(pieces, start=1):
+        if piece.endswith(b"\r"):
+            piece = piece[:-1]
+        if not piece.strip() or _blank_text(piece):
+            continue
+        lines.append((n, piece))
+    fault_line = (len(pieces) + 1) if fault is not None and pieces else None
+    total = len(pieces) - (1 if fault is None and pieces and pieces[-1] == b"" else 0)
+    return FileContent(lines, len(lines), total, digest, st.st_size, st.st_mtime, fault, fault_line)
+
+
+def _blank_text(piece: bytes) -> bool:
+    # White space beyond ASCII (e.g. U+00A0, U+3000) also makes a line blank, as str.strip() sees it.
+    if piece.isascii():
+        return False
+    try:
+        return not piece.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return False
+
+
+def _gunzip(raw: bytes) -> tuple[bytes, str | None]:
+    """Decompress every gzip member; on a fault return what came out before it."""
+    if not raw:
+        return b"", None  # an empty file holds no lines, as gzip.open reads it
+    out = bytearray()
+    d = zlib.decompressobj(wbits=31)
+    pos = 0
+    try:
+        while True:
+            chunk = raw[pos:pos + _CHUNK]
+            pos += len(chunk)
+            out += d.decompress(chunk)
+            while d.eof and d.unused_data:
+                # Concatenated gzip members are one stream by the gzip format.
+                rest = d.unused_data
+                d = zlib.decompressobj(wbits=31)
+                out += d.decompress(rest)
+            if not chunk:
+                break
+        if not d.eof:
+            return bytes(out), "truncated gzip stream"
+    except zlib.error as exc:
+        return bytes(out), f"gzip stream is corrupt: {exc}"
+    return bytes(out), None
+

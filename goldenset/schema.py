@@ -1,0 +1,447 @@
+"""Every warehouse table and view: names, columns and their meaning, in one place.
+
+The DDL, the README's table reference and the tests all read from here, so the
+public surface cannot drift from what is created. Internal tables (prefix `log_`,
+`corpus_`, `build_`) hold the raw material; the public names of contract section 4
+are tables or views over them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    grain: str
+    columns: tuple[Column, ...]
+    public: bool = True
+    view_sql: str | None = None  # a view when set, else a table
+    primary_key: tuple[str, ...] = ()
+
+    @property
+    def is_view(self) -> bool:
+        return self.view_sql is not None
+
+    def ddl(self) -> str:
+        if self.view_sql is not None:
+            return f"CREATE OR REPLACE VIEW {self.name} AS {self.view_sql}"
+        cols = [f"{c.name} {c.type}" for c in self.columns]
+        if self.primary_key:
+            cols.append(f"PRIMARY KEY ({', '.join(self.primary_key)})")
+        return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  " + ",\n  ".join(cols) + "\n)"
+
+
+def C(name: str, type_: str, doc: str) -> Column:
+    return Column(name, type_, doc)
+
+
+# --------------------------------------------------------------------------- raw log
+LOG_FILES = Relation(
+    "log_files", "log file ever ingested",
+    (
+        C("source_file", "VARCHAR", "path relative to LOGS, e.g. dt=2026-11-28/part-0001.jsonl"),
+        C("dt", "VARCHAR", "the partition: the date part of the dt= folder"),
+        C("file_name", "VARCHAR", "the file's own name"),
+        C("content_sha256", "VARCHAR", "sha256 of the file's bytes when read; null if it could not be read"),
+        C("size_bytes", "BIGINT", "size when read"),
+        C("mtime", "DOUBLE", "modification time when read (seconds since the epoch)"),
+        C("lines_total", "BIGINT", "lines read, blank ones included (the rejected share's denominator)"),
+        C("lines_read", "BIGINT", "non-blank lines read"),
+        C("lines_rejected", "BIGINT", "lines quarantined at ingest (duplicates across files are found at build)"),
+        C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
+    ),
+    public=False, primary_key=("source_file",),
+)
+LOG_SERVES = Relation(
+    "log_serves", "valid serve line",
+    (
+        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("dt", "VARCHAR", "partition"),
+        C("file_name", "VARCHAR", "file name (second ordering key)"),
+        C("line", "INTEGER", "line number in the file, from 1"),
+        C("serve_id", "VARCHAR", "serve id"),
+        C("ts", "TIMESTAMP", "serve time, UTC"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "task text as logged"),
+        C("task_norm", "VARCHAR", "NFKC, casefolded, white space collapsed"),
+        C("query_id", "VARCHAR", "first 16 hex of sha256(project \\x1f task_norm)"),
+        C("session_id", "VARCHAR", "session id if logged (never checked)"),
+        C("content_key", "VARCHAR", "hash of what makes two serves identical (ts, project, task, items)"),
+        C("raw", "VARCHAR", "the line as read, kept to quarantine a conflicting duplicate"),
+    ),
+    public=False,
+)
+LOG_SERVE_ITEMS = Relation(
+    "log_serve_items", "item of a valid serve line",
+    (
+        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("line", "INTEGER", "line of the serve"),
+        C("serve_id", "VARCHAR", "serve id"),
+        C("doc_id", "VARCHAR", "served document"),
+        C("doc_version", "VARCHAR", "version served"),
+        C("channel", "VARCHAR", "ranked or always"),
+        C("rank", "BIGINT", "rank for ranked items"),
+        C("score", "DOUBLE", "score if numeric"),
+    ),
+    public=False,
+)
+LOG_VERDICTS = Relation(
+    "log_verdicts", "valid verdict line",
+    (
+        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("dt", "VARCHAR", "partition"),
+        C("file_name", "VARCHAR", "file name"),
+        C("line", "INTEGER", "line number"),
+        C("serve_id", "VARCHAR", "serve judged"),
+        C("doc_id", "VARCHAR", "document judged"),
+        C("verdict", "VARCHAR", "helped, noise or wrong"),
+        C("ts", "TIMESTAMP", "verdict time, UTC"),
+    ),
+    public=False,
+)
+LOG_REJECTS = Relation(
+    "log_rejects", "line rejected at ingest, or unreadable file",
+    (
+        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("dt", "VARCHAR", "partition"),
+        C("file_name", "VARCHAR", "file name"),
+        C("line", "INTEGER", "line number (for unreadable_file: first line not read, or null)"),
+        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, unreadable_file"),
+        C("detail", "VARCHAR", "what exactly was wrong"),
+        C("raw", "VARCHAR", "the line as read (invalid UTF-8 replaced)"),
+        C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
+    ),
+    public=False,
+)
+
+# --------------------------------------------------------------------------- corpus
+CORPUS_SNAPSHOTS = Relation(
+    "corpus_snapshots", "distinct fingerprint seen",
+    (
+        C("fingerprint", "VARCHAR", "corpus fingerprint (contract section 2)"),
+        C("taken_at", "TIMESTAMP", "first seen (UTC)"),
+        C("active_docs", "BIGINT", "active documents"),
+        C("retired_docs", "BIGINT", "retired documents"),
+        C("source", "VARCHAR", "file it was read from"),
+    ),
+    primary_key=("fingerprint",),
+)
+CORPUS_LOADS = Relation(
+    "corpus_loads", "successful read of the corpus file",
+    (
+        C("load_id", "BIGINT", "1, 2, 3 ..."),
+        C("loaded_at", "TIMESTAMP", "when (UTC)"),
+        C("fingerprint", "VARCHAR", "fingerprint read"),
+        C("content_sha256", "VARCHAR", "identity of the whole snapshot (retired rows, titles, superseded_by too)"),
+        C("source", "VARCHAR", "file read"),
+    ),
+    public=False, primary_key=("load_id",),
+)
+CORPUS_DOCUMENTS = Relation(
+    "corpus_documents", "document of a distinct snapshot content",
+    (
+        C("content_sha256", "VARCHAR", "the snapshot it belongs to"),
+        C("doc_id", "VARCHAR", "document"),
+        C("version", "VARCHAR", "version"),
+        C("status", "VARCHAR", "active or retired"),
+        C("title", "VARCHAR", "title"),
+        C("text", "VARCHAR", "indexed text"),
+        C("text_sha256", "VARCHAR", "sha256 of text"),
+        C("superseded_by", "VARCHAR", "replacing doc_id"),
+        C("updated_at", "VARCHAR", "as given"),
+    ),
+    public=False,
+)
+
+# --------------------------------------------------------------------------- builds
+GOLDEN_BUILDS = Relation(
+    "golden_builds", "committed build",
+    (
+        C("build_id", "BIGINT", "1, 2, 3 ... per committed build"),
+        C("built_at", "TIMESTAMP", "when the build committed (UTC)"),
+        C("trigger", "VARCHAR", "schedule, reindex or manual"),
+        C("corpus_fingerprint", "VARCHAR", "fingerprint of the snapshot the build used"),
+        C("corpus_active_docs", "BIGINT", "active documents in it"),
+        C("n_queries", "BIGINT", "golden queries"),
+        C("n_projects", "BIGINT", "projects with a golden query"),
+        C("n_helped", "BIGINT", "labels judged helped"),
+        C("n_noise", "BIGINT", "labels judged noise"),
+        C("n_wrong", "BIGINT", "labels judged wrong"),
+        C("unjudged_items", "BIGINT", "served items of accepted serves, either channel, with no verdict"),
+        C("orphan_verdicts", "BIGINT", "accepted verdict records whose serve_id matches no accepted serve"),
+        C("unserved_item_verdicts", "BIGINT", "accepted verdict records naming a doc_id their serve did not serve"),
+        C("n_stale", "BIGINT", "labels flagged stale"),
+        C("lines_read", "BIGINT", "log lines read in all, blank ones included"),
+        C("lines_rejected", "BIGINT", "rejected_records rows at build time that are not conflicting duplicates"),
+        C("conflicting_serves", "BIGINT", "lines rejected as conflicting_duplicate_serve"),
+        C("near_duplicate_merges", "BIGINT", "queries merged by the optional embedding step (0 when off)"),
+        C("corpus_content_sha256", "VARCHAR", "identity of the whole snapshot used"),
+    ),
+    primary_key=("build_id",),
+)
+FILTER_FUNNEL = Relation(
+    "filter_funnel", "(build, step)",
+    (
+        C("build_id", "BIGINT", "build"),
+        C("step_order", "INTEGER", "0 judged, 1 always_served, 2 retired, 3 repeats, 4 no_positive"),
+        C("step", "VARCHAR", "judged, always_served, retired, repeats, no_positive"),
+        C("judgments_dropped", "BIGINT", "judgments this step dropped"),
+        C("judgments_left", "BIGINT", "judgments left after it"),
+        C("units_left", "BIGINT", "serves holding a judgment before repeats, queries from repeats on"),
+    ),
+    primary_key=("build_id", "step"),
+)
+BUILD_LABELS = Relation(
+    "build_labels", "label of a committed build",
+    (
+        C("build_id", "BIGINT", "build"),
+        C("query_id", "VARCHAR", "stable query id"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "task text of the query's latest serve"),
+        C("doc_id", "VARCHAR", "document"),
+        C("doc_version", "VARCHAR", "version the winning serve served"),
+        C("verdict", "VARCHAR", "helped, noise or wrong"),
+        C("relevance", "INTEGER", "1 for helped, else 0"),
+        C("serve_id", "VARCHAR", "the winning serve"),
+        C("judged_at", "TIMESTAMP", "the winning verdict's ts (UTC)"),
+        C("stale_reason", "VARCHAR", "superseded, version_changed or null"),
+    ),
+    public=False,
+)
+GOLDEN_SET = Relation(
+    "golden_set", "label in the latest build",
+    tuple(c for c in BUILD_LABELS.columns if c.name != "build_id"),
+    view_sql=(
+        "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
+        "judged_at, stale_reason FROM build_labels "
+        "WHERE build_id = (SELECT max(build_id) FROM golden_builds)"
+    ),
+)
+LABEL_HISTORY = Relation(
+    "label_history", "version of a label",
+    (
+        C("query_id", "VARCHAR", "query"),
+        C("doc_id", "VARCHAR", "document"),
+        C("verdict", "VARCHAR", "verdict of this version"),
+        C("doc_version", "VARCHAR", "document version judged"),
+        C("stale_reason", "VARCHAR", "stale flag of this version"),
+        C("valid_from_build", "BIGINT", "first build holding this version"),
+        C("valid_to_build", "BIGINT", "first build where it no longer holds; null while current"),
+    ),
+)
+LABEL_CHANGES = Relation(
+    "label_changes", "changed attribute between consecutive builds",
+    (
+        C("query_id", "VARCHAR", "query"),
+        C("doc_id", "VARCHAR", "document"),
+        C("from_build", "BIGINT", "the build before; null for a label's first appearance"),
+        C("to_build", "BIGINT", "the build where the change shows"),
+        C("change", "VARCHAR", "added, removed, verdict_changed, version_changed, stale_changed"),
+        C("old_value", "VARCHAR", "before (verdict for added/removed)"),
+        C("new_value", "VARCHAR", "after"),
+    ),
+    view_sql="""
+WITH starts AS (
+  SELECT h.*, p.verdict AS p_verdict, p.doc_version AS p_doc_version,
+         p.stale_reason AS p_stale_reason, p.valid_from_build AS p_from,
+         (p.query_id IS NOT NULL) AS has_prev,
+         EXISTS (SELECT 1 FROM label_history e WHERE e.query_id = h.query_id AND e.doc_id = h.doc_id
+                 AND e.valid_from_build < h.valid_from_build) AS seen_before
+  FROM label_history h
+  LEFT JOIN label_history p ON p.query_id = h.query_id AND p.doc_id = h.doc_id
+       AND p.valid_to_build = h.valid_from_build
+)
+SELECT query_id, doc_id, CASE WHEN seen_before THEN valid_from_build - 1 END AS from_build,
+       valid_from_build AS to_build, 'added' AS change, NULL AS old_value, verdict AS new_value
+FROM starts WHERE NOT has_prev
+UNION ALL
+SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'verdict_changed', p_verdict, verdict
+FROM starts WHERE has_prev AND p_verdict IS DISTINCT FROM verdict
+UNION ALL
+SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'version_changed', p_doc_version, doc_version
+FROM starts WHERE has_prev AND p_doc_version IS DISTINCT FROM doc_version
+UNION ALL
+SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'stale_changed', p_stale_reason, stale_reason
+FROM starts WHERE has_prev AND p_stale_reason IS DISTINCT FROM stale_reason
+UNION ALL
+SELECT h.query_id, h.doc_id, h.valid_to_build - 1, h.valid_to_build, 'removed', h.verdict, NULL
+FROM label_history h
+WHERE h.valid_to_build IS NOT NULL AND NOT EXISTS (
+  SELECT 1 FROM label_history n WHERE n.query_id = h.query_id AND n.doc_id = h.doc_id
+  AND n.valid_from_build = h.valid_to_build)
+""",
+)
+RELABEL_QUEUE = Relation(
+    "relabel_queue", "stale label now",
+    (
+        C("query_id", "VARCHAR", "query"),
+        C("doc_id", "VARCHAR", "document"),
+        C("judged_version", "VARCHAR", "version that was judged"),
+        C("current_version", "VARCHAR", "version in the build's snapshot"),
+        C("superseded_by", "VARCHAR", "replacing doc_id, if any"),
+        C("reason", "VARCHAR", "superseded or version_changed"),
+        C("first_flagged_build", "BIGINT", "first build of its current stale run"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "task text"),
+        C("verdict", "VARCHAR", "verdict to re-check"),
+    ),
+    view_sql="""
+WITH latest AS (SELECT * FROM golden_builds WHERE build_id = (SELECT max(build_id) FROM golden_builds)),
+hist AS (
+  SELECT h.*,
+         lag(h.valid_to_build) OVER w AS prev_to,
+         lag(h.stale_reason) OVER w AS prev_stale
+  FROM label_history h
+  WINDOW w AS (PARTITION BY h.query_id, h.doc_id ORDER BY h.valid_from_build)
+),
+runs AS (
+  SELECT *, sum(CASE WHEN prev_to = valid_from_build AND prev_stale IS NOT NULL
+                     AND stale_reason IS NOT NULL THEN 0 ELSE 1 END)
+            OVER (PARTITION BY query_id, doc_id ORDER BY valid_from_build) AS run_no
+  FROM hist
+),
+run_start AS (
+  SELECT query_id, doc_id, run_no, min(valid_from_build) AS first_flagged_build
+  FROM runs GROUP BY ALL
+)
+SELECT g.query_id, g.doc_id, g.doc_version AS judged_version, d.version AS current_version,
+       d.superseded_by, g.stale_reason AS reason, s.first_flagged_build,
+       g.project, g.task, g.verdict
+FROM golden_set g
+JOIN runs r ON r.query_id = g.query_id AND r.doc_id = g.doc_id AND r.valid_to_build IS NULL
+JOIN run_start s ON s.query_id = r.query_id AND s.doc_id = r.doc_id AND s.run_no = r.run_no
+CROSS JOIN latest b
+LEFT JOIN corpus_documents d ON d.content_sha256 = b.corpus_content_sha256 AND d.doc_id = g.doc_id
+WHERE g.stale_reason IS NOT NULL
+""",
+)
+REJECTED_RECORDS = Relation(
+    "rejected_records", "rejected line or unreadable file",
+    (
+        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("line", "INTEGER", "line number (null for an unreadable file read no further than its start)"),
+        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, conflicting_duplicate_serve, unreadable_file"),
+        C("raw", "VARCHAR", "the line as read"),
+        C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
+        C("detail", "VARCHAR", "what exactly was wrong"),
+    ),
+    view_sql="""
+SELECT source_file, line, reason, raw, rejected_at, detail FROM log_rejects
+UNION ALL
+SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_at,
+       'serve_id ' || s.serve_id || ' was first accepted with other content'
+FROM (
+  SELECT *, first_value(content_key) OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS first_key,
+         row_number() OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS rn
+  FROM log_serves
+) s JOIN log_files f ON f.source_file = s.source_file
+WHERE s.rn > 1 AND s.content_key <> s.first_key
+""",
+)
+ACCEPTED_SERVES = Relation(
+    "accepted_serves", "accepted serve (first valid line per serve_id)",
+    LOG_SERVES.columns,
+    public=False,
+    view_sql="""
+SELECT * EXCLUDE (rn) FROM (
+  SELECT *, row_number() OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS rn FROM log_serves
+) WHERE rn = 1
+""",
+)
+JUDGMENTS = Relation(
+    "judgments", "served item of an accepted serve with its winning verdict",
+    (
+        C("serve_id", "VARCHAR", "serve"),
+        C("serve_ts", "TIMESTAMP", "serve time (UTC)"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "task as logged"),
+        C("task_norm", "VARCHAR", "normalised task"),
+        C("query_id", "VARCHAR", "query id"),
+        C("doc_id", "VARCHAR", "document"),
+        C("doc_version", "VARCHAR", "version served"),
+        C("channel", "VARCHAR", "ranked or always"),
+        C("rank", "BIGINT", "rank served"),
+        C("verdict", "VARCHAR", "winning verdict"),
+        C("judged_at", "TIMESTAMP", "winning verdict's ts (UTC)"),
+    ),
+    view_sql="""
+SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
+       i.doc_id, i.doc_version, i.channel, i.rank, v.verdict, v.ts AS judged_at
+FROM accepted_serves s
+JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+JOIN (
+  SELECT serve_id, doc_id, verdict, ts FROM (
+    SELECT *, row_number() OVER (PARTITION BY serve_id, doc_id
+                                 ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) AS rn
+    FROM log_verdicts) WHERE rn = 1
+) v ON v.serve_id = s.serve_id AND v.doc_id = i.doc_id
+""",
+)
+
+# --------------------------------------------------------------------------- benchmark
+BENCHMARK_RUNS = Relation(
+    "benchmark_runs", "benchmark run",
+    (
+        C("run_id", "VARCHAR", "run id printed by `bench run`"),
+        C("started_at", "TIMESTAMP", "when it started (UTC)"),
+        C("build_id", "BIGINT", "golden build measured against"),
+        C("corpus_fingerprint", "VARCHAR", "fingerprint of the corpus the retriever searched"),
+        C("retriever", "VARCHAR", "retriever name or import path"),
+        C("retriever_config", "VARCHAR", "its configuration as JSON"),
+        C("degraded", "BOOLEAN", "ran with a component down (--allow-degraded)"),
+        C("warnings", "VARCHAR", "JSON list of warnings printed"),
+    ),
+    primary_key=("run_id",),
+)
+BENCHMARK_RESULTS = Relation(
+    "benchmark_results", "(run, row, query, metric)",
+    (
+        C("run_id", "VARCHAR", "run"),
+        C("row_name", "VARCHAR", "core, +graph, +graph+boosts, +graph+boosts honest"),
+        C("query_id", "VARCHAR", "query; 'all' for the mean"),
+        C("metric", "VARCHAR", "canonical metric name, e.g. recall@5"),
+        C("value", "DOUBLE", "value"),
+    ),
+)
+
+RELATIONS: tuple[Relation, ...] = (
+    LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS,
+    CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
+    GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
+    ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
+    BENCHMARK_RUNS, BENCHMARK_RESULTS,
+)
+PUBLIC = tuple(r for r in RELATIONS if r.public)
+
+
+def create_all(con) -> None:
+    """Create every table and view that does not exist yet (idempotent)."""
+    for rel in RELATIONS:
+        if rel.is_view:
+            continue
+        con.execute(rel.ddl())
+    for rel in RELATIONS:
+        if rel.is_view:
+            con.execute(rel.ddl())
+
+
+def markdown_reference() -> str:
+    """The table reference for the README, generated from this module."""
+    out = []
+    for rel in PUBLIC:
+        kind = "view" if rel.is_view else "table"
+        out.append(f"### `{rel.name}` ({kind}, one row per {rel.grain})\n")
+        out.append("| column | type | meaning |\n| --- | --- | --- |")
+        for c in rel.columns:
+            out.append(f"| {c.name} | {c.type} | {c.doc} |")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,88 @@
+"""Storing corpus snapshots in the warehouse and finding the current one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from goldenset.corpus import CorpusSnapshot, drift
+from goldenset.errors import NoBuild
+from goldenset.ingest import utcnow
+from goldenset.warehouse import transaction
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """The result of recording one read of the corpus."""
+
+    load_id: int
+    fingerprint: str
+    content_sha256: str
+    active_docs: int
+    retired_docs: int
+    new_fingerprint: bool
+    drift_from_previous: float | None
+    previous_fingerprint: str | None
+
+
+def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None) -> StoredSnapshot:
+    """Record a validated snapshot as the current one (one transaction)."""
+    now = now or utcnow()
+    prev = current_load(con)
+    with transaction(con):
+        load_id = con.execute("SELECT coalesce(max(load_id), 0) + 1 FROM corpus_loads").fetchall()[0][0]
+        known_content = con.execute(
+            "SELECT count(*) FROM corpus_documents WHERE content_sha256 = ?", [snapshot.content_sha256]
+        ).fetchall()[0][0]
+        if not known_content and snapshot.documents:
+            df = snapshot.to_polars().to_arrow()
+            con.register("_docs", df)
+            con.execute(
+                "INSERT INTO corpus_documents BY NAME SELECT ? AS content_sha256, * FROM _docs",
+                [snapshot.content_sha256],
+            )
+            con.unregister("_docs")
+        new_fp = con.execute(
+            "SELECT count(*) = 0 FROM corpus_snapshots WHERE fingerprint = ?", [snapshot.fingerprint]
+        ).fetchall()[0][0]
+        if new_fp:
+            con.execute(
+                "INSERT INTO corpus_snapshots VALUES (?, ?, ?, ?, ?)",
+                [snapshot.fingerprint, now, snapshot.active_docs, snapshot.retired_docs, snapshot.source],
+            )
+        con.execute(
+            "INSERT INTO corpus_loads VALUES (?, ?, ?, ?, ?)",
+            [load_id, now, snapshot.fingerprint, snapshot.content_sha256, snapshot.source],
+        )
+    d = None
+    if prev is not None:
+        d = drift(active_signature_of(con, prev[1]), active_signature_of(con, snapshot.content_sha256))
+    return StoredSnapshot(
+        load_id, snapshot.fingerprint, snapshot.content_sha256, snapshot.active_docs,
+        snapshot.retired_docs, bool(new_fp), d, prev[0] if prev else None,
+    )
+
+
+def current_load(con) -> tuple[str, str] | None:
+    """(fingerprint, content_sha256) of the latest good snapshot, or None."""
+    rows = con.execute(
+        "SELECT fingerprint, content_sha256 FROM corpus_loads ORDER BY load_id DESC LIMIT 1"
+    ).fetchall()
+    return rows[0] if rows else None
+
+
+def require_current(con) -> tuple[str, str]:
+    cur = current_load(con)
+    if cur is None:
+        raise NoBuild("no corpus snapshot has been taken yet: run `goldenset build` with --corpus")
+    return cur
+
+
+def active_signature_of(con, content_sha256: str) -> dict[str, tuple[str, str]]:
+    """{doc_id: (version, text_sha256)} of the active documents of a stored snapshot."""
+    rows = con.execute(
+        "SELECT doc_id, version, text_sha256 FROM corpus_documents "
+        "WHERE content_sha256 = ? AND status = 'active'",
+        [content_sha256],
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
