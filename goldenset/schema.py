@@ -399,6 +399,14 @@ BENCHMARK_RUNS = Relation(
         C("retriever_config", "VARCHAR", "its configuration as JSON"),
         C("degraded", "BOOLEAN", "ran with a component down (--allow-degraded)"),
         C("warnings", "VARCHAR", "JSON list of warnings printed"),
+        C("k_values", "VARCHAR", "JSON list of the k of recall@k, precision@k, noise@k, hole@k"),
+        C("depth", "INTEGER", "documents asked per query (MRR and MAP read this deep)"),
+        C("exclude_stale", "BOOLEAN", "stale labels left out of the qrels (--exclude-stale)"),
+        C("n_queries", "BIGINT", "queries scored in the deciding row"),
+        C("stale_labels", "BIGINT", "stale labels in the golden set (used unless exclude_stale)"),
+        C("corpus_drift", "DOUBLE", "drift from the build's corpus to the one searched"),
+        C("down_components", "VARCHAR", "JSON list of components down at the probe"),
+        C("metrics", "VARCHAR", "JSON list of the canonical metric names measured"),
     ),
     primary_key=("run_id",),
 )
@@ -413,12 +421,24 @@ BENCHMARK_RESULTS = Relation(
     ),
 )
 
+EMBEDDING_CACHE = Relation(
+    "embedding_cache", "(model, text) embedded",
+    (
+        C("model", "VARCHAR", "model identity: Hugging Face name of the packaged model, else its path"),
+        C("text_sha256", "VARCHAR", "sha256 of the embedded UTF-8 text"),
+        C("dim", "INTEGER", "vector length"),
+        C("vector", "FLOAT[]", "L2-normalised embedding"),
+        C("created_at", "TIMESTAMP", "when it was computed (UTC)"),
+    ),
+    public=False, primary_key=("model", "text_sha256"),
+)
+
 RELATIONS: tuple[Relation, ...] = (
     LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS,
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
     ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
-    BENCHMARK_RUNS, BENCHMARK_RESULTS,
+    BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE,
 )
 PUBLIC = tuple(r for r in RELATIONS if r.public)
 

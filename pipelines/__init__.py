@@ -1,0 +1,1 @@
+"""Dagster wiring: Definitions, jobs, schedules and sensors. Logic lives in `goldenset`."""

@@ -1,0 +1,29 @@
+"""Jobs: the whole refresh (ingest, snapshot, build, queue, export) and a rebuild without logs."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.corpus import corpus_snapshot
+from assets.golden_set import golden_set, golden_set_export, relabel_queue
+from assets.serve_log import serve_log
+
+refresh_golden_set = dg.define_asset_job(
+    "refresh_golden_set",
+    selection=[serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    description="Ingest new and changed log files, snapshot the corpus, rebuild the golden set. "
+    "Run it over every log day at once (partition range tags): one run, not one per day.",
+)
+rebuild_golden_set = dg.define_asset_job(
+    "rebuild_golden_set",
+    selection=[corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    description="Snapshot the corpus and rebuild from what is already ingested (no log days yet).",
+)
+
+
+def build_run_config(trigger: str, log_level: str | None = None, **golden_set_config) -> dict:
+    """Run config that stamps the build with its trigger (and, for the CLI, quiets the logs)."""
+    cfg: dict = {"ops": {"golden_set": {"config": {"trigger": trigger, **golden_set_config}}}}
+    if log_level:
+        cfg["loggers"] = {"console": {"config": {"log_level": log_level}}}
+    return cfg

@@ -1,0 +1,32 @@
+"""The nightly rebuild."""
+
+
+import os
+
+import dagster as dg
+
+from pipelines.jobs import build_run_config, refresh_golden_set
+from pipelines.partitions import range_tags, register_log_days
+from resources import LogSource
+
+NIGHTLY_CRON = os.environ.get("GOLDENSET_NIGHTLY_CRON", "0 2 * * *")
+NIGHTLY_TZ = os.environ.get("GOLDENSET_SCHEDULE_TZ", "UTC")
+
+
+@dg.schedule(
+    job=refresh_golden_set,
+    cron_schedule=NIGHTLY_CRON,
+    execution_timezone=NIGHTLY_TZ,
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+    description="Nightly: ingest new and changed log files over every log day, rebuild (trigger schedule).",
+)
+def nightly_golden_set(context: dg.ScheduleEvaluationContext, logs: LogSource):
+    days = logs.partitions()
+    if not days:
+        return dg.SkipReason(f"no dt=YYYY-MM-DD folders under {logs.root} yet")
+    keys = register_log_days(context.instance, days)
+    return dg.RunRequest(
+        run_key=None,
+        run_config=build_run_config("schedule"),
+        tags=range_tags(keys),
+    )
