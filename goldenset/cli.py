@@ -25,6 +25,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    rich_markup_mode=None,
 )
 out = Console()
 err = Console(stderr=True)
@@ -163,10 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         err.print("Aborted.")
         return 1
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        # Usage errors from the (vendored) click parser carry their own exit code, 2.
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             return exc.exit_code
         raise

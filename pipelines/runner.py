@@ -82,6 +82,18 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
         con.close()
 
 
+def _example_answers(db: Path) -> str:
+    con = connect(db, read_only=True)
+    try:
+        out = []
+        for block in EXAMPLE_SQL.strip().split("\n\n"):
+            out.append(block)
+            out.append(str(con.sql(block)))
+        return "\n".join(out)
+    finally:
+        con.close()
+
+
 def run_demo(root: Path, seed: int = 7, echo=print) -> dict:
     """Write sample data, build it, reindex to the second corpus, build again."""
     from goldenset.demo_data import write_demo_data
@@ -103,9 +115,11 @@ def run_demo(root: Path, seed: int = 7, echo=print) -> dict:
     second = run_refresh(paths, trigger="reindex")
     epilogue = (
         f"\nDuckDB file: {db.resolve()}\n"
-        f"Open it with `duckdb {db}` (or python -c 'import duckdb; duckdb.connect(...)') and try:\n\n"
-        + EXAMPLE_SQL
-        + "\nSee it in the UI: export DAGSTER_HOME=$PWD/var/dagster GOLDENSET_DB="
-        f"{db} GOLDENSET_LOGS={data.logs} GOLDENSET_CORPUS={corpus}; dagster dev\n"
+        "Query it from Python (duckdb.connect(PATH, read_only=True).sql(...)) or any DuckDB client. "
+        "Three questions about label history, with their answers:\n\n"
+        + _example_answers(db)
+        + "\nSee it in the UI:\n  export DAGSTER_HOME=$PWD/var/dagster "
+        f"GOLDENSET_DB={db.resolve()} GOLDENSET_LOGS={Path(data.logs).resolve()} "
+        f"GOLDENSET_CORPUS={corpus.resolve()}\n  dagster dev\n"
     )
     return {"status": second, "epilogue": epilogue}

@@ -1,0 +1,423 @@
+"""The demo data generator: deterministic, and every line is valid or deliberately not.
+
+The validator here is a small independent reading of CONTRACT.md sections 1-2, so
+that the demo data checks the contract rather than the pipeline's own parser.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import time
+import unicodedata
+from collections import Counter
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from goldenset.demo_data import MALFORMED_KINDS, TASKS, DemoData, write_demo_data
+
+END = date(2026, 11, 28)
+
+# ------------------------------------------------------------------ a tiny validator
+
+TS_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+
+
+class Bad(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _no_constant(name):
+    raise ValueError(f"constant {name}")
+
+
+def _no_dupes(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k}")
+        out[k] = v
+    return out
+
+
+def parse_ts(value) -> datetime:
+    m = TS_RE.fullmatch(value) if isinstance(value, str) else None
+    if m is None:
+        raise Bad("invalid_field")
+    head, frac, tz = value[:19], m.group(1), m.group(2)
+    micro = (frac[1:7].ljust(6, "0")) if frac else "000000"
+    try:
+        return datetime.fromisoformat(f"{head}.{micro}{'+00:00' if tz == 'Z' else tz}").astimezone(timezone.utc)
+    except ValueError:
+        raise Bad("invalid_field") from None
+
+
+def nonempty(obj, key) -> bool:
+    return isinstance(obj.get(key), str) and obj[key] != ""
+
+
+def check_line(line: str) -> dict:
+    """The record of a valid line; raises Bad(reason) for an invalid one."""
+    try:
+        obj = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_no_dupes)
+    except ValueError:
+        raise Bad("invalid_json") from None
+    if not isinstance(obj, dict):
+        raise Bad("not_an_object")
+    event = obj.get("event")
+    if event not in ("serve", "verdict"):
+        raise Bad("unknown_event")
+    required = ("serve_id", "ts", "project", "task", "items") if event == "serve" else ("serve_id", "doc_id", "verdict", "ts")
+    if any(obj.get(k) is None for k in required):
+        raise Bad("missing_field")
+    obj["_instant"] = parse_ts(obj["ts"])
+    if event == "verdict":
+        if not (nonempty(obj, "serve_id") and nonempty(obj, "doc_id") and obj["verdict"] in ("helped", "noise", "wrong")):
+            raise Bad("invalid_field")
+        return obj
+    if not (nonempty(obj, "serve_id") and nonempty(obj, "project")):
+        raise Bad("invalid_field")
+    if not isinstance(obj["task"], str) or not obj["task"].strip():
+        raise Bad("invalid_field")
+    items = obj["items"]
+    if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
+        raise Bad("invalid_field")
+    seen = set()
+    for it in items:
+        if not (nonempty(it, "doc_id") and nonempty(it, "doc_version")) or it["doc_id"] in seen:
+            raise Bad("invalid_field")
+        seen.add(it["doc_id"])
+        if it.get("channel") not in ("ranked", "always"):
+            raise Bad("invalid_field")
+        if it["channel"] == "ranked":
+            rank = it.get("rank")
+            if type(rank) is not int or rank < 1:
+                raise Bad("invalid_field")
+    return obj
+
+
+def serve_key(obj: dict):
+    items = frozenset(
+        (i["doc_id"], i["doc_version"], i["channel"], i.get("rank") if i["channel"] == "ranked" else None)
+        for i in obj["items"]
+    )
+    return (obj["_instant"], obj["project"], obj["task"], items)
+
+
+def read_lines(logs: Path):
+    """(source_file, line_no, text) in the contract's order, blank lines skipped."""
+    out = []
+    blanks = 0
+    for folder in sorted(p for p in logs.iterdir() if p.is_dir() and p.name.startswith("dt=")):
+        for f in sorted(folder.iterdir(), key=lambda p: p.name):
+            if f.name.endswith(".jsonl.gz"):
+                data = gzip.decompress(f.read_bytes())
+            elif f.name.endswith(".jsonl"):
+                data = f.read_bytes()
+            else:
+                continue
+            text = data.decode("utf-8")
+            if text.startswith("\ufeff"):
+                text = text[1:]
+            parts = text.split("\n")
+            if parts and parts[-1] == "":
+                parts.pop()
+            for n, line in enumerate(parts, start=1):
+                if line.endswith("\r"):
+                    line = line[:-1]
+                if not line.strip():
+                    blanks += 1
+                    continue
+                out.append((f"{folder.name}/{f.name}", n, line))
+    return out, blanks
+
+
+def norm(task: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", task).casefold().split())
+
+
+def read_corpus(path: Path) -> list[dict]:
+    rows = [json.loads(l, parse_constant=_no_constant, object_pairs_hook=_no_dupes)
+            for l in path.read_text("utf-8").splitlines()]
+    for r in rows:
+        assert nonempty(r, "doc_id") and nonempty(r, "version")
+        assert r["status"] in ("active", "retired")
+        assert isinstance(r["text"], str)
+        assert r.get("superseded_by") is None or nonempty(r, "superseded_by")
+        for opt in ("title", "updated_at"):
+            assert r.get(opt) is None or isinstance(r[opt], str)
+        if r["status"] == "active":
+            assert r["text"].strip()
+    ids = [r["doc_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "doc_ids must be unique"
+    return rows
+
+
+def fingerprint(rows: list[dict]) -> str:
+    lines = "".join(
+        f"{r['doc_id']}\x1f{r['version']}\x1f{hashlib.sha256(r['text'].encode()).hexdigest()}\n"
+        for r in sorted((r for r in rows if r["status"] == "active"), key=lambda r: r["doc_id"])
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def drift(old: list[dict], new: list[dict]) -> float:
+    a = {r["doc_id"]: (r["version"], r["text"]) for r in old if r["status"] == "active"}
+    b = {r["doc_id"]: (r["version"], r["text"]) for r in new if r["status"] == "active"}
+    changed = len(b.keys() - a.keys()) + len(a.keys() - b.keys()) + sum(1 for k in a.keys() & b.keys() if a[k] != b[k])
+    return changed / len(a)
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> DemoData:
+    return write_demo_data(tmp_path_factory.mktemp("demo"), end=END)
+
+
+@pytest.fixture(scope="module")
+def parsed(demo):
+    lines, blanks = read_lines(demo.logs)
+    good, bad = [], []
+    for src, n, line in lines:
+        try:
+            good.append((src, n, check_line(line)))
+        except Bad as exc:
+            bad.append((src, n, exc.reason, line))
+    return {"lines": lines, "blanks": blanks, "good": good, "bad": bad}
+
+
+@pytest.fixture(scope="module")
+def accepted(parsed):
+    """serve_id -> (serve record, source), conflicts, identical duplicates."""
+    serves: dict[str, tuple[dict, str]] = {}
+    conflicts = duplicates = 0
+    for src, _, obj in parsed["good"]:
+        if obj["event"] != "serve":
+            continue
+        if obj["serve_id"] in serves:
+            if serve_key(serves[obj["serve_id"]][0]) == serve_key(obj):
+                duplicates += 1
+            else:
+                conflicts += 1
+            continue
+        serves[obj["serve_id"]] = (obj, src)
+    return serves, conflicts, duplicates
+
+
+# ------------------------------------------------------------------ tests
+
+
+def _all_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_deterministic(tmp_path):
+    a = write_demo_data(tmp_path / "a", seed=11, end=END)
+    b = write_demo_data(tmp_path / "b", seed=11, end=END)
+    fa, fb = _all_files(tmp_path / "a"), _all_files(tmp_path / "b")
+    assert fa == fb
+    assert (a.n_serves, a.n_verdicts, a.n_malformed) == (b.n_serves, b.n_verdicts, b.n_malformed)
+    c = write_demo_data(tmp_path / "c", seed=12, end=END)
+    assert _all_files(tmp_path / "c") != fa
+    assert c.n_malformed == a.n_malformed
+
+
+def test_layout_and_window(demo):
+    folders = sorted(p.name for p in demo.logs.iterdir())
+    assert folders[0] == "dt=2026-10-30" and folders[-1] == "dt=2026-11-28"
+    assert len(folders) == 30
+    for name in folders:
+        files = sorted(p.name for p in (demo.logs / name).iterdir())
+        assert files in (["part-0001.jsonl"], ["part-0001.jsonl", "part-0002.jsonl.gz"])
+    assert demo.corpus_before.name == "corpus-v1.jsonl" and demo.corpus_after.name == "corpus-v2.jsonl"
+
+
+def test_gzip_second_files(demo):
+    gz = sorted(demo.logs.glob("dt=*/part-0002.jsonl.gz"))
+    assert gz
+    for f in gz:
+        text = gzip.decompress(f.read_bytes()).decode("utf-8")
+        assert text.count("\n") >= 1
+        assert all(check_line(l)["event"] in ("serve", "verdict") for l in text.splitlines() if l.strip())
+
+
+def test_every_line_valid_or_deliberately_malformed(demo, parsed):
+    bad = parsed["bad"]
+    assert len(bad) == demo.n_malformed == len(MALFORMED_KINDS)
+    assert sorted(r for _, _, r, _ in bad) == sorted(MALFORMED_KINDS.values())
+    total = len(parsed["lines"])
+    assert total + parsed["blanks"] == demo.n_lines
+    assert demo.n_malformed / total < 0.01
+    assert total < 3000
+    assert parsed["blanks"] >= 3
+
+
+def test_counts_match(demo, parsed, accepted):
+    serves, conflicts, duplicates = accepted
+    assert len(serves) == demo.n_serves
+    assert 150 <= demo.n_serves <= 600
+    assert conflicts == demo.n_conflicting_serves == 1
+    assert duplicates == demo.n_duplicate_serves >= 2
+    verdicts = [o for _, _, o in parsed["good"] if o["event"] == "verdict"]
+    assert len(verdicts) == demo.n_verdicts
+    orphans = [v for v in verdicts if v["serve_id"] not in serves]
+    assert len(orphans) == demo.n_orphan_verdicts >= 1
+    unserved = [v for v in verdicts if v["serve_id"] in serves
+                and v["doc_id"] not in {i["doc_id"] for i in serves[v["serve_id"]][0]["items"]}]
+    assert len(unserved) == demo.n_unserved_item_verdicts >= 1
+    judged = {(v["serve_id"], v["doc_id"]) for v in verdicts}
+    unjudged = sum(1 for sid, (s, _) in serves.items() for i in s["items"] if (sid, i["doc_id"]) not in judged)
+    assert unjudged == demo.n_unjudged_items > 0
+
+
+def test_serves_are_realistic(demo, accepted):
+    serves, _, _ = accepted
+    v1 = {r["doc_id"]: r for r in read_corpus(demo.corpus_before)}
+    for s, _ in serves.values():
+        always = [i for i in s["items"] if i["channel"] == "always"]
+        ranked = [i for i in s["items"] if i["channel"] == "ranked"]
+        assert always and all(i["doc_id"].startswith("rules/") for i in always)
+        assert [i["rank"] for i in ranked] == list(range(1, len(ranked) + 1))
+        scores = [i["score"] for i in ranked]
+        assert scores == sorted(scores, reverse=True)
+        for i in s["items"]:
+            assert i["doc_id"] in v1, "only documents indexed at the time are served"
+            assert i["doc_version"] in ("v1", v1[i["doc_id"]]["version"])
+    # Documents retired before the v1 snapshot were served early in the month.
+    retired = {d for d, r in v1.items() if r["status"] == "retired"}
+    assert any(i["doc_id"] in retired for s, _ in serves.values() for i in s["items"])
+    # Documents revised mid-month were served at both versions.
+    revised = {d for d, r in v1.items() if r["version"] == "v2"}
+    versions = {(i["doc_id"], i["doc_version"]) for s, _ in serves.values() for i in s["items"] if i["doc_id"] in revised}
+    assert {v for _, v in versions} == {"v1", "v2"}
+
+
+def test_tasks_repeat_with_variants(accepted):
+    serves, _, _ = accepted
+    canonical = {norm(t) for tasks in TASKS.values() for t, _ in tasks}
+    tasks = [s["task"] for s, _ in serves.values()]
+    assert all(norm(t) in canonical for t in tasks)
+    per_query = Counter((s["project"], norm(s["task"])) for s, _ in serves.values())
+    assert per_query.most_common(1)[0][1] >= 5
+    variants: dict[str, set[str]] = {}
+    for t in tasks:
+        variants.setdefault(norm(t), set()).add(t)
+    assert sum(1 for v in variants.values() if len(v) > 1) >= 10
+    assert any(any(0xFF01 <= ord(c) <= 0xFF5E for c in t) for t in tasks), "a full-width variant"
+    assert any("\ufb01" in t for t in tasks), "an NFKC ligature variant"
+    assert any("  " in t.strip() for t in tasks) and any(t != t.strip() for t in tasks)
+    assert any(t.islower() for t in tasks)
+
+
+def test_verdict_edge_cases(parsed, accepted):
+    serves, _, _ = accepted
+    dt_of = {sid: src.split("/")[0] for sid, (_, src) in serves.items()}
+    verdicts = [(src, o) for src, _, o in parsed["good"] if o["event"] == "verdict"]
+    # Late verdicts: in a later day's file than their serve.
+    assert sum(1 for src, v in verdicts if v["serve_id"] in dt_of and src.split("/")[0] > dt_of[v["serve_id"]]) >= 5
+    # Read before their serve (a second file of the same day).
+    order = {}
+    for pos, (src, _, o) in enumerate(parsed["good"]):
+        if o["event"] == "serve":
+            order.setdefault(o["serve_id"], pos)
+    early = [pos for pos, (src, _, o) in enumerate(parsed["good"])
+             if o["event"] == "verdict" and o["serve_id"] in order and pos < order[o["serve_id"]]]
+    assert early
+    # Re-marked verdicts, including a tie on the instant and an older one delivered late.
+    by_pair: dict[tuple, list] = {}
+    for pos, (src, v) in enumerate(verdicts):
+        by_pair.setdefault((v["serve_id"], v["doc_id"]), []).append((pos, v))
+    remarks = {k: vs for k, vs in by_pair.items() if len(vs) > 1}
+    assert len(remarks) >= 3
+    assert any(len({v["_instant"] for _, v in vs}) == 1 and len({v["verdict"] for _, v in vs}) > 1 for vs in remarks.values())
+    assert any(vs[-1][1]["_instant"] < vs[0][1]["_instant"] for vs in remarks.values())
+    # Helped / noise / wrong all present, mostly helped or noise.
+    c = Counter(v["verdict"] for _, v in verdicts)
+    assert c["helped"] > c["wrong"] and c["noise"] > c["wrong"] > 0
+
+
+def test_timestamp_styles(parsed):
+    ts = [o["ts"] for _, _, o in parsed["good"]]
+    assert any(t.endswith("Z") for t in ts)
+    assert any(t.endswith("+02:00") for t in ts)
+    assert any(t.endswith("-05:00") for t in ts)
+    assert any("." in t for t in ts)
+
+
+def test_bom_and_crlf(demo):
+    raw = [p.read_bytes() for p in sorted(demo.logs.glob("dt=*/part-0001.jsonl"))]
+    assert raw[0].startswith("\ufeff".encode())
+    assert any(b"\r\n" in r for r in raw)
+
+
+def test_corpus_snapshots_and_reindex(demo):
+    v1 = read_corpus(demo.corpus_before)
+    v2 = read_corpus(demo.corpus_after)
+    assert 300 <= len(v1) <= 650
+    rules = [r for r in v1 if r["doc_id"].startswith("rules/")]
+    assert 3 <= len(rules) <= 5
+    a = {r["doc_id"]: r for r in v1}
+    b = {r["doc_id"]: r for r in v2}
+    assert any(r["status"] == "retired" for r in v1)
+    assert all(r["version"] == "v1" or r["version"] == "v2" for r in v1)
+    # The reindex: bumps, retirements, supersessions, additions.
+    assert sum(1 for d in a if d in b and a[d]["version"] != b[d]["version"]) >= 2
+    assert sum(1 for d in a if a[d]["status"] == "active" and b[d]["status"] == "retired") >= 1
+    sup = [r for r in v2 if r.get("superseded_by")]
+    assert len(sup) >= 2
+    assert all(b[r["superseded_by"]]["status"] == "active" for r in sup)
+    assert len(b.keys() - a.keys()) >= 1
+    assert 0.02 <= drift(v1, v2) <= 0.10
+    assert fingerprint(v1) != fingerprint(v2)
+    assert fingerprint(v1) == fingerprint(list(reversed(v1)))
+    # Real text: standard library docstrings.
+    assert "stdlib/json.dumps" in a and "JSON" in a["stdlib/json.dumps"]["text"]
+
+
+def test_reindex_makes_some_labels_stale(demo, parsed, accepted):
+    serves, _, _ = accepted
+    b = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
+    served_version = {(sid, i["doc_id"]): i["doc_version"] for sid, (s, _) in serves.items()
+                      for i in s["items"] if i["channel"] == "ranked"}
+    stale = set()
+    for _, _, v in parsed["good"]:
+        key = (v.get("serve_id"), v.get("doc_id"))
+        if v["event"] == "verdict" and v["verdict"] == "helped" and key in served_version:
+            row = b.get(v["doc_id"])
+            if row and row["status"] == "active" and (row.get("superseded_by") or row["version"] != served_version[key]):
+                stale.add(v["doc_id"])
+    assert len(stale) >= 3
+
+
+def test_fast_and_small_windows(tmp_path):
+    t0 = time.perf_counter()
+    demo = write_demo_data(tmp_path / "fast", seed=3, end=END)
+    assert time.perf_counter() - t0 < 2.0
+    assert demo.n_serves > 0
+    small = write_demo_data(tmp_path / "small", days=2, end=END)
+    assert len(list(small.logs.iterdir())) == 2
+    lines, _ = read_lines(small.logs)
+    bad = 0
+    for _, _, line in lines:
+        try:
+            check_line(line)
+        except Bad:
+            bad += 1
+    assert bad == small.n_malformed
+    with pytest.raises(ValueError):
+        write_demo_data(tmp_path / "one", days=1, end=END)
+
+
+def test_default_end_is_today_utc(tmp_path):
+    demo = write_demo_data(tmp_path / "today", days=3)
+    today = datetime.now(timezone.utc).date()
+    names = sorted(p.name for p in demo.logs.iterdir())
+    assert names[-1] in (f"dt={today.isoformat()}", f"dt={date.fromordinal(today.toordinal() - 1).isoformat()}")

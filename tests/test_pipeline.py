@@ -1,0 +1,163 @@
+"""The Dagster code location run in-process: assets, checks, schedule and sensor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.corpus import corpus_snapshot
+from assets.golden_set import golden_set, golden_set_export, relabel_queue
+from assets.serve_log import serve_log
+from goldenset.warehouse import connect
+from pipelines.definitions import build_definitions
+from pipelines.jobs import build_run_config
+from pipelines.partitions import log_days, range_tags
+from pipelines.schedules import nightly_golden_set
+from pipelines.sensors import corpus_reindex_sensor, decide
+from resources import CorpusSource, LogSource, WarehouseResource
+from resources.embedder import EmbedderResource
+from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+
+DATA = Path(__file__).parent / "data" / "conformance"
+ALL_ASSETS = [serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export]
+
+
+@pytest.fixture
+def resources(tmp_path):
+    return {
+        "warehouse": WarehouseResource(db_path=str(tmp_path / "g.duckdb")),
+        "logs": LogSource(path=str(DATA / "logs")),
+        "corpus_source": CorpusSource(path=str(DATA / "corpus.jsonl")),
+        "embedder": EmbedderResource(),
+    }
+
+
+def _materialize(instance, resources, tmp_path, trigger="manual", **config):
+    days = ["2026-11-01", "2026-11-02"]
+    instance.add_dynamic_partitions(log_days.name, [d for d in days if d not in instance.get_dynamic_partitions(log_days.name)])
+    run_config = build_run_config(trigger, **config)
+    run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
+    return dg.materialize(
+        ALL_ASSETS, instance=instance, resources=resources, run_config=run_config,
+        tags=range_tags(days), raise_on_error=False,
+    )
+
+
+def test_definitions_load_with_every_job_schedule_and_sensor():
+    defs = build_definitions()
+    dg.Definitions.validate_loadable(defs)
+    assert {j.name for j in [defs.resolve_job_def("refresh_golden_set"), defs.resolve_job_def("rebuild_golden_set")]}
+    assert defs.resolve_schedule_def("nightly_golden_set").default_status == dg.DefaultScheduleStatus.STOPPED
+    assert defs.resolve_sensor_def("corpus_reindex_sensor").default_status == dg.DefaultSensorStatus.STOPPED
+
+
+def test_one_run_materializes_every_partition_and_the_build(tmp_path, resources):
+    with dg.instance_for_test() as instance:
+        result = _materialize(instance, resources, tmp_path)
+        assert result.success
+        mats = result.asset_materializations_for_node("serve_log")
+        assert sorted(m.partition for m in mats) == ["2026-11-01", "2026-11-02"]
+        meta = result.asset_materializations_for_node("golden_set")[0].metadata
+        assert meta["build_id"].value == 1
+        funnel = meta["funnel"].value.records
+        assert [r.data["judgments_left"] for r in funnel] == [8, 7, 6, 5, 3]
+        checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+        assert checks["funnel_adds_up"].passed
+        assert checks["labels_point_at_active_documents"].passed
+        # 2 malformed lines of 20 is above the 1% warning line but not above the 10% block.
+        assert checks["rejected_share"].passed and not checks["rejected_share_warning"].passed
+        assert (tmp_path / "export" / "qrels" / "test.tsv").read_text().count("\n") == 4
+
+
+def test_every_duckdb_writer_is_in_the_duckdb_pool():
+    for a in ALL_ASSETS:
+        assert a.op.pool == "duckdb", a.key
+
+
+def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, resources, tmp_path).success
+        # Now a day of mostly garbage arrives: more than 10% of all lines are rejected.
+        logs = tmp_path / "logs"
+        import shutil
+
+        shutil.copytree(DATA / "logs", logs)
+        write_log(logs, "2026-11-03", "part-0001.jsonl", ["not json"] * 10)
+        resources["logs"] = LogSource(path=str(logs))
+        instance.add_dynamic_partitions(log_days.name, ["2026-11-03"])
+        run_config = build_run_config("manual")
+        run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
+        result = dg.materialize(
+            ALL_ASSETS, instance=instance, resources=resources, run_config=run_config,
+            tags=range_tags(["2026-11-01", "2026-11-03"]), raise_on_error=False,
+        )
+        assert not result.success
+        failure = [e for e in result.all_events if e.is_step_failure][0]
+        assert "build not published" in failure.step_failure_data.user_failure_data.description
+    con = connect(tmp_path / "g.duckdb", read_only=True)
+    assert con.execute("SELECT max(build_id), count(*) FROM golden_builds").fetchall() == [(1, 1)]
+    assert con.execute("SELECT count(*) FROM golden_set").fetchall() == [(3,)]
+    # The quarantine rows were committed all the same.
+    assert con.execute("SELECT count(*) FROM rejected_records WHERE source_file LIKE 'dt=2026-11-03/%'").fetchall() == [(10,)]
+
+
+def test_reindex_trigger_is_stamped_on_the_build(tmp_path, resources):
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, resources, tmp_path, trigger="reindex").success
+    con = connect(tmp_path / "g.duckdb", read_only=True)
+    assert con.execute("SELECT trigger FROM golden_builds").fetchall() == [("reindex",)]
+
+
+def test_sensor_decides_one_rebuild_per_fingerprint_change_including_a_to_b_to_a():
+    fps = iter(["A", "B", "A"])
+    cursor: dict = {}
+    keys = []
+    for stat in [(10, 1.0), (11, 2.0), (10, 3.0)]:
+        cursor, key, _ = decide(cursor, stat, lambda: next(fps))
+        keys.append(key)
+    assert all(keys) and len(set(keys)) == 3
+    # Unchanged size and mtime: the file is not even read.
+    same, key, why = decide(cursor, (10, 3.0), lambda: pytest.fail("read an unchanged file"))
+    assert key is None and "unchanged" in why
+    # Touched but same content: no rebuild.
+    _, key, _ = decide(cursor, (10, 4.0), lambda: "A")
+    assert key is None
+
+
+def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.jsonl", [doc("d1")])
+    logs = tmp_path / "logs"
+    write_log(logs, "2026-11-01", "part-0001.jsonl", [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])])
+    defs = build_definitions()
+    res = {"corpus_source": CorpusSource(path=str(corpus)), "logs": LogSource(path=str(logs))}
+    with dg.instance_for_test() as instance:
+        ctx = dg.build_sensor_context(instance=instance, resources=res, definitions=defs)
+        first = corpus_reindex_sensor(ctx)
+        assert [r.run_config["ops"]["golden_set"]["config"]["trigger"] for r in first.run_requests] == ["reindex"]
+        assert first.dynamic_partitions_requests[0].partition_keys == ["2026-11-01"]
+        ctx2 = dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs)
+        assert isinstance(corpus_reindex_sensor(ctx2), dg.SkipReason)
+        write_corpus(corpus, [doc("d1", "v2")])
+        os.utime(corpus, (1, 1))
+        ctx3 = dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs)
+        third = corpus_reindex_sensor(ctx3)
+        assert len(third.run_requests) == 1
+        assert third.run_requests[0].run_key != first.run_requests[0].run_key
+    # The sensor has no way to reach the warehouse: it is not among its resources.
+    assert "warehouse" not in corpus_reindex_sensor.required_resource_keys
+
+
+def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path):
+    logs = tmp_path / "logs"
+    for day in ("2026-11-01", "2026-11-02"):
+        write_log(logs, day, "part-0001.jsonl", [verdict("s1", "d1", "helped", f"{day}T09:00:00Z")])
+    with dg.instance_for_test() as instance:
+        ctx = dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(logs))})
+        req = nightly_golden_set(ctx)
+        assert instance.get_dynamic_partitions(log_days.name) == ["2026-11-01", "2026-11-02"]
+        assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
+        assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"
+        assert req.run_config["ops"]["golden_set"]["config"]["trigger"] == "schedule"
