@@ -12,22 +12,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from goldenset.logfiles import LogFile, list_files, list_partitions, read_file
-from goldenset.records import Rejected, Serve, parse_line
+from goldenset.bulk import parse_lines
+from goldenset.logfiles import FileContent, LogFile, list_files, list_partitions, read_file
 from goldenset.warehouse import transaction
 
 # Constant statements, one per table: table names are never spliced into SQL at run time.
 _REPLACE = {
-    "log_serves": ("DELETE FROM log_serves WHERE source_file = ?",
-                   "INSERT INTO log_serves BY NAME SELECT * FROM _incoming"),
-    "log_serve_items": ("DELETE FROM log_serve_items WHERE source_file = ?",
-                        "INSERT INTO log_serve_items BY NAME SELECT * FROM _incoming"),
-    "log_verdicts": ("DELETE FROM log_verdicts WHERE source_file = ?",
-                     "INSERT INTO log_verdicts BY NAME SELECT * FROM _incoming"),
-    "log_rejects": ("DELETE FROM log_rejects WHERE source_file = ?",
-                    "INSERT INTO log_rejects BY NAME SELECT * FROM _incoming"),
+    "log_serves": ("DELETE FROM log_serves WHERE list_contains(?, source_file)",
+                   "INSERT INTO log_serves BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
+    "log_serve_items": ("DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
+                        "INSERT INTO log_serve_items BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
+    "log_verdicts": ("DELETE FROM log_verdicts WHERE list_contains(?, source_file)",
+                     "INSERT INTO log_verdicts BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
+    "log_rejects": ("DELETE FROM log_rejects WHERE list_contains(?, source_file)",
+                    "INSERT INTO log_rejects BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
 }
+_LINE_BITS = 32  # a line key is (file number << 32) | line number
 
 
 @dataclass
@@ -57,8 +59,9 @@ def _known(con, source_file: str):
 
 
 def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
-    """Ingest every new or changed file of partition `dt` under the log root."""
+    """Ingest every new or changed file of partition `dt`: one parse, one transaction."""
     report = PartitionReport(dt)
+    todo: list[tuple[LogFile, FileContent, bool]] = []
     for f in list_files(Path(root), dt):
         report.files_seen += 1
         known = _known(con, f.source_file)
@@ -84,8 +87,9 @@ def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> Parti
             )
             report.files_unchanged += 1
             continue
-        _ingest_file(con, f, content, report)
-        report.files_ingested += 1
+        todo.append((f, content, known is not None))
+    if todo:
+        _ingest_files(con, todo, report)
     return report
 
 
@@ -96,71 +100,77 @@ def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: 
     return [ingest_partition(con, root, dt, rehash=rehash) for dt in dts]
 
 
-def _ingest_file(con, f: LogFile, content, report: PartitionReport) -> None:
+def _ingest_files(con, todo: list, report: PartitionReport) -> None:
+    """Replace the rows of the given files with what they hold now, in one transaction."""
     now = utcnow()
-    serves: dict[str, list] = {k: [] for k in (
-        "source_file", "dt", "file_name", "line", "serve_id", "ts", "project", "task", "task_norm",
-        "query_id", "session_id", "content_key", "raw")}
-    items: dict[str, list] = {k: [] for k in (
-        "source_file", "line", "serve_id", "doc_id", "doc_version", "channel", "rank", "score")}
-    verdicts: dict[str, list] = {k: [] for k in (
-        "source_file", "dt", "file_name", "line", "serve_id", "doc_id", "verdict", "ts")}
-    rejects: dict[str, list] = {k: [] for k in (
-        "source_file", "dt", "file_name", "line", "reason", "detail", "raw", "rejected_at")}
-    src, dt, name = f.source_file, f.dt, f.file_name
-
-    def reject(line, reason, detail, raw):
-        for k, v in zip(rejects, (src, dt, name, line, reason, detail, raw, now)):
-            rejects[k].append(v)
+    entries = []
+    for no, (_, content, _) in enumerate(todo):
+        base = no << _LINE_BITS
+        entries.extend((base | n, line) for n, line in content.lines)
+    parsed = parse_lines(con, entries)
+    rejects = list(parsed.rejects)
+    for no, (_, content, _) in enumerate(todo):
+        if content.fault is not None:
+            key = (no << _LINE_BITS) | (content.fault_line or 0)
+            rejects.append((key, "unreadable_file", content.fault, None))
+    for _, reason, _, _ in rejects:
         report.reasons[reason] = report.reasons.get(reason, 0) + 1
-
-    for n, raw in content.lines:
-        try:
-            rec = parse_line(raw)
-        except Rejected as exc:
-            reject(n, exc.reason, exc.detail, raw.decode("utf-8", errors="replace"))
-            continue
-        if isinstance(rec, Serve):
-            for k, v in zip(serves, (src, dt, name, n, rec.serve_id, rec.ts, rec.project, rec.task,
-                                     rec.task_norm, rec.query_id, rec.session_id, rec.content_key,
-                                     raw.decode("utf-8"))):
-                serves[k].append(v)
-            for it in rec.items:
-                for k, v in zip(items, (src, n, rec.serve_id, it.doc_id, it.doc_version, it.channel,
-                                        it.rank, it.score)):
-                    items[k].append(v)
-        else:
-            for k, v in zip(verdicts, (src, dt, name, n, rec.serve_id, rec.doc_id, rec.verdict, rec.ts)):
-                verdicts[k].append(v)
-    if content.fault is not None:
-        reject(content.fault_line, "unreadable_file", content.fault, None)
-
-    tables = {
-        "log_serves": _arrow(serves, {"line": pa.int32(), "ts": pa.timestamp("us")}),
-        "log_serve_items": _arrow(items, {"line": pa.int32(), "rank": pa.int64(), "score": pa.float64()}),
-        "log_verdicts": _arrow(verdicts, {"line": pa.int32(), "ts": pa.timestamp("us")}),
-        "log_rejects": _arrow(rejects, {"line": pa.int32(), "rejected_at": pa.timestamp("us")}),
+    files = {
+        "source_file": pa.array([f.source_file for f, _, _ in todo], pa.string()),
+        "dt": pa.array([f.dt for f, _, _ in todo], pa.string()),
+        "file_name": pa.array([f.file_name for f, _, _ in todo], pa.string()),
     }
-    n_rejected = len(rejects["reason"])
+    reject_table = pa.table({
+        "key": pa.array([r[0] for r in rejects], pa.int64()),
+        "reason": pa.array([r[1] for r in rejects], pa.string()),
+        "detail": pa.array([r[2] for r in rejects], pa.string()),
+        "raw": pa.array([r[3] for r in rejects], pa.string()),
+        "rejected_at": pa.array([now] * len(rejects), pa.timestamp("us")),
+    })
+    tables = {
+        "log_serves": _locate(parsed.serves, files, ("source_file", "dt", "file_name")),
+        "log_serve_items": _locate(parsed.items, files, ("source_file",)),
+        "log_verdicts": _locate(parsed.verdicts, files, ("source_file", "dt", "file_name")),
+        "log_rejects": _locate(reject_table, files, ("source_file", "dt", "file_name")),
+    }
+    # An unreadable file that read no line at all has no line number.
+    rej = tables["log_rejects"]
+    lines = pc.if_else(pc.and_(pc.equal(rej.column("line"), 0), pc.equal(rej.column("reason"), "unreadable_file")),
+                       pa.scalar(None, pa.int32()), rej.column("line"))
+    tables["log_rejects"] = rej.set_column(rej.column_names.index("line"), "line", lines)
+    per_file_rejects = [0] * len(todo)
+    for r in rejects:
+        per_file_rejects[r[0] >> _LINE_BITS] += 1
+    replaced = [f.source_file for f, _, was_known in todo if was_known]
     with transaction(con):
         for t, arrow in tables.items():
             delete, insert = _REPLACE[t]
-            con.execute(delete, [src])
+            if replaced:
+                con.execute(delete, [replaced])
             if arrow.num_rows:
                 con.register("_incoming", arrow)
                 con.execute(insert)
                 con.unregister("_incoming")
-        con.execute("DELETE FROM log_files WHERE source_file = ?", [src])
-        con.execute(
+        if replaced:
+            con.execute("DELETE FROM log_files WHERE list_contains(?, source_file)", [replaced])
+        con.executemany(
             "INSERT INTO log_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [src, dt, name, content.content_sha256, content.size_bytes, content.mtime,
-             content.lines_total, content.lines_read, n_rejected, now],
+            [[f.source_file, f.dt, f.file_name, c.content_sha256, c.size_bytes, c.mtime,
+              c.lines_total, c.lines_read, per_file_rejects[no], now]
+             for no, (f, c, _) in enumerate(todo)],
         )
-    report.lines_read += content.lines_read
-    report.serves += len(serves["serve_id"])
-    report.verdicts += len(verdicts["serve_id"])
-    report.rejected += n_rejected
+    report.files_ingested += len(todo)
+    report.lines_read += sum(c.lines_read for _, c, _ in todo)
+    report.serves += parsed.serves.num_rows
+    report.verdicts += parsed.verdicts.num_rows
+    report.rejected += len(rejects)
 
 
-def _arrow(columns: dict[str, list], types: dict[str, pa.DataType]) -> pa.Table:
-    return pa.table({k: pa.array(v, type=types.get(k, pa.string())) for k, v in columns.items()})
+def _locate(table: pa.Table, files: dict[str, pa.Array], columns: tuple[str, ...]) -> pa.Table:
+    """Turn each row's line key back into its file's columns and its line number."""
+    keys = table.column("key")
+    file_no = pc.shift_right(keys, _LINE_BITS)
+    table = table.append_column("line", pc.cast(pc.bit_wise_and(keys, (1 << _LINE_BITS) - 1), pa.int32()))
+    for c in columns:
+        table = table.append_column(c, pc.take(files[c], file_no))
+    return table

@@ -16,6 +16,10 @@ import re
 import orjson
 
 _KEY_TOKEN = re.compile(rb'"\s*:')
+# orjson reads integers past 64 bits as floats, and the orjson this project pins
+# overflows the C stack on very deep nesting: such lines go to the standard library.
+_LONG_INT = re.compile(rb"[0-9]{20}")
+_MAX_FAST_DEPTH = 256
 
 
 class StrictJSONError(ValueError):
@@ -51,13 +55,14 @@ def _no_duplicates(pairs):
 
 def loads(raw: bytes):
     """Parse one line of UTF-8 bytes as strict JSON, raising StrictJSONError."""
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        value = None
-        fast = False
-    else:
-        fast = True
+    fast = False
+    value = None
+    if raw.count(b"[") + raw.count(b"{") <= _MAX_FAST_DEPTH and not _LONG_INT.search(raw):
+        try:
+            value = orjson.loads(raw)
+            fast = True
+        except orjson.JSONDecodeError:
+            pass
     if fast and _count_keys(value) == len(_KEY_TOKEN.findall(raw)):
         return value
     try:
@@ -65,8 +70,16 @@ def loads(raw: bytes):
     except UnicodeDecodeError as exc:
         raise StrictJSONError("not valid UTF-8") from exc
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except StrictJSONError:
         raise
     except (ValueError, RecursionError) as exc:
         raise StrictJSONError(str(exc)) from exc
+    try:
+        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 text can hold.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise StrictJSONError("a string escape decodes to a lone surrogate, not valid UTF-8") from exc
+    except RecursionError as exc:
+        raise StrictJSONError("nested too deeply") from exc
+    return value

@@ -29,7 +29,8 @@ class LogFile:
 class FileContent:
     """What could be read of a file: its lines and, if reading stopped, why and where."""
 
-    lines: list[tuple[int, bytes]]  # (line number from 1, bytes without \n or trailing \r)
+    # (line number from 1, the line without \n or trailing \r): text, or bytes if not UTF-8
+    lines: list[tuple[int, str | bytes]]
     lines_read: int  # non-blank lines handed on
     lines_total: int  # every numbered line, blank ones included
     content_sha256: str | None
@@ -73,30 +74,39 @@ def read_file(f: LogFile) -> FileContent:
         data = raw
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    pieces = data.split(b"\n")
+    try:
+        # The usual case: the whole file is valid UTF-8 and splits as text.
+        pieces: list = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        pieces = [_decode(p) for p in data.split(b"\n")]
     if fault is not None:
         # The last piece was cut off by the fault: it was not read.
         pieces = pieces[:-1]
-    lines: list[tuple[int, bytes]] = []
+    lines: list[tuple[int, str | bytes]] = []
     for n, piece in enumerate(pieces, start=1):
-        if piece.endswith(b"\r"):
+        if piece[-1:] in ("\r", b"\r"):
             piece = piece[:-1]
-        if not piece.strip() or _blank_text(piece):
+        if _blank(piece):
             continue
         lines.append((n, piece))
     fault_line = (len(pieces) + 1) if fault is not None and pieces else None
-    total = len(pieces) - (1 if fault is None and pieces and pieces[-1] == b"" else 0)
+    total = len(pieces) - (1 if fault is None and pieces and not pieces[-1] else 0)
     return FileContent(lines, len(lines), total, digest, st.st_size, st.st_mtime, fault, fault_line)
 
 
-def _blank_text(piece: bytes) -> bool:
-    # White space beyond ASCII (e.g. U+00A0, U+3000) also makes a line blank, as str.strip() sees it.
-    if piece.isascii():
-        return False
+def _decode(piece: bytes) -> str | bytes:
+    """A line as text, or as bytes when it is not valid UTF-8 (it is then invalid JSON)."""
     try:
-        return not piece.decode("utf-8").strip()
+        return piece.decode("utf-8")
     except UnicodeDecodeError:
-        return False
+        return piece
+
+
+def _blank(piece: str | bytes) -> bool:
+    # White space as Python's str.strip() sees it (U+00A0, U+3000 ... included).
+    if isinstance(piece, bytes):
+        return not piece.decode("utf-8", errors="replace").strip()
+    return not piece.strip()
 
 
 def _gunzip(raw: bytes) -> tuple[bytes, str | None]:

@@ -6,6 +6,7 @@ import os
 
 import dagster as dg
 
+from assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
 from assets.corpus import corpus_snapshot
 from assets.golden_set import golden_set, golden_set_export, relabel_queue
 from assets.serve_log import serve_log
@@ -25,8 +26,8 @@ def _path(env: str, default: str):
 
 def build_definitions() -> dg.Definitions:
     return dg.Definitions(
-        assets=[serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
-        jobs=[refresh_golden_set, rebuild_golden_set],
+        assets=[serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export, *BENCHMARK_ASSETS],
+        jobs=[refresh_golden_set, rebuild_golden_set, *BENCHMARK_JOBS],
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],
         resources={

@@ -1,0 +1,1 @@
+"""The retrieval benchmark: a retriever under test, gated, measured against the golden set."""

@@ -1,0 +1,137 @@
+"""`goldenset bench`: run the benchmark, evaluate a TREC run, compare two runs, list runs.
+
+Each command parses, calls one library function and prints. Errors are raised as
+GoldensetError subclasses; goldenset/cli.py turns them into exit codes (1 error,
+2 usage, 3 golden set too old, 4 component down).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from goldenset.errors import UsageError
+from goldenset.settings import resolve_paths
+
+bench_app = typer.Typer(
+    help="Benchmark retrieval against the golden set: run, eval, compare, list.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else var/goldenset.duckdb).")]
+CorpusOpt = Annotated[Optional[str], typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else var/corpus.jsonl).")]
+
+
+def _parse_json_object(text: str | None, option: str) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} must be a JSON object, got {text!r} ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} must be a JSON object, got {text!r}")
+    return value
+
+
+@bench_app.command("run")
+def run_cmd(
+    db: DbOpt = None,
+    corpus: CorpusOpt = None,
+    retriever: Annotated[str, typer.Option(help="Retriever factory as module:factory.")] = "goldenset.bench.reference:hybrid",
+    retriever_config: Annotated[Optional[str], typer.Option(help="Options for the factory, a JSON object.")] = None,
+    k: Annotated[Optional[list[int]], typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default 5 and 24).")] = None,
+    depth: Annotated[Optional[int], typer.Option(help="Documents asked per query (default max(100, largest k)).")] = None,
+    exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="Leave stale labels out of the qrels.")] = False,
+    max_age_days: Annotated[float, typer.Option(help="Refuse (exit 3) a golden set built longer ago than this.")] = 30,
+    allow_degraded: Annotated[bool, typer.Option("--allow-degraded", help="Run even with a component down; the run is stamped DEGRADED.")] = False,
+    index_dir: Annotated[Optional[Path], typer.Option(help="Where the lexical index is cached (default: bench-index next to the DB).")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Folder for report.md, the plot and TREC files (default var/reports/RUN_ID).")] = None,
+) -> None:
+    """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
+    from goldenset.bench.service import run_and_store
+    from goldenset.bench.report import console, print_run
+    from goldenset.bench.runner import DEFAULT_K, BenchConfig
+
+    paths = resolve_paths(None, corpus, db)
+    config = BenchConfig(
+        retriever=retriever, retriever_config=_parse_json_object(retriever_config, "--retriever-config"),
+        k_values=tuple(k) if k else DEFAULT_K, depth=depth, exclude_stale=exclude_stale,
+        max_age_days=max_age_days, allow_degraded=allow_degraded,
+        index_dir=index_dir or paths.db.parent / "bench-index",
+    )
+    result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
+    print_run(console(), result.run, result.report)
+
+
+@bench_app.command("eval")
+def eval_cmd(
+    run: Annotated[Path, typer.Option("--run", help="TREC run file: query_id Q0 doc_id rank score tag.")],
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels file (default: the current golden set).")] = None,
+    db: DbOpt = None,
+    exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="With the golden set as qrels: leave stale labels out.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object of the trec_eval-pinned metrics.")] = False,
+) -> None:
+    """Evaluate a TREC run file against TREC qrels with trec_eval's conventions."""
+    from goldenset.bench.report import console, eval_table
+    from goldenset.bench.service import evaluate_run_file
+
+    result = evaluate_run_file(run, qrels, resolve_paths(None, None, db).db, exclude_stale=exclude_stale)
+    if as_json:
+        typer.echo(json.dumps({m: round(v, 4) for m, v in result.means.items() if m in result.json_metrics}))
+        return
+    out = console()
+    out.print(f"{run} against {result.qrels_source}: {result.n_queries} queries", markup=False, highlight=False)
+    out.print(eval_table(result.means))
+    out.print(result.policy, markup=False, highlight=False)
+
+
+@bench_app.command("compare")
+def compare_cmd(
+    run_a: Annotated[str, typer.Argument(help="Baseline run id (A).")],
+    run_b: Annotated[str, typer.Argument(help="Candidate run id (B); differences are B - A.")],
+    db: DbOpt = None,
+    row: Annotated[str, typer.Option(help="Row to compare (core decides).")] = "core",
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have).")] = None,
+    bootstrap: Annotated[Optional[int], typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    report: Annotated[Optional[Path], typer.Option(help="Write report.md and differences.png into this folder.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
+) -> None:
+    """Pair two runs query by query: mean difference, 95% CI, verdict per metric."""
+    from dataclasses import asdict
+
+    from goldenset.bench.report import console, print_comparison
+    from goldenset.bench.service import compare_stored
+
+    comp, md = compare_stored(resolve_paths(None, None, db).db, run_a, run_b, row=row, metrics=metric,
+                              bootstrap=bootstrap, seed=seed, report_dir=report)
+    if as_json:
+        typer.echo(json.dumps({"a": comp.a, "b": comp.b, "row": comp.row, "warnings": comp.warnings,
+                               "degraded": comp.degraded, "metrics": [asdict(p) for p in comp.results]}))
+        return
+    print_comparison(console(), comp, md)
+
+
+@bench_app.command("list")
+def list_cmd(db: DbOpt = None) -> None:
+    """List stored benchmark runs, newest first, with the deciding row's recall and nDCG."""
+    from rich.table import Table
+
+    from goldenset.bench.report import console, fmt
+    from goldenset.bench.service import stored_runs
+
+    runs = stored_runs(resolve_paths(None, None, db).db)
+    t = Table(title=f"{len(runs)} benchmark run(s)", title_justify="left")
+    for col in ("run_id", "started (UTC)", "build", "queries", "retriever", "degraded", "ndcg@10", "recall@5"):
+        t.add_column(col)
+    for r in runs:
+        t.add_row(r["run_id"], f"{r['started_at']:%Y-%m-%d %H:%M}", str(r["build_id"]), str(r["n_queries"]),
+                  r["retriever"], "DEGRADED" if r["degraded"] else "", fmt(r["means"].get("ndcg@10")),
+                  fmt(r["means"].get("recall@5")))
+    console().print(t)

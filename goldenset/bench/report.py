@@ -1,0 +1,199 @@
+"""Showing results: rich tables for the terminal, a Markdown report with a plot of differences.
+
+Warnings always come first; a degraded run says DEGRADED in the title of every
+table and at the top of every report.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from goldenset.bench.compare import Comparison
+from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
+
+DEGRADED = "DEGRADED"
+
+
+def console() -> Console:
+    """A console as wide as the terminal, or 140 columns when writing to a pipe or a test."""
+    c = Console()
+    return c if c.is_terminal else Console(width=140, soft_wrap=False)
+
+
+def fmt(x: float | None) -> str:
+    """Four decimals, trec_eval style; n/a for undefined."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.4f}"
+
+
+def fmt_signed(x: float | None) -> str:
+    return "n/a" if x is None or math.isnan(x) else ("inf" if math.isinf(x) and x > 0 else f"{x:+.4f}")
+
+
+def _stamp(title: str, degraded: bool) -> str:
+    return f"{DEGRADED} · {title}" if degraded else title
+
+
+def run_table(run: BenchmarkRun) -> Table:
+    """Metric means per row; the deciding row first."""
+    title = _stamp(f"benchmark {run.run_id} · golden build {run.build_id} · {run.n_queries} queries", run.degraded)
+    t = Table(title=title, title_justify="left")
+    t.add_column("metric")
+    for row in run.rows:
+        t.add_column(f"{row} (deciding)" if row == DECIDING_ROW else f"{row} (reference)", justify="right")
+    means = {row: run.means(row) for row in run.rows}
+    for m in run.metric_names:
+        t.add_row(m, *(fmt(means[row][m]) for row in run.rows))
+    return t
+
+
+def comparison_table(comp: Comparison) -> Table:
+    """B - A per metric with its interval, n, smallest detectable effect and verdict."""
+    title = _stamp(f"B {comp.b} vs A {comp.a} · row {comp.row}", comp.degraded)
+    t = Table(title=title, title_justify="left")
+    for name, justify in (("metric", "left"), ("n", "right"), ("A", "right"), ("B", "right"),
+                          ("B - A", "right"), ("95% CI", "right"), ("MDE", "right"), ("verdict", "left")):
+        t.add_column(name, justify=justify)
+    for p in comp.results:
+        t.add_row(p.metric, str(p.n), fmt(p.mean_a), fmt(p.mean_b), fmt_signed(p.diff),
+                  f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}]", fmt(p.mde), p.verdict)
+    return t
+
+
+def eval_table(means: Mapping[str, float]) -> Table:
+    t = Table()
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for m, v in means.items():
+        t.add_row(m, fmt(v))
+    return t
+
+
+def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> None:
+    """Warnings, the table, the notes, then `run_id: <id>` on its own line."""
+    for w in run.warnings:
+        out.print(w, markup=False, highlight=False)
+    out.print(run_table(run))
+    for note in run.notes:
+        out.print(note, markup=False, highlight=False)
+    if report is not None:
+        out.print(f"report: {report}", markup=False, highlight=False)
+    out.print(f"run_id: {run.run_id}", markup=False, highlight=False)
+
+
+def print_comparison(out: Console, comp: Comparison, report: Path | None = None) -> None:
+    for w in comp.warnings:
+        out.print(w, markup=False, highlight=False)
+    out.print(comparison_table(comp))
+    method = comp.results[0].method if comp.results else "paired t"
+    out.print(
+        f"n = {comp.n} queries both runs saw. 95% CI: {method}. B - A > 0 means B scored higher. MDE: the smallest true "
+        "difference a paired t test on this n detects with 80% power (n/a when the differences do not vary). "
+        "Verdicts read only the interval: indistinguishable when it contains 0.",
+        markup=False, highlight=False,
+    )
+    if report is not None:
+        out.print(f"report: {report}", markup=False, highlight=False)
+
+
+# ---------------------------------------------------------------------------- Markdown + plot
+def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Path:
+    """One panel per comparison: each metric's mean difference with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never a display
+    import matplotlib.pyplot as plt
+
+    panels = [c for c in comps if c.results] or list(comps)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 0.45 * max(
+        (len(c.results) for c in panels), default=1) + 1.5), squeeze=False)
+    for ax, comp in zip(axes[0], panels):
+        names = [p.metric for p in comp.results][::-1]
+        res = comp.results[::-1]
+        ys = range(len(res))
+        diffs = [p.diff for p in res]
+        lo = [p.diff - p.lo if math.isfinite(p.lo) else 0.0 for p in res]
+        hi = [p.hi - p.diff if math.isfinite(p.hi) else 0.0 for p in res]
+        colors = ["tab:green" if p.verdict in ("better",) else "tab:red" if p.verdict == "worse" else "tab:gray"
+                  for p in res]
+        for y, d, l, h, c in zip(ys, diffs, lo, hi, colors):
+            ax.errorbar([d], [y], xerr=[[l], [h]], fmt="o", color=c, ecolor=c, capsize=3)
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        ax.set_yticks(list(ys), names)
+        ax.set_xlabel("difference (B - A), 95% CI")
+        ax.set_title(_stamp(f"{comp.row}", comp.degraded), fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _md_comparison(comp: Comparison) -> list[str]:
+    out = [f"| metric | n | A | B | B - A | 95% CI | MDE | verdict |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for p in comp.results:
+        out.append(f"| {p.metric} | {p.n} | {fmt(p.mean_a)} | {fmt(p.mean_b)} | {fmt_signed(p.diff)} | "
+                   f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {p.verdict} |")
+    return out
+
+
+def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str | None) -> str:
+    """The Markdown report of one run: warnings, means per row, each row against core, notes."""
+    lines = [f"# {_stamp('Retrieval benchmark ' + run.run_id, run.degraded)}", ""]
+    lines += [f"> {w}" for w in run.warnings] + ([""] if run.warnings else [])
+    lines += [
+        f"- started: {run.started_at:%Y-%m-%d %H:%M:%S} UTC; golden build {run.build_id}; "
+        f"{run.n_queries} queries; corpus fingerprint `{run.corpus_fingerprint[:16]}`",
+        f"- retriever: `{run.retriever}`; depth {run.depth}; degraded: {'yes' if run.degraded else 'no'}",
+        "", "## Means per row", "",
+        "| metric | " + " | ".join(f"{r}{' (deciding)' if r == DECIDING_ROW else ''}" for r in run.rows) + " |",
+        "| --- | " + " | ".join("---:" for _ in run.rows) + " |",
+    ]
+    means = {row: run.means(row) for row in run.rows}
+    lines += [f"| {m} | " + " | ".join(fmt(means[r][m]) for r in run.rows) + " |" for m in run.metric_names]
+    for comp in comps:
+        lines += ["", f"## {comp.row} against core (paired t, B = {comp.row}, A = core)", ""] + _md_comparison(comp)
+    if plot_name:
+        lines += ["", f"![differences against core]({plot_name})"]
+    lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_markdown(comp: Comparison, plot_name: str | None) -> str:
+    """The Markdown report of `bench compare`."""
+    lines = [f"# {_stamp(f'Benchmark comparison: {comp.b} vs {comp.a}', comp.degraded)}", ""]
+    lines += [f"> {w}" for w in comp.warnings] + ([""] if comp.warnings else [])
+    method = comp.results[0].method if comp.results else "paired t"
+    lines += [f"Row `{comp.row}`, {method}, n = {comp.n} queries both runs saw; B - A > 0 means B scored higher.", ""]
+    lines += _md_comparison(comp)
+    if plot_name:
+        lines += ["", f"![differences]({plot_name})"]
+    return "\n".join(lines) + "\n"
+
+
+def write_run_report(run: BenchmarkRun, comps: Sequence[Comparison], out_dir: Path) -> Path:
+    """Write report.md and differences.png for a run into out_dir; return the Markdown path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot = plot_differences(comps, out_dir / "differences.png", f"run {run.run_id}: rows against core") if comps else None
+    md = out_dir / "report.md"
+    md.write_text(run_markdown(run, comps, plot.name if plot else None), encoding="utf-8")
+    return md
+
+
+def write_comparison_report(comp: Comparison, out_dir: Path) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot = plot_differences([comp], out_dir / "differences.png", f"{comp.b} vs {comp.a}")
+    md = out_dir / "report.md"
+    md.write_text(comparison_markdown(comp, plot.name), encoding="utf-8")
+    return md

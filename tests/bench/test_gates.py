@@ -1,0 +1,210 @@
+"""The gates with really broken parts: a dense model that does not exist, a corrupt or missing
+lexical index, an empty corpus, a part that swallows its error. No mocks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from goldenset import warehouse
+from goldenset.bench.reference import HybridRetriever
+from goldenset.bench.retriever import RetrieverContext, probe_component
+from goldenset.bench.runner import BenchConfig
+from goldenset.bench.service import run_and_store
+from goldenset.corpus import read_corpus
+from goldenset.embeddings import Embedder
+from goldenset.errors import ComponentDown, GoldenSetTooOld, NoBuild, UsageError
+
+from conftest import DOCS, QUERIES, build_golden, days_ago, write_corpus
+
+
+def _config(g, **kw):
+    return BenchConfig(index_dir=g.index_dir, **kw)
+
+
+def _run(g, embedder=None, **kw):
+    return run_and_store(g.db, g.corpus, _config(g, **kw), report_dir=g.tmp / "report", embedder=embedder)
+
+
+def _count_runs(db):
+    con = warehouse.connect(db, read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM benchmark_runs").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_golden_set_older_than_max_age_is_refused_with_exit_3(tmp_path):
+    g = build_golden(tmp_path / "g", built_at=days_ago(31))
+    with pytest.raises(GoldenSetTooOld) as exc:
+        _run(g, retriever="bench_plugins:keywords")
+    assert exc.value.exit_code == 3
+    assert str(exc.value).startswith("golden set build 1 is 31.0 days old")
+    assert "more than --max-age-days 30" in str(exc.value)
+    assert _count_runs(g.db) == 0
+
+
+def test_max_age_days_can_be_raised(tmp_path):
+    g = build_golden(tmp_path / "g", built_at=days_ago(31))
+    result = _run(g, retriever="bench_plugins:keywords", max_age_days=45)
+    assert result.run.n_queries == len(QUERIES)
+
+
+def test_age_gate_is_checked_before_the_probes_so_exit_3_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
+    g = build_golden(tmp_path / "g", built_at=days_ago(40))
+    with pytest.raises(GoldenSetTooOld):
+        _run(g)
+
+
+def test_a_dense_model_path_that_does_not_exist_is_component_down_exit_4(tmp_path, monkeypatch):
+    missing = tmp_path / "no-such-model"
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(missing))
+    g = build_golden(tmp_path / "g")
+    with pytest.raises(ComponentDown) as exc:
+        _run(g)
+    assert exc.value.exit_code == 4
+    assert str(exc.value) == (
+        f"COMPONENT DOWN: dense: dense model '{missing}' does not exist; set GOLDENSET_DENSE_MODEL to a "
+        "sentence-transformers model directory or unset it to use the packaged model"
+    )
+    assert _count_runs(g.db) == 0
+
+
+def test_a_model_directory_without_a_model_is_component_down(tmp_path, monkeypatch):
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(broken))
+    g = build_golden(tmp_path / "g")
+    with pytest.raises(ComponentDown) as exc:
+        _run(g)
+    assert str(exc.value).startswith(f"COMPONENT DOWN: dense: dense model '{broken}' cannot be loaded: ")
+
+
+def test_allow_degraded_runs_without_the_dense_side_and_stamps_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
+    g = build_golden(tmp_path / "g")
+    result = _run(g, allow_degraded=True)
+    run = result.run
+    assert run.degraded and run.down_components == ["dense"]
+    assert run.warnings[0].startswith("DEGRADED: ran with dense down (dense model")
+    assert run.retriever_config["retriever"]["disabled"] == ["dense"]
+    con = warehouse.connect(g.db, read_only=True)
+    try:
+        degraded, warnings = con.execute(
+            "SELECT degraded, warnings FROM benchmark_runs WHERE run_id = ?", [run.run_id]).fetchone()
+    finally:
+        con.close()
+    assert degraded is True and json.loads(warnings)[0].startswith("DEGRADED")
+    assert result.report.read_text().startswith("# DEGRADED · Retrieval benchmark")
+
+
+def _index_lexical(g, embedder):
+    con = warehouse.connect(g.db)
+    try:
+        ctx = RetrieverContext(read_corpus(g.corpus), con, embedder, g.index_dir)
+        r = HybridRetriever(ctx)
+        assert probe_component(r, "lexical", "webhook retries").up
+        return r.lexical_index_dir
+    finally:
+        con.close()
+
+
+def test_a_corrupt_lexical_index_is_component_down_not_rebuilt_silently(golden, embedder):
+    index = _index_lexical(golden, embedder)
+    (index / "vocab.index.json").unlink()
+    with pytest.raises(ComponentDown) as exc:
+        _run(golden, embedder)
+    lines = str(exc.value).splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"COMPONENT DOWN: lexical: lexical index at {index} is incomplete or corrupt (")
+    assert lines[0].endswith("delete that directory to rebuild it")
+
+
+def test_an_index_without_its_doc_id_list_is_incomplete(golden, embedder):
+    index = _index_lexical(golden, embedder)
+    (index / "doc_ids.json").unlink()
+    with pytest.raises(ComponentDown, match="COMPONENT DOWN: lexical: lexical index at .* is incomplete"):
+        _run(golden, embedder)
+
+
+def test_a_missing_lexical_index_is_down_when_indexing_is_not_the_benchmarks_job(golden, embedder):
+    with pytest.raises(ComponentDown) as exc:
+        _run(golden, embedder, retriever_config={"build_index": False})
+    assert str(exc.value).startswith("COMPONENT DOWN: lexical: no lexical index at ")
+    assert "(build_index is off)" in str(exc.value)
+
+
+def test_a_deleted_index_directory_is_rebuilt_for_the_same_content(golden, embedder):
+    index = _index_lexical(golden, embedder)
+    shutil.rmtree(index)
+    assert _index_lexical(golden, embedder) == index and index.is_dir()
+
+
+def test_a_corpus_without_active_documents_downs_every_component(tmp_path):
+    g = build_golden(tmp_path / "g")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"doc_id": "gone", "version": "1", "status": "retired", "text": ""}) + "\n")
+    with pytest.raises(ComponentDown) as exc:
+        run_and_store(g.db, empty, _config(g), report_dir=tmp_path / "r", embedder=Embedder())
+    lines = str(exc.value).splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == ["lexical", "dense", "graph", "boosts"]
+    assert lines[0] == ("COMPONENT DOWN: lexical: the corpus has no active document, "
+                        "so there is no lexical index to build")
+    assert lines[1] == "COMPONENT DOWN: dense: the corpus has no active document to embed"
+
+
+def test_a_part_that_swallows_its_error_and_returns_nothing_is_down(golden):
+    with pytest.raises(ComponentDown) as exc:
+        _run(golden, retriever="bench_plugins:empty")
+    assert str(exc.value).startswith("COMPONENT DOWN: keywords: returned no result for the probe query ")
+
+
+def test_a_part_that_raises_is_down_with_its_reason(golden):
+    with pytest.raises(ComponentDown) as exc:
+        _run(golden, retriever="bench_plugins:exploding")
+    assert str(exc.value) == "COMPONENT DOWN: keywords: index server unreachable at 10.0.0.7:9200"
+
+
+def test_a_graph_with_no_edge_is_down(tmp_path):
+    single = [(task, helped[:1], noise) for task, helped, noise in QUERIES]
+    g = build_golden(tmp_path / "g", queries=single)
+    with pytest.raises(ComponentDown) as exc:
+        _run(g, retriever="bench_plugins:keywords")
+    assert str(exc.value) == (
+        "COMPONENT DOWN: graph: the graph has no edge between active documents: "
+        "no two of them helped on the same query"
+    )
+
+
+def test_corpus_drift_above_five_percent_warns_at_the_top(tmp_path):
+    g = build_golden(tmp_path / "g")
+    changed = [(d, t, x + " Revised." if i < 2 else x) for i, (d, t, x) in enumerate(DOCS)]
+    write_corpus(g.corpus, changed)
+    run = _run(g, retriever="bench_plugins:keywords").run
+    assert run.warnings[0].startswith("WARNING: corpus drift since golden build 1 is 12.5% (> 5%)")
+    assert run.corpus_drift == pytest.approx(2 / 16)
+
+
+def test_drift_of_five_percent_or_less_does_not_warn(golden):
+    run = _run(golden, retriever="bench_plugins:keywords").run
+    assert run.warnings == [] and run.corpus_drift == 0.0
+
+
+def test_no_build_yet_is_an_error_not_a_refusal(tmp_path):
+    with pytest.raises(NoBuild, match="run `goldenset build` first"):
+        run_and_store(tmp_path / "none.duckdb", tmp_path / "c.jsonl", BenchConfig(index_dir=tmp_path))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no_colon", "is not an import path; use `module:factory`"),
+    ("no_such_module_xyz:f", "cannot import 'no_such_module_xyz'"),
+    ("bench_plugins:missing", "module 'bench_plugins' has no 'missing'"),
+    ("bench_plugins:not_callable", "'not_callable' is not callable"),
+])
+def test_a_bad_retriever_import_path_is_a_usage_error(golden, spec, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _run(golden, retriever=spec)

@@ -1,0 +1,210 @@
+"""Metric definitions and TREC files, pinned against trec_eval's own output and hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from goldenset.bench import metrics as M
+from goldenset.bench import trec
+from goldenset.errors import InputError, UsageError
+
+from conftest import DATA
+
+# trec_eval measure name -> our canonical name
+PINNED = {
+    "map": "map", "recip_rank": "mrr", "P_5": "precision@5", "P_10": "precision@10",
+    "recall_5": "recall@5", "recall_10": "recall@10", "ndcg_cut_10": "ndcg@10",
+}
+
+
+def _trec_eval_all(path):
+    out = {}
+    for line in path.read_text().splitlines():
+        name, qid, value = line.split()
+        if qid == "all":
+            out[name] = value
+    return out
+
+
+def _evaluate(run_path, qrels_path, names):
+    run = trec.ranked_lists(trec.read_run(run_path))
+    qrels = trec.read_qrels(qrels_path)
+    per_query = M.evaluate(run, qrels, [M.get_metric(n) for n in names])
+    return per_query, M.mean_over_queries(per_query, names)
+
+
+def test_metrics_reproduce_trec_eval_on_its_own_test_files():
+    expected = _trec_eval_all(DATA / "out.test.a")
+    per_query, means = _evaluate(DATA / "results.test", DATA / "qrels.test", list(PINNED.values()))
+    assert len(per_query) == int(expected["num_q"])
+    for te_name, ours in PINNED.items():
+        assert f"{means[ours]:.4f}" == expected[te_name], te_name
+
+
+def test_trec_eval_test_run_has_ties_and_a_rank_column_we_ignore():
+    # The parity above holds although results.test lists documents out of rank order:
+    # trec_eval re-derives ranks from scores, and so do we.
+    lines = (DATA / "results.test").read_text().splitlines()
+    ranks = [int(line.split()[3]) for line in lines if line.split()[0] == "301"]
+    assert ranks != sorted(ranks)
+
+
+def test_tied_scores_rank_by_doc_id_descending_whatever_the_rank_column_says(tmp_path):
+    run = tmp_path / "tied.run"
+    run.write_text(
+        "q1 Q0 a 1 2.0 t\n"
+        "q1 Q0 b 2 1.0 t\n"
+        "q1 Q0 c 3 1.0 t\n"
+        "q1 Q0 B 4 1.0 t\n"
+        "q1 Q0 d 5 0.5 t\n"
+    )
+    assert [d for d, _ in trec.read_run(run)["q1"]] == ["a", "c", "b", "B", "d"]
+
+
+def test_metrics_on_a_run_with_ties_match_hand_computation(tmp_path):
+    run = tmp_path / "tied.run"
+    # trec order: q1 -> z, y, x (all tied); q2 -> m (3.0), n and k tied at 1.0 -> n, k
+    run.write_text(
+        "q1 Q0 x 1 1.0 t\nq1 Q0 y 2 1.0 t\nq1 Q0 z 3 1.0 t\n"
+        "q2 Q0 k 1 1.0 t\nq2 Q0 n 2 1.0 t\nq2 Q0 m 3 3.0 t\n"
+    )
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 x 1\nq1 0 z 0\nq1 0 w 1\nq2 0 k 2\nq2 0 n 1\nq2 0 m 0\n")
+    per_query, _ = _evaluate(run, qrels, ["mrr", "map", "precision@5", "recall@5", "ndcg@10"])
+    # q1: ranked z(0) y(-) x(1); relevant {x, w}
+    assert per_query["q1"]["mrr"] == pytest.approx(1 / 3)
+    assert per_query["q1"]["map"] == pytest.approx((1 / 3) / 2)
+    assert per_query["q1"]["precision@5"] == pytest.approx(1 / 5)
+    assert per_query["q1"]["recall@5"] == pytest.approx(1 / 2)
+    # q2: ranked m(0) n(1) k(2); graded gains; ideal k(2) n(1)
+    dcg = 1 / math.log2(3) + 2 / math.log2(4)
+    idcg = 2 + 1 / math.log2(3)
+    assert per_query["q2"]["ndcg@10"] == pytest.approx(dcg / idcg)
+    assert per_query["q2"]["mrr"] == pytest.approx(1 / 2)
+    assert per_query["q2"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+
+
+def test_queries_without_relevant_documents_or_missing_from_the_run_are_not_averaged():
+    run = {"has_rel": ["a"], "no_rel": ["b"], "not_in_qrels": ["c"]}
+    qrels = {"has_rel": {"a": 1}, "no_rel": {"b": 0}, "missing_from_run": {"d": 1}}
+    assert M.evaluated_queries(run, qrels) == ["has_rel"]
+
+
+def test_empty_ranked_list_scores_zero_everywhere():
+    rels = {"a": 1, "b": 0}
+    for m in M.benchmark_metrics((5, 24)):
+        assert m([], rels) == 0.0, m.name
+
+
+def test_k_beyond_the_list_divides_by_k():
+    rels = {"a": 1, "b": 0}
+    ranked = ["a", "b", "c"]
+    assert M.get_metric("precision@10")(ranked, rels) == pytest.approx(0.1)
+    assert M.get_metric("noise@10")(ranked, rels) == pytest.approx(0.1)
+    assert M.get_metric("hole@10")(ranked, rels) == pytest.approx(0.1)
+    assert M.get_metric("recall@24")(ranked, rels) == 1.0
+
+
+def test_noise_counts_judged_non_relevant_and_hole_counts_never_judged():
+    rels = {"helped": 1, "noise": 0, "wrong": 0}
+    ranked = ["helped", "noise", "unjudged", "wrong", "other"]
+    assert M.get_metric("noise@5")(ranked, rels) == pytest.approx(2 / 5)
+    assert M.get_metric("hole@5")(ranked, rels) == pytest.approx(2 / 5)
+    assert M.get_metric("precision@5")(ranked, rels) == pytest.approx(1 / 5)
+
+
+@given(
+    ranked=st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
+    rels=st.dictionaries(st.sampled_from("abcdefghijkl"), st.integers(0, 2), max_size=12),
+    k=st.integers(1, 12),
+)
+def test_precision_noise_and_hole_partition_the_filled_slots(ranked, rels, k):
+    total = sum(M.get_metric(f"{f}@{k}")(ranked, rels) for f in ("precision", "noise", "hole"))
+    assert total == pytest.approx(min(len(ranked), k) / k)
+
+
+@given(
+    ranked=st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
+    rels=st.dictionaries(st.sampled_from("abcdefghijkl"), st.integers(0, 3), min_size=1, max_size=12),
+)
+def test_metrics_stay_between_zero_and_one(ranked, rels):
+    for m in M.benchmark_metrics((1, 5, 24)):
+        assert 0.0 <= m(ranked, rels) <= 1.0 + 1e-12, m.name
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_metrics_do_not_depend_on_the_order_of_run_lines(tmp_path_factory, seed):
+    lines = (DATA / "results.test").read_text().splitlines()
+    random.Random(seed).shuffle(lines)
+    shuffled = tmp_path_factory.mktemp("shuffled") / "run"
+    shuffled.write_text("\n".join(lines) + "\n")
+    names = list(PINNED.values())
+    _, a = _evaluate(DATA / "results.test", DATA / "qrels.test", names)
+    _, b = _evaluate(shuffled, DATA / "qrels.test", names)
+    assert a == b
+
+
+def test_a_written_run_reads_back_in_the_same_order_even_with_tied_scores(tmp_path):
+    ordered = {"q": [("b", 1.0), ("a", 1.0), ("c", 1.0)]}  # our order is not trec's tie order
+    back = trec.read_run(trec.write_run(tmp_path / "r.run", ordered, "tag"))
+    assert [d for d, _ in back["q"]] == ["b", "a", "c"]
+
+
+def test_a_document_listed_twice_for_one_query_is_refused_like_trec_eval(tmp_path):
+    run = tmp_path / "dup.run"
+    run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 a 2 1.0 t\n")
+    with pytest.raises(InputError, match=r"line 2: query q1 lists document a twice \(first on line 1\)"):
+        trec.read_run(run)
+
+
+def test_a_qrels_judging_a_document_twice_is_refused(tmp_path):
+    qrels = tmp_path / "dup.qrels"
+    qrels.write_text("q1 0 a 1\nq1 0 a 0\n")
+    with pytest.raises(InputError, match="line 2: query q1 judges document a twice"):
+        trec.read_qrels(qrels)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("q1 Q0 a 1 2.0", "line 1: expected 6 fields `query_id Q0 doc_id rank score tag`, got 5: 'q1 Q0 a 1 2.0'"),
+    ("q1 Q0 a 1 high t", "line 1: score 'high' is not a number"),
+    ("q1 Q0 a 1 nan t", "line 1: score is NaN"),
+])
+def test_malformed_run_lines_are_refused_with_file_and_line(tmp_path, line, message):
+    run = tmp_path / "bad.run"
+    run.write_text(line + "\n")
+    with pytest.raises(InputError) as exc:
+        trec.read_run(run)
+    assert str(exc.value).startswith(f"run {run} {message}")
+
+
+def test_malformed_qrels_relevance_is_refused(tmp_path):
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("\nq1 0 a yes\n")
+    with pytest.raises(InputError, match=r"line 2: relevance 'yes' is not an integer"):
+        trec.read_qrels(qrels)
+
+
+def test_missing_run_file_says_so(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        trec.read_run(tmp_path / "nope.run")
+
+
+@pytest.mark.parametrize("name", ["recall", "recall@0", "mrr@5", "f1@5", "ndcg@x"])
+def test_unknown_metric_names_are_usage_errors(name):
+    with pytest.raises(UsageError, match="unknown metric"):
+        M.get_metric(name)
+
+
+def test_canonical_names_are_normalised():
+    assert M.get_metric("Recall@5").name == "recall@5"
+    assert M.get_metric("MAP").name == "map"
+    assert [m.name for m in M.benchmark_metrics((5, 24))] == [
+        "recall@5", "recall@24", "precision@5", "precision@24", "ndcg@10", "mrr", "map",
+        "noise@5", "noise@24", "hole@5", "hole@24",
+    ]

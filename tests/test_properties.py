@@ -1,0 +1,308 @@
+"""Properties of the build over random small logs (contract sections 1 and 3).
+
+"Where no tie is involved, line order and the split of lines into files do not
+change the result", re-reading never duplicates anything, and a rebuild on
+unchanged input adds a build but no label versions. The generated logs avoid
+every tie: serve times are distinct, and so is every verdict time.
+
+Hypothesis reuses function-scoped fixtures across examples, so each example
+makes its own temporary folder and DuckDB file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import unicodedata
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from goldenset.build import build_golden_set
+from goldenset.checks import BuildChecks
+from goldenset.corpus import read_corpus
+from goldenset.ingest import ingest_all
+from goldenset.snapshots import store_snapshot
+from goldenset.warehouse import connect
+from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
+
+EXAMPLES = settings(
+    max_examples=20, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# The rejected share has tests of its own; here a stray bad line must not block a build.
+LENIENT = BuildChecks(block_rejected_share=1.0)
+DAY1, DAY2 = "2026-11-01", "2026-11-02"
+EPOCH = datetime(2026, 11, 1, 8, 0)
+
+# d2 is served at v1 and v2 but v2 is current; d3 is retired; d4 is superseded by d5.
+CORPUS = [
+    doc("d1"), doc("d2", "v2"), doc("d3", status="retired"), doc("d4", superseded_by="d5"),
+    doc("d5"), doc("d6"), doc("rule-1"),
+]
+SERVED_DOCS = ["d1", "d2", "d3", "d4", "d5", "d6", "rule-1"]
+PROJECTS = ["billing", "search"]
+TASKS = ["fix the refund window", "straße rules"]
+
+
+# --------------------------------------------------------------------------- generating logs
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+TASK_VARIANTS = [
+    lambda t: t,
+    str.upper,
+    str.title,
+    lambda t: t.replace(" ", "  "),
+    lambda t: "\t" + t.replace(" ", "\u00a0") + " ",
+    lambda t: t.replace(" ", "\u3000"),
+    _fullwidth,
+    lambda t: t.replace("ß", "SS").upper(),
+]
+
+
+def ts_at(minutes: int, offset_hours: int) -> str:
+    """The instant EPOCH + minutes, written with an offset of offset_hours."""
+    local = EPOCH + timedelta(minutes=minutes, hours=offset_hours)
+    suffix = "Z" if offset_hours == 0 else f"{offset_hours:+03d}:00"
+    return local.strftime("%Y-%m-%dT%H:%M:%S") + suffix
+
+
+offsets = st.sampled_from([0, 0, 1, -2])
+
+
+def distinct_minutes(n: int, max_gap: int):
+    """n distinct minute offsets in random order: no two serves (or verdicts) tie."""
+    gaps = st.lists(st.integers(1, max_gap), min_size=n, max_size=n)
+    return gaps.map(lambda g: [sum(g[: i + 1]) for i in range(n)]).flatmap(st.permutations)
+
+
+@st.composite
+def serve_logs(draw) -> list[str]:
+    """The lines of a small tie-free log, in a random but fixed order."""
+    n = draw(st.sampled_from(range(1, 7)))
+    serve_minutes = draw(distinct_minutes(n, 30))
+    records: list[dict] = []
+    served: list[tuple[str, str]] = []
+    for i, minute in enumerate(serve_minutes):
+        serve_id = f"s{i}"
+        task = draw(st.sampled_from(TASK_VARIANTS))(draw(st.sampled_from(TASKS)))
+        docs = draw(st.lists(st.sampled_from(SERVED_DOCS), min_size=1, max_size=4, unique=True))
+        items = []
+        for rank, d in enumerate(docs, start=1):
+            if d == "rule-1" or draw(st.sampled_from(["ranked"] * 5 + ["always"])) == "always":
+                items.append(always(d))
+            else:
+                items.append(ranked(d, rank, draw(st.sampled_from(["v1", "v1", "v2"]))))
+        records.append(serve(serve_id, ts_at(minute, draw(offsets)), task, items,
+                             project=draw(st.sampled_from(PROJECTS)), session_id=f"sess-{i}"))
+        served += [(serve_id, d) for d in docs]
+
+    # Most served items get a verdict or two; a few verdicts are orphans ("ghost") or
+    # name a doc their serve did not serve ("d9").
+    targets = [pair for pair in served for _ in range(draw(st.sampled_from([0, 1, 1, 2])))]
+    targets += draw(st.lists(st.sampled_from([("ghost", "d1"), ("s0", "d9")]), max_size=2))
+    verdict_minutes = draw(distinct_minutes(len(targets), 90))
+    for (serve_id, d), minute in zip(targets, verdict_minutes):
+        records.append(verdict(serve_id, d, draw(st.sampled_from(["helped", "helped", "noise", "wrong"])),
+                               ts_at(minute, draw(offsets))))
+
+    lines = [json.dumps(r, ensure_ascii=False) for r in records]
+    # Identical repeats of serves, written differently (keys reversed, another session).
+    for k in draw(st.lists(st.integers(0, n - 1), max_size=2)):
+        again = dict(reversed(list({**records[k], "session_id": "other"}.items())))
+        lines.append(json.dumps(again))
+    lines += [""] * draw(st.integers(0, 2))
+    if draw(st.sampled_from([False] * 5 + [True])):
+        lines.append("not json")
+    return lines
+
+
+# --------------------------------------------------------------------------- running the pipeline
+
+
+def rows(con, sql, *params):
+    return con.execute(sql, list(params)).fetchall()
+
+
+def outcome(con, build_id=None):
+    """What a build computed: sorted golden-set rows, its funnel and its counts."""
+    if build_id is None:
+        build_id = rows(con, "SELECT max(build_id) FROM golden_builds")[0][0]
+    return (
+        rows(con, "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
+                  "judged_at, stale_reason FROM build_labels WHERE build_id = ? ORDER BY ALL", build_id),
+        rows(con, "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+                  "WHERE build_id = ? ORDER BY step_order", build_id),
+        rows(con, "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, unjudged_items, orphan_verdicts, "
+                  "unserved_item_verdicts, lines_read, lines_rejected FROM golden_builds WHERE build_id = ?",
+             build_id),
+    )
+
+
+def golden_set_now(con):
+    return rows(con, "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
+                     "judged_at, stale_reason FROM golden_set ORDER BY ALL")
+
+
+def publish(con, tmp: Path):
+    store_snapshot(con, read_corpus(write_corpus(tmp / "corpus.jsonl", CORPUS)))
+    return build_golden_set(con, checks=LENIENT)
+
+
+def run(files: dict[tuple[str, str], list[str]]):
+    """Write the files into a fresh LOGS tree, ingest, build; the build's outcome."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for (dt, name), lines in files.items():
+            write_log(tmp / "logs", dt, name, lines)
+        con = connect(tmp / "g.duckdb")
+        try:
+            ingest_all(con, tmp / "logs")
+            publish(con, tmp)
+            result = outcome(con)
+            assert golden_set_now(con) == result[0]
+            return result
+        finally:
+            con.close()
+
+
+ONE_FILE = (DAY1, "part-0001.jsonl")
+
+
+# --------------------------------------------------------------------------- the properties
+
+
+LAYOUTS = {
+    "one file": ((DAY1, "part-0001.jsonl"), (DAY1, "part-0001.jsonl")),
+    "two files": ((DAY1, "part-0001.jsonl"), (DAY1, "part-0002.jsonl.gz")),
+    "two partitions": ((DAY1, "part-0001.jsonl"), (DAY2, "part-0001.jsonl")),
+    "later lines in the earlier partition": ((DAY2, "part-0001.jsonl"), (DAY1, "part-0009.jsonl.gz")),
+}
+
+
+@settings(EXAMPLES, max_examples=30)
+@given(st.data())
+def test_line_order_and_the_split_into_files_do_not_change_the_build(data):
+    # One contract sentence, one test: the variant permutes the lines and then cuts them
+    # into two files or partitions (or none); shrinking isolates which of the two broke.
+    lines = data.draw(serve_logs())
+    permuted = data.draw(st.permutations(lines))
+    cut = data.draw(st.integers(0, len(lines)))
+    first, second = LAYOUTS[data.draw(st.sampled_from(sorted(LAYOUTS)))]
+    files = {first: permuted[:cut]}
+    files[second] = files.get(second, []) + permuted[cut:]
+    assert run(files) == run({ONE_FILE: lines})
+
+
+@EXAMPLES
+@given(serve_logs(), st.data())
+def test_reading_the_same_logs_again_or_rehashing_a_partition_changes_nothing(lines, data):
+    cut = data.draw(st.integers(0, len(lines)))
+    rehashed = data.draw(st.sampled_from([DAY1, DAY2]))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        write_log(tmp / "logs", DAY1, "part-0001.jsonl", lines[:cut])
+        write_log(tmp / "logs", DAY2, "part-0001.jsonl.gz", lines[cut:])
+        con = connect(tmp / "g.duckdb")
+        try:
+            ingest_all(con, tmp / "logs")
+            publish(con, tmp)
+            first = outcome(con)
+            quarantine = rows(con, "SELECT * FROM rejected_records ORDER BY source_file, line")
+
+            ingest_all(con, tmp / "logs")
+            ingest_all(con, tmp / "logs", partitions=[rehashed], rehash=True)
+            publish(con, tmp)
+            assert outcome(con) == first
+            assert rows(con, "SELECT * FROM rejected_records ORDER BY source_file, line") == quarantine
+        finally:
+            con.close()
+
+
+@EXAMPLES
+@given(serve_logs())
+def test_rebuilding_on_unchanged_input_adds_a_build_but_no_label_versions(lines):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        write_log(tmp / "logs", *ONE_FILE, lines)
+        con = connect(tmp / "g.duckdb")
+        try:
+            ingest_all(con, tmp / "logs")
+            publish(con, tmp)
+            history = rows(con, "SELECT * FROM label_history ORDER BY ALL")
+            assert len(history) == len(golden_set_now(con))
+
+            publish(con, tmp)
+            assert rows(con, "SELECT build_id FROM golden_builds ORDER BY build_id") == [(1,), (2,)]
+            assert rows(con, "SELECT * FROM label_history ORDER BY ALL") == history
+            assert rows(con, "SELECT count(*) FROM label_changes WHERE to_build = 2") == [(0,)]
+            assert outcome(con, 2) == outcome(con, 1)
+        finally:
+            con.close()
+
+
+# --------------------------------------------------------------------------- an independent reading
+
+
+def _instant(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _norm(task: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", task).casefold().split())
+
+
+def expected_golden_set(lines: list[str]) -> list[tuple]:
+    """Contract section 3 on a tie-free log, written out in plain Python."""
+    serves, winners = {}, {}
+    for text in lines:
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            continue
+        if rec["event"] == "serve":
+            serves.setdefault(rec["serve_id"], rec)
+        elif (key := (rec["serve_id"], rec["doc_id"])) not in winners or _instant(rec["ts"]) > _instant(
+                winners[key]["ts"]):
+            winners[key] = rec
+    active = {d["doc_id"]: d for d in CORPUS if d["status"] == "active"}
+    judgments = [
+        (s, item, winners[(s["serve_id"], item["doc_id"])])
+        for s in serves.values() for item in s["items"]
+        if (s["serve_id"], item["doc_id"]) in winners and item["channel"] == "ranked" and item["doc_id"] in active
+    ]
+    latest = lambda j: (_instant(j[0]["ts"]), j[0]["serve_id"])  # noqa: E731
+    queries: dict[tuple[str, str], dict[str, tuple]] = {}
+    for j in judgments:
+        labels = queries.setdefault((j[0]["project"], _norm(j[0]["task"])), {})
+        if j[1]["doc_id"] not in labels or latest(j) > latest(labels[j[1]["doc_id"]]):
+            labels[j[1]["doc_id"]] = j
+    out = []
+    for (project, norm), labels in queries.items():
+        if not any(v["verdict"] == "helped" for _, _, v in labels.values()):
+            continue
+        qid = hashlib.sha256(f"{project}\x1f{norm}".encode()).hexdigest()[:16]
+        task = max((j for j in judgments if (j[0]["project"], _norm(j[0]["task"])) == (project, norm)),
+                   key=latest)[0]["task"]
+        for s, item, v in labels.values():
+            d = active[item["doc_id"]]
+            stale = ("superseded" if d["superseded_by"] else
+                     "version_changed" if d["version"] != item["doc_version"] else None)
+            out.append((qid, project, task, item["doc_id"], item["doc_version"], v["verdict"],
+                        int(v["verdict"] == "helped"), s["serve_id"], _instant(v["ts"]), stale))
+    return sorted(out, key=lambda r: tuple("" if x is None else x for x in r[:8]))
+
+
+@settings(EXAMPLES, max_examples=25)
+@given(serve_logs())
+def test_the_golden_set_matches_an_independent_reading_of_the_contract(lines):
+    got = run({ONE_FILE: lines})[0]
+    key = lambda r: tuple("" if x is None else x for x in r[:8])  # noqa: E731
+    assert sorted(got, key=key) == expected_golden_set(lines)
