@@ -8,6 +8,7 @@ blocking check leaves the previous build current.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -44,15 +45,31 @@ class BuildResult:
     merges: list[dict] = field(default_factory=list)
 
 
+# Served items of accepted serves, and the winning verdict of each judged item, are
+# staged once: the judgments and every side count (unjudged, orphan, unserved) read them.
+_STAGE_ITEMS = """
+CREATE OR REPLACE TEMP TABLE _items AS
+SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
+       i.doc_id, i.doc_version, i.channel
+FROM accepted_serves s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+"""
+# Latest ts wins; on a tie, the later line in (dt, file name, line) order.
+_STAGE_VERDICTS = """
+CREATE OR REPLACE TEMP TABLE _wv AS
+SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
+QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id
+                           ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1
+"""
 # Judgments with what the current snapshot says of their document. `_query_map` lets the
 # optional near-duplicate step fold several normalised tasks into one query.
 _STAGE_JUDGMENTS = """
 CREATE OR REPLACE TEMP TABLE _j AS
-SELECT j.serve_id, j.serve_ts, j.project, j.task, j.doc_id, j.doc_version, j.channel, j.verdict,
-       j.judged_at,
+SELECT j.serve_id, j.serve_ts, j.project, j.task, j.doc_id, j.doc_version, j.channel, v.verdict,
+       v.ts AS judged_at,
        coalesce(m.query_id, j.query_id) AS query_id,
        d.doc_id IS NOT NULL AS active, d.version AS current_version, d.superseded_by
-FROM judgments j
+FROM _items j
+JOIN _wv v ON v.serve_id = j.serve_id AND v.doc_id = j.doc_id
 LEFT JOIN _query_map m ON m.project = j.project AND m.task_norm = j.task_norm
 LEFT JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
            WHERE content_sha256 = ? AND status = 'active') d ON d.doc_id = j.doc_id
@@ -102,17 +119,12 @@ SELECT ? AS build_id, j.query_id, q.project, q.task, j.doc_id, j.doc_version, j.
 FROM _j4 j JOIN _qtask q USING (query_id)
 """
 _SIDE_COUNTS = """
+WITH served AS (SELECT DISTINCT serve_id FROM _items)
 SELECT
-  (SELECT count(*) FROM accepted_serves s
-     JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
-     WHERE NOT EXISTS (SELECT 1 FROM log_verdicts v WHERE v.serve_id = s.serve_id AND v.doc_id = i.doc_id)),
-  (SELECT count(*) FROM log_verdicts v
-     WHERE NOT EXISTS (SELECT 1 FROM log_serves s WHERE s.serve_id = v.serve_id)),
-  (SELECT count(*) FROM log_verdicts v
-     WHERE EXISTS (SELECT 1 FROM log_serves s WHERE s.serve_id = v.serve_id)
-       AND NOT EXISTS (SELECT 1 FROM accepted_serves s
-                       JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
-                       WHERE s.serve_id = v.serve_id AND i.doc_id = v.doc_id)),
+  (SELECT count(*) FROM _items i ANTI JOIN _wv v ON v.serve_id = i.serve_id AND v.doc_id = i.doc_id),
+  (SELECT count(*) FROM log_verdicts v ANTI JOIN served s ON s.serve_id = v.serve_id),
+  (SELECT count(*) FROM log_verdicts v SEMI JOIN served s ON s.serve_id = v.serve_id
+     ANTI JOIN _items i ON i.serve_id = v.serve_id AND i.doc_id = v.doc_id),
   (SELECT coalesce(sum(lines_total), 0) FROM log_files),
   (SELECT count(*) FROM rejected_records WHERE reason <> 'conflicting_duplicate_serve'),
   (SELECT count(*) FROM rejected_records WHERE reason = 'conflicting_duplicate_serve')
@@ -148,35 +160,28 @@ def build_golden_set(
         "SELECT count(*) FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'", [content_sha]
     ).fetchall()[0][0]
 
+    signature = input_signature(con, content_sha, query_map or [])
+    previous = con.execute(
+        "SELECT input_signature, labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1"
+    ).fetchall()
     con.execute("BEGIN TRANSACTION")
     try:
         build_id = con.execute("SELECT coalesce(max(build_id), 0) + 1 FROM golden_builds").fetchall()[0][0]
-        con.execute("CREATE OR REPLACE TEMP TABLE _query_map (project VARCHAR, task_norm VARCHAR, query_id VARCHAR)")
-        if query_map:
-            con.executemany("INSERT INTO _query_map VALUES (?, ?, ?)", query_map)
-        con.execute(_STAGE_JUDGMENTS, [content_sha])
-        con.execute(_FILTERED)
-        con.execute(_REPEATS)
-        con.execute(_QUERY_TASK)
-        con.execute(_NO_POSITIVE)
-        funnel = _funnel(con)
-        con.execute(_INSERT_LABELS, [build_id])
-        unjudged, orphans, unserved, lines_read, lines_rejected, conflicts = con.execute(_SIDE_COUNTS).fetchall()[0]
-        n_queries, n_projects, n_helped, n_noise, n_wrong, n_stale = con.execute(
-            _LABEL_COUNTS, [build_id]).fetchall()[0]
-        missing_docs = con.execute(
+        if previous and previous[0][0] == signature:
+            # Same log content, snapshot and merges: the same labels. Point at them instead
+            # of computing and storing them again; this is what keeps a no-change night cheap.
+            labels_build = previous[0][1]
+            funnel, counts = _repeat(con, labels_build)
+        else:
+            labels_build = build_id
+            funnel, counts = _compute(con, build_id, content_sha, query_map or [])
+        counts["corpus_active_docs"] = active_docs
+        counts["labels_missing_document"] = con.execute(
             "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
             "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = ? AND d.doc_id = b.doc_id "
             "AND d.status = 'active')",
-            [build_id, content_sha],
+            [labels_build, content_sha],
         ).fetchall()[0][0]
-        counts = dict(
-            n_queries=n_queries, n_projects=n_projects, n_helped=n_helped, n_noise=n_noise,
-            n_wrong=n_wrong, n_stale=n_stale, unjudged_items=unjudged, orphan_verdicts=orphans,
-            unserved_item_verdicts=unserved, lines_read=lines_read, lines_rejected=lines_rejected,
-            conflicting_serves=conflicts,
-            corpus_active_docs=active_docs, labels_missing_document=missing_docs,
-        )
         outcomes = evaluate_checks(checks, funnel, counts)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
         if blocking:
@@ -185,30 +190,83 @@ def build_golden_set(
                 + " (the previous build stays current)",
                 outcomes,
             )
+        c = counts
         con.execute(
             "INSERT INTO golden_builds BY NAME SELECT ? AS build_id, ? AS built_at, ? AS trigger, "
             "? AS corpus_fingerprint, ? AS corpus_active_docs, ? AS n_queries, ? AS n_projects, "
             "? AS n_helped, ? AS n_noise, ? AS n_wrong, ? AS unjudged_items, ? AS orphan_verdicts, "
             "? AS unserved_item_verdicts, ? AS n_stale, ? AS lines_read, ? AS lines_rejected, "
-            "? AS near_duplicate_merges, ? AS corpus_content_sha256, ? AS conflicting_serves",
-            [build_id, now, trigger, fingerprint, active_docs, n_queries, n_projects, n_helped, n_noise,
-             n_wrong, unjudged, orphans, unserved, n_stale, lines_read, lines_rejected,
-             _merged_queries(query_map or []), content_sha, conflicts],
+            "? AS near_duplicate_merges, ? AS corpus_content_sha256, ? AS conflicting_serves, "
+            "? AS input_signature, ? AS labels_build_id",
+            [build_id, now, trigger, fingerprint, active_docs, c["n_queries"], c["n_projects"], c["n_helped"],
+             c["n_noise"], c["n_wrong"], c["unjudged_items"], c["orphan_verdicts"], c["unserved_item_verdicts"],
+             c["n_stale"], c["lines_read"], c["lines_rejected"], _merged_queries(query_map or []), content_sha,
+             c["conflicting_serves"], signature, labels_build],
         )
         con.executemany(
             "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
             [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
              for i, s in enumerate(funnel)],
         )
-        hist = history.record_build(con, build_id)
+        hist = history.record_build(con, build_id) if labels_build == build_id else {
+            "versions_closed": 0, "versions_opened": 0}
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     finally:
-        for t in ("_j", "_j2", "_j3", "_j4", "_qtask", "_query_map"):
+        for t in ("_items", "_wv", "_j", "_j2", "_j3", "_j4", "_qtask", "_query_map"):
             con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist)
+
+
+def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]) -> str:
+    """What a build's result depends on: every ingested file's content, the snapshot, the merges."""
+    files = con.execute(
+        "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable'), "
+        "chr(30) ORDER BY source_file)), '') FROM log_files"
+    ).fetchall()[0][0]
+    h = hashlib.sha256()
+    for part in (files, content_sha, *("\x1f".join(row) for row in sorted(query_map))):
+        h.update(part.encode("utf-8") + b"\x1e")
+    return h.hexdigest()
+
+
+_COUNT_COLUMNS = ("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale", "unjudged_items",
+                  "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
+                  "conflicting_serves")
+
+
+def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
+    """The funnel and counts of the build whose labels are reused."""
+    funnel = [FunnelStep(*r) for r in con.execute(
+        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+        "WHERE build_id = ? ORDER BY step_order", [labels_build]).fetchall()]
+    row = con.execute(
+        "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, n_stale, unjudged_items, orphan_verdicts, "
+        "unserved_item_verdicts, lines_read, lines_rejected, conflicting_serves "
+        "FROM golden_builds WHERE build_id = ?", [labels_build]).fetchall()[0]
+    return funnel, dict(zip(_COUNT_COLUMNS, row))
+
+
+def _compute(con, build_id: int, content_sha: str, query_map) -> tuple[list[FunnelStep], dict]:
+    """Run the four filters and store the build's labels; return the funnel and counts."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _query_map (project VARCHAR, task_norm VARCHAR, query_id VARCHAR)")
+    if query_map:
+        con.executemany("INSERT INTO _query_map VALUES (?, ?, ?)", query_map)
+    for stmt in (_STAGE_ITEMS, _STAGE_VERDICTS):
+        con.execute(stmt)
+    con.execute(_STAGE_JUDGMENTS, [content_sha])
+    for stmt in (_FILTERED, _REPEATS, _QUERY_TASK, _NO_POSITIVE):
+        con.execute(stmt)
+    funnel = _funnel(con)
+    con.execute(_INSERT_LABELS, [build_id])
+    side = con.execute(_SIDE_COUNTS).fetchall()[0]
+    labels = con.execute(_LABEL_COUNTS, [build_id]).fetchall()[0]
+    counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels))
+    counts.update(zip(("unjudged_items", "orphan_verdicts", "unserved_item_verdicts", "lines_read",
+                       "lines_rejected", "conflicting_serves"), side))
+    return funnel, counts
 
 
 def _merged_queries(query_map) -> int:

@@ -68,11 +68,13 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     manifest = build_manifest(con, build_id)
     labels = con.execute(
-        "SELECT query_id, doc_id, relevance FROM build_labels WHERE build_id = ? ORDER BY query_id, doc_id",
+        "SELECT query_id, doc_id, relevance FROM golden_set_by_build WHERE build_id = ? "
+        "ORDER BY query_id, doc_id",
         [build_id],
     ).fetchall()
     queries = con.execute(
-        "SELECT DISTINCT query_id, task, project FROM build_labels WHERE build_id = ? ORDER BY query_id",
+        "SELECT DISTINCT query_id, task, project FROM golden_set_by_build WHERE build_id = ? "
+        "ORDER BY query_id",
         [build_id],
     ).fetchall()
     docs = con.execute(

@@ -185,6 +185,9 @@ GOLDEN_BUILDS = Relation(
         C("conflicting_serves", "BIGINT", "lines rejected as conflicting_duplicate_serve"),
         C("near_duplicate_merges", "BIGINT", "queries merged by the optional embedding step (0 when off)"),
         C("corpus_content_sha256", "VARCHAR", "identity of the whole snapshot used"),
+        C("input_signature", "VARCHAR", "hash of every ingested file's content, the snapshot and the query merges"),
+        C("labels_build_id", "BIGINT", "the build whose stored labels this build holds (itself, or an "
+                                        "earlier build with the same input_signature)"),
     ),
     primary_key=("build_id",),
 )
@@ -201,7 +204,7 @@ FILTER_FUNNEL = Relation(
     primary_key=("build_id", "step"),
 )
 BUILD_LABELS = Relation(
-    "build_labels", "label of a committed build",
+    "build_labels", "label stored by a build that computed its labels",
     (
         C("build_id", "BIGINT", "build"),
         C("query_id", "VARCHAR", "stable query id"),
@@ -217,13 +220,23 @@ BUILD_LABELS = Relation(
     ),
     public=False,
 )
+# An unchanged rebuild stores no labels of its own: it points at the build it repeats.
+GOLDEN_SET_BY_BUILD = Relation(
+    "golden_set_by_build", "label in a committed build",
+    BUILD_LABELS.columns,
+    view_sql=(
+        "SELECT b.build_id, l.query_id, l.project, l.task, l.doc_id, l.doc_version, l.verdict, "
+        "l.relevance, l.serve_id, l.judged_at, l.stale_reason "
+        "FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
+    ),
+)
 GOLDEN_SET = Relation(
     "golden_set", "label in the latest build",
     tuple(c for c in BUILD_LABELS.columns if c.name != "build_id"),
     view_sql=(
         "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
-        "judged_at, stale_reason FROM build_labels "
-        "WHERE build_id = (SELECT max(build_id) FROM golden_builds)"
+        "judged_at, stale_reason FROM build_labels WHERE build_id = ("
+        "SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
     ),
 )
 LABEL_HISTORY = Relation(
@@ -437,7 +450,7 @@ RELATIONS: tuple[Relation, ...] = (
     LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS,
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
-    ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
+    ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
     BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE,
 )
 PUBLIC = tuple(r for r in RELATIONS if r.public)
@@ -446,9 +459,17 @@ PUBLIC = tuple(r for r in RELATIONS if r.public)
 def create_all(con) -> None:
     """Create every table and view that does not exist yet (idempotent)."""
     for rel in RELATIONS:
+        if not rel.is_view:
+            con.execute(rel.ddl())
+    # A warehouse made by an earlier version gains the columns added since.
+    existing = set(con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'").fetchall())
+    for rel in RELATIONS:
         if rel.is_view:
             continue
-        con.execute(rel.ddl())
+        for col in rel.columns:
+            if (rel.name, col.name) not in existing:
+                con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.name} {col.type}")
     for rel in RELATIONS:
         if rel.is_view:
             con.execute(rel.ddl())

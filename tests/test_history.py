@@ -45,6 +45,25 @@ def test_an_unchanged_rebuild_adds_a_build_and_no_history(tmp_path):
     assert w.rows("SELECT count(*) FROM golden_builds") == [(2,)]
     assert w.rows("SELECT count(*), count(valid_to_build) FROM label_history") == [(2, 0)]
     assert w.rows("SELECT count(*) FROM label_changes WHERE to_build = 2") == [(0,)]
+    # The repeat stores no labels of its own: it points at build 1's, and reads the same.
+    assert w.rows("SELECT build_id, labels_build_id FROM golden_builds ORDER BY 1") == [(1, 1), (2, 1)]
+    assert w.rows("SELECT count(*) FROM build_labels") == [(2,)]
+    assert w.rows("SELECT count(*) FROM golden_set") == [(2,)]
+    assert w.rows("SELECT count(*) FROM golden_set_by_build WHERE build_id = 2") == [(2,)]
+    assert export_build(w.con, tmp_path / "out", build_id=2).n_labels == 2
+
+
+def test_a_changed_log_after_a_repeat_computes_labels_again(tmp_path):
+    w = World(tmp_path)
+    _day1(w)
+    w.build([doc("d1"), doc("d2")])
+    w.build([doc("d1"), doc("d2")])
+    write_log(w.logs, "2026-11-02", "part-0001.jsonl", [verdict("s1", "d2", "helped", "2026-11-02T09:00:00Z")])
+    w.build([doc("d1"), doc("d2")])
+    assert w.rows("SELECT labels_build_id FROM golden_builds WHERE build_id = 3") == [(3,)]
+    assert w.rows("SELECT verdict FROM golden_set WHERE doc_id = 'd2'") == [("helped",)]
+    assert w.rows("SELECT from_build, to_build, change FROM label_changes WHERE to_build = 3") == [
+        (2, 3, "verdict_changed")]
 
 
 def test_a_later_serve_repeating_the_verdict_changes_nothing_in_history(tmp_path):
