@@ -118,7 +118,8 @@ _ITEMS = """
 CREATE OR REPLACE TEMP TABLE _i AS
 SELECT key, g[1] ->> '$' AS doc_id, g[2] ->> '$' AS doc_version, g[3] ->> '$' AS channel,
        CASE WHEN json_type(g[4]) IN ('UBIGINT', 'BIGINT') THEN try_cast(g[4] AS BIGINT) END AS rank,
-       CASE WHEN json_type(g[5]) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN try_cast(g[5] AS DOUBLE) END AS score
+       CASE WHEN json_type(g[5]) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN try_cast(g[5] AS DOUBLE) END AS score,
+       CASE WHEN json_type(g[4]) IN ('UBIGINT', 'BIGINT') THEN g[4]::VARCHAR END AS rank_text
 FROM _ic WHERE key IN (SELECT key FROM _s)
 """
 
@@ -129,7 +130,7 @@ CONTENT_KEY = """
 SELECT s.key, md5(to_json({
   'ts': strftime(s.ts, '%Y-%m-%dT%H:%M:%S.%f'), 'project': s.project, 'task': s.task,
   'items': list([i.doc_id, i.doc_version, i.channel,
-                 CASE WHEN i.channel = 'ranked' THEN i.rank::VARCHAR END] ORDER BY i.doc_id)
+                 CASE WHEN i.channel = 'ranked' THEN i.rank_text END] ORDER BY i.doc_id)
 })) AS content_key
 FROM _s s JOIN _i i ON i.key = s.key
 GROUP BY s.key, s.ts, s.project, s.task
@@ -204,7 +205,8 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
     """The exact rules, line by line, for what the fast path did not take."""
     s: dict[str, list] = {k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm",
                                            "query_id", "session_id")}
-    i: dict[str, list] = {k: [] for k in ("key", "doc_id", "doc_version", "channel", "rank", "score")}
+    i: dict[str, list] = {k: [] for k in ("key", "doc_id", "doc_version", "channel", "rank", "score",
+                                           "rank_text")}
     v: dict[str, list] = {k: [] for k in ("key", "serve_id", "doc_id", "verdict", "ts")}
     rejects = []
     for key, raw in lines:
@@ -220,7 +222,8 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
                                   rec.query_id, rec.session_id)):
                 s[k].append(val)
             for it in rec.items:
-                for k, val in zip(i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score)):
+                for k, val in zip(i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score,
+                                      it.rank_text)):
                     i[k].append(val)
         else:
             for k, val in zip(v, (key, rec.serve_id, rec.doc_id, rec.verdict, rec.ts)):

@@ -93,8 +93,11 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
+                import transformers
                 from sentence_transformers import SentenceTransformer
 
+                # A progress bar for reading 90 MB from local disk is noise in CLI output.
+                transformers.logging.disable_progress_bar()
                 self._model = SentenceTransformer(path, device=self.device)
             except Exception as exc:  # any loader failure means the same thing to the caller
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -41,8 +41,9 @@ class ServeItem:
     doc_id: str
     doc_version: str
     channel: str
-    rank: int | None
+    rank: int | None  # None when not an integer or beyond 64 bits
     score: float | None
+    rank_text: str | None = None  # the integer as written: identity even beyond 64 bits
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,7 @@ def _serve(rec: dict) -> Serve:
                 doc_id, version, channel,
                 rank if _is_int(rank) and abs(rank) <= _INT64_MAX else None,
                 float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+                str(rank) if _is_int(rank) else None,
             )
         )
     session = rec.get("session_id")

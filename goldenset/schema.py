@@ -456,6 +456,12 @@ RELATIONS: tuple[Relation, ...] = (
 PUBLIC = tuple(r for r in RELATIONS if r.public)
 
 
+# Values for columns added after a warehouse was made, where null would be wrong.
+_BACKFILL = {
+    ("golden_builds", "labels_build_id"): "UPDATE golden_builds SET labels_build_id = build_id",
+}
+
+
 def create_all(con) -> None:
     """Create every table and view that does not exist yet (idempotent)."""
     for rel in RELATIONS:
@@ -470,6 +476,8 @@ def create_all(con) -> None:
         for col in rel.columns:
             if (rel.name, col.name) not in existing:
                 con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.name} {col.type}")
+                if (rel.name, col.name) in _BACKFILL:
+                    con.execute(_BACKFILL[(rel.name, col.name)])
     for rel in RELATIONS:
         if rel.is_view:
             con.execute(rel.ddl())

@@ -706,11 +706,6 @@ def test_a_serve_repeated_with_other_content_is_a_conflicting_duplicate(warehous
     assert build_counts(warehouse, "unjudged_items", "conflicting_serves") == (2, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a rank beyond int64 is kept as NULL (records._serve; bulk._ITEMS casts to BIGINT) and "
-           "the content key is built from that NULL, so serves differing only in such a rank look identical",
-)
 @pytest.mark.parametrize("rank", [2**63, 2**64], ids=["2-to-the-63", "2-to-the-64"])
 def test_serves_differing_only_in_a_rank_beyond_64_bits_conflict(warehouse, log_root, rank):
     first = serve("s1", ts(9), "t", [{**ranked("d1", 1), "rank": rank}])

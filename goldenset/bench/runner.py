@@ -151,6 +151,12 @@ def run_benchmark(con, corpus: CorpusSnapshot, embedder: Embedder, config: Bench
     use_graph = "graph" not in gated.down and learned is not None
     use_boosts = "boosts" not in gated.down and learned is not None
     queries = [q for q in sorted(gq.qrels) if q not in gq.queries_without_relevant]
+    if not queries:
+        # A table of n/a is not a measurement; say why instead.
+        raise GoldensetError(
+            f"golden build {gated.build.build_id} has no query with a relevant label to measure"
+            + (" once stale labels are left out; drop --exclude-stale" if gq.stale_excluded else "")
+            + "; `goldenset status` shows the funnel")
     lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in ROWS}
     for i, qid in enumerate(queries, start=1):
         try:

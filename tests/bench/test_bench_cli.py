@@ -225,3 +225,17 @@ def test_every_bench_command_is_documented():
     doc = (Path(__file__).parents[2] / "README.md").read_text()
     for cmd in bench_app.registered_commands:
         assert f"goldenset bench {cmd.name}" in doc, cmd.name
+
+
+def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
+    from tests.bench.conftest import QUERIES, build_golden
+
+    # Every query judged, none helped: all fall to no_positive.
+    g = build_golden(tmp_path / "empty", queries=[(task, [], helped + noise) for task, helped, noise in QUERIES])
+    # Graph and boosts are down too (nothing ever helped): that gate comes first, exit 4.
+    from goldenset.errors import ComponentDown, GoldensetError
+
+    assert isinstance(bench(*run_args(g)).exception, ComponentDown)
+    result = bench(*run_args(g, "bench_plugins:keywords", "--allow-degraded"))
+    assert type(result.exception) is GoldensetError and result.exception.exit_code == 1
+    assert "has no query with a relevant label to measure" in str(result.exception)
