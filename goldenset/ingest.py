@@ -53,9 +53,23 @@ def utcnow() -> datetime:
 
 def _known(con, source_file: str):
     rows = con.execute(
-        "SELECT content_sha256, size_bytes, mtime FROM log_files WHERE source_file = ?", [source_file]
+        "SELECT content_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) FROM log_files "
+        "WHERE source_file = ?", [source_file]
     ).fetchall()
     return rows[0] if rows else None
+
+
+# mtime has a coarse tick on some file systems (up to 2 s): a file written in the same
+# tick as it was last read may have changed without its size or mtime showing it.
+_RACY_SECONDS = 2.0
+
+
+def _unchanged_by_stat(st, known) -> bool:
+    """Size and mtime as recorded, and the file was not written in the tick it was read."""
+    _, size, mtime, verified_at = known
+    if st is None or (st.st_size, st.st_mtime) != (size, mtime):
+        return False
+    return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - _RACY_SECONDS
 
 
 def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
@@ -71,7 +85,7 @@ def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> Parti
             except OSError:
                 st = None
             # Size and mtime unchanged: the content is taken as unchanged without reading it.
-            if st is not None and (st.st_size, st.st_mtime) == (known[1], known[2]):
+            if _unchanged_by_stat(st, known):
                 report.files_unchanged += 1
                 continue
         content = read_file(f)
@@ -82,8 +96,8 @@ def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> Parti
             continue
         if known is not None and content.content_sha256 is not None and content.content_sha256 == known[0]:
             con.execute(
-                "UPDATE log_files SET size_bytes = ?, mtime = ? WHERE source_file = ?",
-                [content.size_bytes, content.mtime, f.source_file],
+                "UPDATE log_files SET size_bytes = ?, mtime = ?, verified_at = ? WHERE source_file = ?",
+                [content.size_bytes, content.mtime, utcnow(), f.source_file],
             )
             report.files_unchanged += 1
             continue
@@ -154,9 +168,11 @@ def _ingest_files(con, todo: list, report: PartitionReport) -> None:
         if replaced:
             con.execute("DELETE FROM log_files WHERE list_contains(?, source_file)", [replaced])
         con.executemany(
-            "INSERT INTO log_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
+            "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
+            "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
             [[f.source_file, f.dt, f.file_name, c.content_sha256, c.size_bytes, c.mtime,
-              c.lines_total, c.lines_read, per_file_rejects[no], now]
+              c.lines_total, c.lines_read, per_file_rejects[no], now, now]
              for no, (f, c, _) in enumerate(todo)],
         )
     report.files_ingested += len(todo)

@@ -58,6 +58,7 @@ LOG_FILES = Relation(
         C("lines_read", "BIGINT", "non-blank lines read"),
         C("lines_rejected", "BIGINT", "lines quarantined at ingest (duplicates across files are found at build)"),
         C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
+        C("verified_at", "TIMESTAMP", "when the file was last read and found to hold this content (UTC)"),
     ),
     public=False, primary_key=("source_file",),
 )

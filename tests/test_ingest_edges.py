@@ -229,7 +229,7 @@ ALWAYS_777 = _serve_line(items=_item(channel="always", rank=777))
 LINE_RULES = [
     ("valid-verdict", _verdict_line(), None),
     ("valid-serve", _serve_line(), None),
-    ("noise-and-wrong", _verdict_line(verdict="wrong"), None),
+    ("wrong-verdict", _verdict_line(verdict="wrong"), None),
     ("not-json", "not json", "invalid_json"),
     ("nan", _verdict_line()[:-1] + ', "x": NaN}', "invalid_json"),
     ("infinity", _verdict_line()[:-1] + ', "x": Infinity}', "invalid_json"),
@@ -351,39 +351,49 @@ TS_INSTANTS = [
 ]
 
 
+TS_SERVE = serve("ts-serve", "2026-11-01T08:00:00Z", "when", [ranked(f"t{i}", i + 1) for i in range(len(TS_INSTANTS))])
+
+
 @pytest.fixture(scope="module")
 def line_rules_ingested(tmp_path_factory):
-    """LINE_RULES then one verdict per TS_INSTANTS entry, ingested as one file: reasons and stored ts by line."""
+    """LINE_RULES ingested as one file, then built with one helped verdict per TS_INSTANTS entry.
+
+    Returns the reason of each rejected line, the ingest reports, the number of lines,
+    and the judged_at of each TS_INSTANTS verdict (by doc t0, t1, ...).
+    """
     tmp = tmp_path_factory.mktemp("line-rules")
     lines = [text.replace("SID", f"s{n}") for n, (_, text, _) in enumerate(LINE_RULES, start=1)]
-    lines += [_verdict_line(ts=value) for value, _ in TS_INSTANTS]
+    lines += [text(TS_SERVE)] + [
+        _verdict_line(serve_id="ts-serve", doc_id=f"t{i}", ts=value) for i, (value, _) in enumerate(TS_INSTANTS)]
     write_log(tmp / "logs", DAY1, "part-0001.jsonl", lines)
     con = connect(tmp / "g.duckdb")
     try:
-        ingest_all(con, tmp / "logs")
+        reports = ingest_all(con, tmp / "logs")
         reasons = dict(rows(con, "SELECT line, reason FROM rejected_records"))
-        stored = dict(rows(con, "SELECT line, ts FROM log_verdicts"))
-        stored_serves = set(r[0] for r in rows(con, "SELECT line FROM log_serves"))
+        publish(con, tmp, docs=DOCS + [doc(f"t{i}") for i in range(len(TS_INSTANTS))])
+        judged_at = dict(rows(con, "SELECT doc_id, judged_at FROM golden_set WHERE serve_id = 'ts-serve'"))
     finally:
         con.close()
-    return reasons, stored, stored_serves
+    return reasons, reports, len(lines), judged_at
 
 
 @pytest.mark.parametrize("n, case", list(enumerate(LINE_RULES, start=1)), ids=[c[0] for c in LINE_RULES])
 def test_ingestion_gives_each_line_the_first_reason_that_applies(line_rules_ingested, n, case):
-    reasons, verdict_lines, serve_lines = line_rules_ingested
-    _, text_, expected = case
-    assert reasons.get(n) == expected
-    if expected is None:
-        assert n in verdict_lines or n in serve_lines
+    reasons = line_rules_ingested[0]
+    assert reasons.get(n) == case[2]
 
 
-@pytest.mark.parametrize("n, case", list(enumerate(TS_INSTANTS, start=len(LINE_RULES) + 1)),
-                         ids=[c[0] for c in TS_INSTANTS])
-def test_ingestion_stores_a_ts_as_its_utc_instant(line_rules_ingested, n, case):
-    reasons, stored, _ = line_rules_ingested
-    assert n not in reasons
-    assert stored[n] == case[1]
+def test_every_line_is_either_stored_or_rejected(line_rules_ingested):
+    reasons, reports, n_lines, _ = line_rules_ingested
+    (report,) = reports
+    assert report.serves + report.verdicts + report.rejected == n_lines
+    assert report.rejected == len(reasons) == sum(1 for case in LINE_RULES if case[2] is not None)
+
+
+@pytest.mark.parametrize("i, case", list(enumerate(TS_INSTANTS)), ids=[c[0] for c in TS_INSTANTS])
+def test_ingestion_stores_a_ts_as_its_utc_instant(line_rules_ingested, i, case):
+    judged_at = line_rules_ingested[3]
+    assert judged_at[f"t{i}"] == case[1]
 
 
 # --------------------------------------------------------------------------- the rejected share
@@ -487,7 +497,7 @@ def test_an_unreadable_file_does_not_stop_the_other_files(warehouse, log_root, t
 
 
 def test_a_truncated_gzip_completed_later_replaces_its_unreadable_row(warehouse, log_root, tmp_path):
-    full = gzip.compress(jsonl([S1, V1, V2] * 1 + [serve(f"x{i}", ts(8), "t", [ranked("d3", 1)]) for i in range(50)]))
+    full = gzip.compress(jsonl([S1, V1, V2] + [serve(f"x{i}", ts(8), "t", [ranked("d3", 1)]) for i in range(50)]))
     path = write_bytes(log_root, DAY1, "part-0001.jsonl.gz", full[: len(full) - 20])
     ingest_all(warehouse, log_root)
     assert [r[2] for r in rejected(warehouse)] == ["unreadable_file"]
@@ -554,36 +564,43 @@ def test_a_dt_folder_is_read_whatever_its_date(warehouse, log_root, tmp_path):
 # --------------------------------------------------------------------------- re-reading
 
 
-def _snapshot_of_log_tables(con):
+def _public_state(con):
+    """What a re-read could disturb: the quarantine (with its timestamps) and the latest build."""
     return {
         "rejected": rows(con, "SELECT source_file, line, reason, raw, rejected_at FROM rejected_records "
                               "ORDER BY source_file, line"),
-        "judgments": rows(con, "SELECT * FROM judgments ORDER BY serve_id, doc_id"),
+        "golden": rows(con, "SELECT * FROM golden_set ORDER BY ALL"),
+        "funnel": rows(con, "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+                            "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order"),
+        "counts": build_counts(con, "n_queries", "n_helped", "n_noise", "n_wrong", "unjudged_items",
+                               "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected"),
     }
 
 
 @pytest.mark.parametrize("rehash", [False, True], ids=["stat", "rehash"])
 def test_re_ingesting_unchanged_files_changes_nothing(warehouse, log_root, tmp_path, rehash):
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad"])
-    write_log(log_root, DAY2, "part-0001.jsonl.gz", [V2, '{"event":"serve"}'])
+    write_log(log_root, DAY2, "part-0001.jsonl.gz", [V2, '{"event":"serve"}', verdict("s9", "d1", "helped", ts(9))])
     ingest_all(warehouse, log_root)
-    before = _snapshot_of_log_tables(warehouse)
+    publish(warehouse, tmp_path)
+    before = _public_state(warehouse)
     reports = ingest_all(warehouse, log_root, rehash=rehash)
     assert [(r.files_ingested, r.files_unchanged) for r in reports] == [(0, 1), (0, 1)]
-    assert _snapshot_of_log_tables(warehouse) == before
     publish(warehouse, tmp_path)
-    assert len(rejected(warehouse)) == 2
+    assert _public_state(warehouse) == before
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
 
-def test_a_touched_but_unchanged_file_is_not_re_ingested(warehouse, log_root):
+def test_a_touched_but_unchanged_file_is_not_re_ingested(warehouse, log_root, tmp_path):
     path = write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad"])
     ingest_all(warehouse, log_root)
-    before = _snapshot_of_log_tables(warehouse)
+    publish(warehouse, tmp_path)
+    before = _public_state(warehouse)
     bump_mtime(path)
     reports = ingest_all(warehouse, log_root)
     assert (reports[0].files_ingested, reports[0].files_unchanged) == (0, 1)
-    assert _snapshot_of_log_tables(warehouse) == before
+    publish(warehouse, tmp_path)
+    assert _public_state(warehouse) == before
 
 
 def test_an_appended_file_replaces_its_earlier_rows(warehouse, log_root, tmp_path):
@@ -603,12 +620,13 @@ def test_an_appended_file_replaces_its_earlier_rows(warehouse, log_root, tmp_pat
 def test_a_rewritten_file_drops_the_rows_it_no_longer_holds(warehouse, log_root, tmp_path):
     path = write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, V2, "bad"])
     ingest_all(warehouse, log_root)
-    write_log(log_root, DAY1, "part-0001.jsonl", [S1, verdict("s1", "d1", "wrong", ts(9, 5))])
+    write_log(log_root, DAY1, "part-0001.jsonl", [S1, verdict("s1", "d1", "wrong", ts(9, 5)),
+                                                 verdict("s1", "d2", "helped", ts(9, 6))])
     bump_mtime(path)
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rejected(warehouse) == []
-    assert rows(warehouse, "SELECT serve_id, doc_id, verdict FROM judgments") == [("s1", "d1", "wrong")]
+    assert golden(warehouse) == [("s1", "d1", "wrong"), ("s1", "d2", "helped")]
 
 
 def test_a_deleted_file_keeps_its_rows(warehouse, log_root, tmp_path):
@@ -823,8 +841,7 @@ def test_the_latest_verdict_ts_wins_whatever_the_line_order(warehouse, log_root,
     write_log(log_root, DAY2, "part-0001.jsonl", [verdict("s1", "d1", "wrong", ts(11, 30, offset="+01:00"))])
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
-    assert rows(warehouse, "SELECT verdict, judged_at FROM judgments") == [
-        ("helped", rows(warehouse, "SELECT TIMESTAMP '2026-11-01 11:00:00'")[0][0])]
+    assert rows(warehouse, "SELECT verdict, judged_at FROM golden_set") == [("helped", datetime(2026, 11, 1, 11))]
 
 
 @pytest.mark.parametrize(
@@ -838,27 +855,30 @@ def test_the_latest_verdict_ts_wins_whatever_the_line_order(warehouse, log_root,
 )
 @pytest.mark.parametrize("ingest_later_first", [False, True], ids=["in-order", "later-ingested-first"])
 def test_tied_verdicts_keep_the_later_line(warehouse, log_root, tmp_path, earlier_at, later_at, ingest_later_first):
-    write_log(log_root, DAY1, "part-0000.jsonl", [S1])
+    # d2 helped keeps the query in the golden set, so d1's winning verdict shows there.
+    write_log(log_root, DAY1, "part-0000.jsonl", [S1, verdict("s1", "d2", "helped", ts(8))])
     early = verdict("s1", "d1", "noise", ts(10, offset="+01:00"))
     late = verdict("s1", "d1", "wrong", ts(9))  # the same instant
     if earlier_at == later_at:
         write_log(log_root, *earlier_at, [early, late])
         ingest_all(warehouse, log_root)
     else:
-        order = [(later_at, late), (earlier_at, early)] if ingest_later_first else [(earlier_at, early), (later_at, late)]
-        for at, rec in order:
+        order = [(earlier_at, early), (later_at, late)]
+        for at, rec in reversed(order) if ingest_later_first else order:
             write_log(log_root, *at, [rec])
             ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
-    assert rows(warehouse, "SELECT verdict FROM judgments") == [("wrong",)]
+    assert rows(warehouse, "SELECT verdict FROM golden_set WHERE doc_id = 'd1'") == [("wrong",)]
 
 
 def test_a_later_line_does_not_beat_a_later_ts(warehouse, log_root, tmp_path):
-    write_log(log_root, DAY1, "part-0001.jsonl", [S1, verdict("s1", "d1", "wrong", ts(9, 0, offset="-00:01")),
+    # 09:00-00:01 is 09:01Z, one minute after the later line's 09:00Z.
+    write_log(log_root, DAY1, "part-0001.jsonl", [S1, V2.copy() | {"verdict": "helped"},
+                                                 verdict("s1", "d1", "wrong", ts(9, 0, offset="-00:01")),
                                                  verdict("s1", "d1", "noise", ts(9))])
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
-    assert rows(warehouse, "SELECT verdict FROM judgments") == [("wrong",)]
+    assert rows(warehouse, "SELECT verdict FROM golden_set WHERE doc_id = 'd1'") == [("wrong",)]
 
 
 def test_tied_serve_times_keep_the_larger_serve_id_in_code_point_order(warehouse, log_root, tmp_path):
@@ -928,3 +948,21 @@ def test_unserved_item_verdicts_are_kept_out_of_the_golden_set(warehouse, log_ro
     publish(warehouse, tmp_path)
     assert golden(warehouse) == [("s1", "d1", "helped")]
     assert build_counts(warehouse, "unserved_item_verdicts") == (1,)
+
+
+def test_a_same_size_rewrite_in_the_tick_it_was_read_is_still_noticed(warehouse, log_root):
+    import os
+
+    from goldenset.ingest import ingest_all
+
+    path = log_root / "dt=2026-11-01" / "part-0001.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:00:00Z"}\n')
+    ingest_all(warehouse, log_root)
+    stat = path.stat()
+    # Same size, same mtime, other content: only "written within the tick it was read" gives it away.
+    path.write_text('{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"wrong!","ts":"2026-11-01T09:00:00Z"}\n')
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+    ingest_all(warehouse, log_root)
+    assert warehouse.execute("SELECT reason FROM rejected_records").fetchall() == [("invalid_field",)]

@@ -31,7 +31,7 @@ from goldenset.warehouse import connect
 from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
 
 EXAMPLES = settings(
-    max_examples=20, deadline=None, derandomize=True, database=None,
+    max_examples=15, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 # The rejected share has tests of its own; here a stray bad line must not block a build.
@@ -183,7 +183,7 @@ LAYOUTS = {
 }
 
 
-@settings(EXAMPLES, max_examples=30)
+@settings(EXAMPLES, max_examples=25)
 @given(st.data())
 def test_line_order_and_the_split_into_files_do_not_change_the_build(data):
     # One contract sentence, one test: the variant permutes the lines and then cuts them
