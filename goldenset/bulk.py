@@ -42,10 +42,9 @@ CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
 # years 1-9999, is not a real instant (ts_ok false sends the line to Python).
 _STAGE = r"""
 CREATE OR REPLACE TEMP TABLE _p AS
-SELECT *, gs_ts(ts_s) AS ts,
-       coalesce(gs_ts(ts_s) IS NOT NULL AND year(try_strptime(substr(ts_s, 1, 19), '%Y-%m-%dT%H:%M:%S')) >= 1
-                AND year(gs_ts(ts_s)) BETWEEN 1 AND 9999, false) AS ts_ok
-FROM (
+SELECT * EXCLUDE (ts_s), coalesce(ts IS NOT NULL AND substr(ts_s, 1, 4) <> '0000'
+                                   AND year(ts) BETWEEN 1 AND 9999, false) AS ts_ok
+FROM (SELECT *, gs_ts(ts_s) AS ts FROM (
   SELECT key, f, n_open, len(keys) = len(list_distinct(keys)) AS keys_ok,
          CASE WHEN json_type(f[3]) = 'VARCHAR' THEN f[3] ->> '$' END AS ts_s
   FROM (
@@ -56,7 +55,7 @@ FROM (
       length(raw) - length(replace(raw, '{', '')) AS n_open
     FROM _lines
     WHERE json_valid(raw) AND starts_with(raw, '{')
-      AND NOT regexp_matches(raw, '[:\[,]\s*-?([nN][aA][nN]|[iI][nN][fF])|,\s*[\]}]')))
+      AND NOT regexp_matches(raw, '[:\[,]\s*-?([nN][aA][nN]|[iI][nN][fF])|,\s*[\]}]'))))
 """
 
 _VERDICTS = """
@@ -87,11 +86,12 @@ WHERE json_type(f[1]) = 'VARCHAR' AND f[1] ->> '$' = 'serve'
 
 _ITEM_CANDIDATES = """
 CREATE OR REPLACE TEMP TABLE _ic AS
-SELECT key, it, json_type(it) AS t,
-       json_extract(it, ['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']) AS g,
-       CASE WHEN json_type(it) = 'OBJECT' THEN len(json_keys(it)) = len(list_distinct(json_keys(it))) END
-         AS keys_ok
-FROM (SELECT key, unnest(json_extract(items, '$[*]')) AS it FROM _sc)
+SELECT key, t, g, len(keys) = len(list_distinct(keys)) AS keys_ok
+FROM (
+  SELECT key, json_type(it) AS t,
+         json_extract(it, ['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']) AS g,
+         CASE WHEN json_type(it) = 'OBJECT' THEN json_keys(it) END AS keys
+  FROM (SELECT key, unnest(json_extract(items, '$[*]')) AS it FROM _sc))
 """
 
 _ITEM_OK = """

@@ -72,10 +72,9 @@ def _unchanged_by_stat(st, known) -> bool:
     return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - _RACY_SECONDS
 
 
-def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
-    """Ingest every new or changed file of partition `dt`: one parse, one transaction."""
-    report = PartitionReport(dt)
-    todo: list[tuple[LogFile, FileContent, bool]] = []
+def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list:
+    """The files of partition `dt` that are new or whose content changed, read."""
+    todo = []
     for f in list_files(Path(root), dt):
         report.files_seen += 1
         known = _known(con, f.source_file)
@@ -101,38 +100,64 @@ def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> Parti
             )
             report.files_unchanged += 1
             continue
-        todo.append((f, content, known is not None))
+        todo.append((f, content, known is not None, report))
+    return todo
+
+
+# Lines validated in one DuckDB pass and committed in one transaction. Larger batches
+# amortise DuckDB's per-statement cost; this bound keeps a backfill's memory flat.
+BATCH_LINES = 400_000
+
+
+def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
+    """Ingest every new or changed file of partition `dt`: one parse, one transaction."""
+    report = PartitionReport(dt)
+    todo = _changed_files(con, root, dt, rehash, report)
     if todo:
-        _ingest_files(con, todo, report)
+        _ingest_files(con, todo)
     return report
 
 
 def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: bool = False) -> list[PartitionReport]:
-    """Ingest the given partitions (default: every dt= folder present)."""
+    """Ingest the given partitions (default: every dt= folder present).
+
+    Partitions are batched up to BATCH_LINES lines; a batch (whole partitions, whole
+    files) is replaced in one transaction.
+    """
     root = Path(root)
     dts = list_partitions(root) if partitions is None else partitions
-    return [ingest_partition(con, root, dt, rehash=rehash) for dt in dts]
+    reports, batch, lines = [], [], 0
+    for dt in dts:
+        report = PartitionReport(dt)
+        reports.append(report)
+        todo = _changed_files(con, root, dt, rehash, report)
+        batch.extend(todo)
+        lines += sum(c.lines_read for _, c, _, _ in todo)
+        if lines >= BATCH_LINES:
+            _ingest_files(con, batch)
+            batch, lines = [], 0
+    if batch:
+        _ingest_files(con, batch)
+    return reports
 
 
-def _ingest_files(con, todo: list, report: PartitionReport) -> None:
+def _ingest_files(con, todo: list) -> None:
     """Replace the rows of the given files with what they hold now, in one transaction."""
     now = utcnow()
     entries = []
-    for no, (_, content, _) in enumerate(todo):
+    for no, (_, content, _, _) in enumerate(todo):
         base = no << _LINE_BITS
         entries.extend((base | n, line) for n, line in content.lines)
     parsed = parse_lines(con, entries)
     rejects = list(parsed.rejects)
-    for no, (_, content, _) in enumerate(todo):
+    for no, (_, content, _, _) in enumerate(todo):
         if content.fault is not None:
             key = (no << _LINE_BITS) | (content.fault_line or 0)
             rejects.append((key, "unreadable_file", content.fault, None))
-    for _, reason, _, _ in rejects:
-        report.reasons[reason] = report.reasons.get(reason, 0) + 1
     files = {
-        "source_file": pa.array([f.source_file for f, _, _ in todo], pa.string()),
-        "dt": pa.array([f.dt for f, _, _ in todo], pa.string()),
-        "file_name": pa.array([f.file_name for f, _, _ in todo], pa.string()),
+        "source_file": pa.array([f.source_file for f, _, _, _ in todo], pa.string()),
+        "dt": pa.array([f.dt for f, _, _, _ in todo], pa.string()),
+        "file_name": pa.array([f.file_name for f, _, _, _ in todo], pa.string()),
     }
     reject_table = pa.table({
         "key": pa.array([r[0] for r in rejects], pa.int64()),
@@ -155,7 +180,7 @@ def _ingest_files(con, todo: list, report: PartitionReport) -> None:
     per_file_rejects = [0] * len(todo)
     for r in rejects:
         per_file_rejects[r[0] >> _LINE_BITS] += 1
-    replaced = [f.source_file for f, _, was_known in todo if was_known]
+    replaced = [f.source_file for f, _, was_known, _ in todo if was_known]
     with transaction(con):
         for t, arrow in tables.items():
             delete, insert = _REPLACE[t]
@@ -173,13 +198,26 @@ def _ingest_files(con, todo: list, report: PartitionReport) -> None:
             "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
             [[f.source_file, f.dt, f.file_name, c.content_sha256, c.size_bytes, c.mtime,
               c.lines_total, c.lines_read, per_file_rejects[no], now, now]
-             for no, (f, c, _) in enumerate(todo)],
+             for no, (f, c, _, _) in enumerate(todo)],
         )
-    report.files_ingested += len(todo)
-    report.lines_read += sum(c.lines_read for _, c, _ in todo)
-    report.serves += parsed.serves.num_rows
-    report.verdicts += parsed.verdicts.num_rows
-    report.rejected += len(rejects)
+    serves = _per_file(parsed.serves, len(todo))
+    verdicts = _per_file(parsed.verdicts, len(todo))
+    for no, (_, c, _, report) in enumerate(todo):
+        report.files_ingested += 1
+        report.lines_read += c.lines_read
+        report.serves += serves[no]
+        report.verdicts += verdicts[no]
+        report.rejected += per_file_rejects[no]
+    for key, reason, _, _ in rejects:
+        reasons = todo[key >> _LINE_BITS][3].reasons
+        reasons[reason] = reasons.get(reason, 0) + 1
+
+
+def _per_file(table: pa.Table, n_files: int) -> list[int]:
+    counts = [0] * n_files
+    for no in pc.shift_right(table.column("key"), _LINE_BITS).to_pylist():
+        counts[no] += 1
+    return counts
 
 
 def _locate(table: pa.Table, files: dict[str, pa.Array], columns: tuple[str, ...]) -> pa.Table:
