@@ -10,8 +10,7 @@ from goldenset.checks import BuildChecks
 from goldenset.errors import BuildBlocked, NoBuild
 from goldenset.export import export_build
 from goldenset.neardup import plan_merges, query_map
-from goldenset.snapshots import active_signature_of
-from goldenset.corpus import drift
+from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
 from resources import WarehouseResource
 from resources.embedder import EmbedderResource
 
@@ -62,9 +61,6 @@ def golden_set(
         raise dg.Failure(description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}")
     con = warehouse.connect()
     try:
-        previous = con.execute(
-            "SELECT corpus_content_sha256 FROM golden_builds ORDER BY build_id DESC LIMIT 1"
-        ).fetchall()
         merges = []
         if config.near_duplicates:
             merges = plan_merges(con, embedder.get_embedder(), config.near_duplicate_threshold)
@@ -86,17 +82,9 @@ def golden_set(
             ) from exc
         except NoBuild as exc:
             raise dg.Failure(description=str(exc)) from exc
-        drift_md = "first build"
-        if previous:
-            cur = con.execute(
-                "SELECT corpus_content_sha256 FROM golden_builds WHERE build_id = ?", [result.build_id]
-            ).fetchall()[0][0]
-            drift_md = dg.MetadataValue.float(
-                drift(active_signature_of(con, previous[0][0]), active_signature_of(con, cur))
-            )
-        sample = con.execute(
-            "SELECT source_file, line, reason FROM rejected_records ORDER BY source_file, line LIMIT 10"
-        ).fetchall()
+        drift_md = (dg.MetadataValue.float(drift_between_builds(con, result.build_id - 1, result.build_id))
+                    if result.build_id > 1 else "first build")
+        sample = rejected_sample(con, limit=10)
     finally:
         con.close()
 
@@ -127,7 +115,7 @@ def golden_set(
             ),
             "rejected_sample": dg.MetadataValue.md(
                 "\n".join(["| file | line | reason |", "| --- | --- | --- |"]
-                          + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r in sample])
+                          + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample])
             ),
         },
         check_results=checks,
@@ -155,12 +143,7 @@ def relabel_queue(warehouse: WarehouseResource):
     """Labels whose document moved on (superseded or new version): exactly the rows to relabel."""
     con = warehouse.connect()
     try:
-        by_reason = dict(con.execute(
-            "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
-        sample = con.execute(
-            "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
-            "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT 20"
-        ).fetchall()
+        by_reason, sample = relabel_summary(con)
     finally:
         con.close()
     lines = ["| query_id | doc_id | judged | current | superseded_by | reason | since build |",

@@ -6,6 +6,7 @@ import warnings
 import dagster as dg
 
 from goldenset.ingest import ingest_all
+from goldenset.status import rejected_sample
 from pipelines.partitions import log_days
 from resources import LogSource, WarehouseResource
 
@@ -32,12 +33,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
     con = warehouse.connect()
     try:
         reports = ingest_all(con, logs.root, keys)
-        sample = con.execute(
-            "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
-            "WHERE split_part(source_file, '/', 1) IN (SELECT 'dt=' || unnest(?::VARCHAR[])) "
-            "ORDER BY rejected_at DESC, source_file, line LIMIT 20",
-            [list(keys)],
-        ).fetchall()
+        sample = rejected_sample(con, list(keys))
     finally:
         con.close()
     reasons: dict[str, int] = {}

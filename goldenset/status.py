@@ -50,3 +50,35 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
         "relabel_queue": sum(n for _, n in queue),
         "relabel_queue_by_reason": dict(queue),
     }
+
+
+def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20) -> list[tuple]:
+    """(source_file, line, reason, raw prefix) of rejected lines, newest first, optionally of some days."""
+    if partitions is None:
+        return con.execute(
+            "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
+            "ORDER BY rejected_at DESC, source_file, line LIMIT ?", [limit]).fetchall()
+    return con.execute(
+        "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
+        "WHERE list_contains(?, split_part(source_file, '/', 1)) "
+        "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
+        [[f"dt={p}" for p in partitions], limit]).fetchall()
+
+
+def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
+    """Queue size by reason, and its oldest-flagged rows."""
+    by_reason = dict(con.execute(
+        "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+    sample = con.execute(
+        "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
+        "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT ?",
+        [limit]).fetchall()
+    return by_reason, sample
+
+
+def drift_between_builds(con, older_build: int, newer_build: int) -> float:
+    """Corpus drift from one build's snapshot to another's."""
+    shas = dict(con.execute(
+        "SELECT build_id, corpus_content_sha256 FROM golden_builds WHERE build_id IN (?, ?)",
+        [older_build, newer_build]).fetchall())
+    return drift(active_signature_of(con, shas[older_build]), active_signature_of(con, shas[newer_build]))
