@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,10 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         m = _PID.search(msg)
         holder = f"PID {m.group(1)}" if m else "another process"
         raise DatabaseBusy(f"database busy: held by {holder}; try again when it finishes") from exc
+    limit = os.environ.get("GOLDENSET_DUCKDB_MEMORY_LIMIT")
+    if limit:
+        # DuckDB spills to disk past this; it bounds the build's peak memory on big logs.
+        con.execute("SET memory_limit = ?", [limit])
     if not read_only:
         schema.create_all(con)
     return con

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from goldenset.corpus import read_corpus
-from goldenset.errors import GoldensetError
+from goldenset.errors import GoldensetError, InputError
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
 from goldenset.status import golden_status
@@ -53,6 +53,9 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
 
     # A bad corpus must change nothing, so it is refused before any log is ingested.
     read_corpus(paths.corpus)
+    if not Path(paths.logs).is_dir():
+        # An empty folder is a valid (empty) log; a missing one is almost always a typo.
+        raise InputError(f"log directory {paths.logs} does not exist; set --logs or GOLDENSET_LOGS")
 
     defs = build_definitions()
     days = list_partitions(Path(paths.logs))

@@ -167,3 +167,16 @@ def test_every_command_is_documented_in_the_readme():
     ctx = root.context_class(root, info_name="goldenset")
     for name in root.list_commands(ctx):
         assert f"`goldenset {name}" in readme, name
+
+
+def test_a_missing_log_directory_is_an_error_and_an_empty_one_is_not(project_dir, capsys):
+    db = project_dir / "g.duckdb"
+    assert _build(db, logs=project_dir / "nope") == 1
+    assert capsys.readouterr().err.strip() == (
+        f"Error: log directory {project_dir / 'nope'} does not exist; set --logs or GOLDENSET_LOGS")
+    (project_dir / "empty").mkdir()
+    assert _build(db, logs=project_dir / "empty") == 0
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT n_queries, lines_read FROM golden_builds").fetchall() == [(0, 0)]
