@@ -74,7 +74,7 @@ LEFT JOIN _query_map m ON m.project = j.project AND m.task_norm = j.task_norm
 LEFT JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
            WHERE content_sha256 = ? AND status = 'active') d ON d.doc_id = j.doc_id
 """
-_FILTERED = "CREATE OR REPLACE TEMP TABLE _j2 AS SELECT * FROM _j WHERE channel = 'ranked' AND active"
+_FILTERED = "CREATE OR REPLACE TEMP VIEW _j2 AS SELECT * FROM _j WHERE channel = 'ranked' AND active"
 # repeats: per query and doc, the judgment from the latest serve (ts, then larger serve_id) wins.
 _REPEATS = """
 CREATE OR REPLACE TEMP TABLE _j3 AS
@@ -95,21 +95,20 @@ SELECT * FROM _j3 WHERE query_id IN (SELECT query_id FROM _j3 WHERE verdict = 'h
 """
 # What is left after each step, and, counted on its own, what each step dropped: the
 # funnel check compares the two, so a filter that loses or invents rows shows up.
-_LEFT = (
-    "SELECT count(*), count(DISTINCT serve_id) FROM _j",
-    "SELECT count(*), count(DISTINCT serve_id) FROM _j WHERE channel = 'ranked'",
-    "SELECT count(*), count(DISTINCT serve_id) FROM _j2",
-    "SELECT count(*), count(DISTINCT query_id) FROM _j3",
-    "SELECT count(*), count(DISTINCT query_id) FROM _j4",
-)
-_DROPPED = (
-    "SELECT 0",
-    "SELECT count(*) FROM _j WHERE channel = 'always'",
-    "SELECT count(*) FROM _j WHERE channel = 'ranked' AND NOT active",
-    "SELECT count(*) FROM (SELECT row_number() OVER (PARTITION BY query_id, doc_id "
-    "ORDER BY serve_ts DESC, serve_id DESC) AS rn FROM _j2) WHERE rn > 1",
-    "SELECT count(*) FROM _j3 WHERE query_id NOT IN (SELECT query_id FROM _j3 WHERE verdict = 'helped')",
-)
+_FUNNEL_J = """
+SELECT count(*), count(DISTINCT serve_id),
+       count(*) FILTER (WHERE channel = 'ranked'), count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked'),
+       count(*) FILTER (WHERE channel = 'ranked' AND active),
+       count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked' AND active),
+       count(*) FILTER (WHERE channel = 'always'), count(*) FILTER (WHERE channel = 'ranked' AND NOT active)
+FROM _j
+"""
+_FUNNEL_QUERIES = """
+SELECT (SELECT count(*) FROM _j3), (SELECT count(DISTINCT query_id) FROM _j3),
+       (SELECT count(*) FROM _j4), (SELECT count(DISTINCT query_id) FROM _j4),
+       (SELECT count(*) FROM _j2 j ANTI JOIN _j3 w ON w.serve_id = j.serve_id AND w.doc_id = j.doc_id),
+       (SELECT count(*) FROM _j3 WHERE query_id NOT IN (SELECT query_id FROM _j3 WHERE verdict = 'helped'))
+"""
 _INSERT_LABELS = """
 INSERT INTO build_labels BY NAME
 SELECT ? AS build_id, j.query_id, q.project, q.task, j.doc_id, j.doc_version, j.verdict,
@@ -215,7 +214,8 @@ def build_golden_set(
         con.execute("ROLLBACK")
         raise
     finally:
-        for t in ("_items", "_wv", "_j", "_j2", "_j3", "_j4", "_qtask", "_query_map"):
+        con.execute("DROP VIEW IF EXISTS _j2")
+        for t in ("_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_query_map"):
             con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist)
 
@@ -281,8 +281,14 @@ def _own_id(project: str, task_norm: str) -> str:
 
 
 def _funnel(con) -> list[FunnelStep]:
-    steps = []
-    for name, left_sql, dropped_sql in zip(STEPS, _LEFT, _DROPPED):
-        n, units = con.execute(left_sql).fetchall()[0]
-        steps.append(FunnelStep(name, con.execute(dropped_sql).fetchall()[0][0], n, units))
-    return steps
+    judged, judged_serves, ranked, ranked_serves, active, active_serves, always, retired = (
+        con.execute(_FUNNEL_J).fetchall()[0])
+    repeats, queries, positive, positive_queries, repeats_dropped, no_positive_dropped = (
+        con.execute(_FUNNEL_QUERIES).fetchall()[0])
+    return [
+        FunnelStep(STEPS[0], 0, judged, judged_serves),
+        FunnelStep(STEPS[1], always, ranked, ranked_serves),
+        FunnelStep(STEPS[2], retired, active, active_serves),
+        FunnelStep(STEPS[3], repeats_dropped, repeats, queries),
+        FunnelStep(STEPS[4], no_positive_dropped, positive, positive_queries),
+    ]
