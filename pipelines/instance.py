@@ -15,6 +15,11 @@ INSTANCE_YAML = """\
 # Instance settings for goldenset. `goldenset` copies this file into var/dagster/ on
 # first use; point DAGSTER_HOME there (`export DAGSTER_HOME=$PWD/var/dagster`) so the
 # UI and the CLI share one instance whose storage lives under var/ and survives restarts.
+storage:
+  sqlite:
+    # Relative to the working directory, like the CLI's var/: runs, events and schedules
+    # survive restarts whatever DAGSTER_HOME points at.
+    base_dir: var/dagster/storage
 concurrency:
   pools:
     # Every asset that writes DuckDB runs in the "duckdb" pool: one writer at a time.
