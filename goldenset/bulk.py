@@ -40,67 +40,66 @@ CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
 """
 # The ts is parsed once per line; a local time of year 0, or an instant outside the
 # years 1-9999, is not a real instant (ts_ok false sends the line to Python).
+_PATHS = "['$.event', '$.serve_id', '$.ts', '$.project', '$.task', '$.items', '$.doc_id', '$.verdict', '$.session_id']"
+# One parse for the JSON types of all fields and one for their values as text; the
+# fields are then plain lists, not JSON fragments parsed again at every use.
 _STAGE = r"""
 CREATE OR REPLACE TEMP TABLE _p AS
 SELECT * EXCLUDE (ts_s), coalesce(ts IS NOT NULL AND substr(ts_s, 1, 4) <> '0000'
                                    AND year(ts) BETWEEN 1 AND 9999, false) AS ts_ok
 FROM (SELECT *, gs_ts(ts_s) AS ts FROM (
-  SELECT key, f, n_open, len(keys) = len(list_distinct(keys)) AS keys_ok,
-         CASE WHEN json_type(f[3]) = 'VARCHAR' THEN f[3] ->> '$' END AS ts_s
+  SELECT key, t, v, n_open, len(keys) = len(list_distinct(keys)) AS keys_ok,
+         CASE WHEN t[3] = 'VARCHAR' THEN v[3] END AS ts_s
   FROM (
-    SELECT key,
-      json_extract(raw, ['$.event', '$.serve_id', '$.ts', '$.project', '$.task', '$.items',
-                         '$.doc_id', '$.verdict', '$.session_id']) AS f,
+    SELECT key, json_type(raw, PATHS) AS t, json_extract_string(raw, PATHS) AS v,
       json_keys(raw) AS keys,
       length(raw) - length(replace(raw, '{', '')) AS n_open
     FROM _lines
     WHERE json_valid(raw) AND starts_with(raw, '{')
       AND NOT regexp_matches(raw, '[:\[,]\s*-?([nN][aA][nN]|[iI][nN][fF])|,\s*[\]}]'))))
-"""
+""".replace("PATHS", _PATHS)
 
 _VERDICTS = """
 CREATE OR REPLACE TEMP TABLE _v AS
-SELECT key, f[2] ->> '$' AS serve_id, f[7] ->> '$' AS doc_id, f[8] ->> '$' AS verdict, ts
+SELECT key, v[2] AS serve_id, v[7] AS doc_id, v[8] AS verdict, ts
 FROM _p
-WHERE json_type(f[1]) = 'VARCHAR' AND f[1] ->> '$' = 'verdict' AND keys_ok AND n_open = 1
-  AND json_type(f[2]) = 'VARCHAR' AND f[2] ->> '$' <> ''
-  AND json_type(f[7]) = 'VARCHAR' AND f[7] ->> '$' <> ''
-  AND json_type(f[8]) = 'VARCHAR' AND f[8] ->> '$' IN ('helped', 'noise', 'wrong')
+WHERE t[1] = 'VARCHAR' AND v[1] = 'verdict' AND keys_ok AND n_open = 1
+  AND t[2] = 'VARCHAR' AND v[2] <> ''
+  AND t[7] = 'VARCHAR' AND v[7] <> ''
+  AND t[8] = 'VARCHAR' AND v[8] IN ('helped', 'noise', 'wrong')
   AND ts_ok
 """
 
 _SERVE_CANDIDATES = """
 CREATE OR REPLACE TEMP TABLE _sc AS
-SELECT key, f[2] ->> '$' AS serve_id, ts, f[4] ->> '$' AS project,
-       f[5] ->> '$' AS task, CASE WHEN json_type(f[9]) = 'VARCHAR' THEN f[9] ->> '$' END AS session_id,
-       f[6] AS items, n_open
+SELECT key, v[2] AS serve_id, ts, v[4] AS project, v[5] AS task,
+       CASE WHEN t[9] = 'VARCHAR' THEN v[9] END AS session_id, v[6] AS items, n_open
 FROM _p
-WHERE json_type(f[1]) = 'VARCHAR' AND f[1] ->> '$' = 'serve'
-  AND json_type(f[2]) = 'VARCHAR' AND f[2] ->> '$' <> ''
-  AND json_type(f[4]) = 'VARCHAR' AND f[4] ->> '$' <> ''
-  AND json_type(f[5]) = 'VARCHAR'
-  AND json_type(f[6]) = 'ARRAY' AND json_array_length(f[6]) > 0 AND keys_ok
-  AND n_open = 1 + json_array_length(f[6])
-  AND ts_ok
+WHERE t[1] = 'VARCHAR' AND v[1] = 'serve'
+  AND t[2] = 'VARCHAR' AND v[2] <> ''
+  AND t[4] = 'VARCHAR' AND v[4] <> ''
+  AND t[5] = 'VARCHAR'
+  AND t[6] = 'ARRAY' AND keys_ok AND ts_ok
 """
 
+_ITEM_PATHS = "['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']"
 _ITEM_CANDIDATES = """
 CREATE OR REPLACE TEMP TABLE _ic AS
-SELECT key, t, g, len(keys) = len(list_distinct(keys)) AS keys_ok
+SELECT key, n_items, t, u, g, len(keys) = len(list_distinct(keys)) AS keys_ok
 FROM (
-  SELECT key, json_type(it) AS t,
-         json_extract(it, ['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']) AS g,
+  SELECT key, n_items, json_type(it) AS t, json_type(it, PATHS) AS u, json_extract_string(it, PATHS) AS g,
          CASE WHEN json_type(it) = 'OBJECT' THEN json_keys(it) END AS keys
-  FROM (SELECT key, unnest(json_extract(items, '$[*]')) AS it FROM _sc))
-"""
+  FROM (SELECT key, len(its) AS n_items, unnest(its) AS it
+        FROM (SELECT key, json_extract(items, '$[*]') AS its FROM _sc
+              WHERE n_open = 1 + json_array_length(items))))
+""".replace("PATHS", _ITEM_PATHS)
 
 _ITEM_OK = """
 t = 'OBJECT'
-AND json_type(g[1]) = 'VARCHAR' AND g[1] ->> '$' <> ''
-AND json_type(g[2]) = 'VARCHAR' AND g[2] ->> '$' <> ''
-AND json_type(g[3]) = 'VARCHAR' AND g[3] ->> '$' IN ('ranked', 'always')
-AND (g[3] ->> '$' = 'always'
-     OR (json_type(g[4]) = 'UBIGINT' AND try_cast(g[4] AS UBIGINT) BETWEEN 1 AND 9223372036854775807))
+AND u[1] = 'VARCHAR' AND g[1] <> ''
+AND u[2] = 'VARCHAR' AND g[2] <> ''
+AND u[3] = 'VARCHAR' AND g[3] IN ('ranked', 'always')
+AND (g[3] = 'always' OR (u[4] = 'UBIGINT' AND try_cast(g[4] AS UBIGINT) BETWEEN 1 AND 9223372036854775807))
 """
 
 _SERVES = f"""
@@ -108,7 +107,7 @@ CREATE OR REPLACE TEMP TABLE _s AS
 SELECT s.key, s.serve_id, s.ts, s.project, s.task, s.session_id
 FROM _sc s JOIN (
   SELECT key, bool_and(coalesce(keys_ok AND {_ITEM_OK}, false)) AS ok, count(*) AS n,
-         count(DISTINCT g[1] ->> '$') AS n_docs
+         count(DISTINCT g[1]) AS n_docs
   FROM _ic GROUP BY key
 ) i USING (key)
 WHERE i.ok AND i.n_docs = i.n
@@ -116,10 +115,10 @@ WHERE i.ok AND i.n_docs = i.n
 
 _ITEMS = """
 CREATE OR REPLACE TEMP TABLE _i AS
-SELECT key, g[1] ->> '$' AS doc_id, g[2] ->> '$' AS doc_version, g[3] ->> '$' AS channel,
-       CASE WHEN json_type(g[4]) IN ('UBIGINT', 'BIGINT') THEN try_cast(g[4] AS BIGINT) END AS rank,
-       CASE WHEN json_type(g[5]) IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN try_cast(g[5] AS DOUBLE) END AS score,
-       CASE WHEN json_type(g[4]) IN ('UBIGINT', 'BIGINT') THEN g[4]::VARCHAR END AS rank_text
+SELECT key, g[1] AS doc_id, g[2] AS doc_version, g[3] AS channel,
+       CASE WHEN u[4] IN ('UBIGINT', 'BIGINT') THEN try_cast(g[4] AS BIGINT) END AS rank,
+       CASE WHEN u[5] IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN try_cast(g[5] AS DOUBLE) END AS score,
+       CASE WHEN u[4] IN ('UBIGINT', 'BIGINT') THEN g[4] END AS rank_text
 FROM _ic WHERE key IN (SELECT key FROM _s)
 """
 

@@ -76,19 +76,26 @@ def read_file(f: LogFile) -> FileContent:
         data = data[3:]
     try:
         # The usual case: the whole file is valid UTF-8 and splits as text.
-        pieces: list = data.decode("utf-8").split("\n")
+        text = data.decode("utf-8")
+        pieces: list = text.split("\n")
+        plain = "\r" not in text
     except UnicodeDecodeError:
         pieces = [_decode(p) for p in data.split(b"\n")]
+        plain = False
     if fault is not None:
         # The last piece was cut off by the fault: it was not read.
         pieces = pieces[:-1]
-    lines: list[tuple[int, str | bytes]] = []
-    for n, piece in enumerate(pieces, start=1):
-        if piece[-1:] in ("\r", b"\r"):
-            piece = piece[:-1]
-        if _blank(piece):
-            continue
-        lines.append((n, piece))
+    if plain:
+        # No \r and all text: blank means empty or white space only (str.isspace in C).
+        lines = [(n, p) for n, p in enumerate(pieces, start=1) if p and not p.isspace()]
+    else:
+        lines = []
+        for n, piece in enumerate(pieces, start=1):
+            if piece[-1:] in ("\r", b"\r"):
+                piece = piece[:-1]
+            if _blank(piece):
+                continue
+            lines.append((n, piece))
     fault_line = (len(pieces) + 1) if fault is not None and pieces else None
     total = len(pieces) - (1 if fault is None and pieces and not pieces[-1] else 0)
     return FileContent(lines, len(lines), total, digest, st.st_size, st.st_mtime, fault, fault_line)
