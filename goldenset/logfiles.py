@@ -117,27 +117,37 @@ def _blank(piece: str | bytes) -> bool:
 
 
 def _gunzip(raw: bytes) -> tuple[bytes, str | None]:
-    """Decompress every gzip member; on a fault return what came out before it."""
+    """Decompress every gzip member; on a fault return all that came out before it.
+
+    A fault inside a chunk is located by replaying that chunk a byte at a time from
+    the state before it, so the output kept does not depend on the chunk size: a
+    checksum error at the very end keeps every line, as reading line by line would.
+    """
     if not raw:
         return b"", None  # an empty file holds no lines, as gzip.open reads it
     out = bytearray()
     d = zlib.decompressobj(wbits=31)
-    pos = 0
-    try:
-        while True:
-            chunk = raw[pos:pos + _CHUNK]
-            pos += len(chunk)
-            out += d.decompress(chunk)
-            while d.eof and d.unused_data:
-                # Concatenated gzip members are one stream by the gzip format.
-                rest = d.unused_data
-                d = zlib.decompressobj(wbits=31)
-                out += d.decompress(rest)
-            if not chunk:
-                break
-        if not d.eof:
-            return bytes(out), "truncated gzip stream"
-    except zlib.error as exc:
-        return bytes(out), f"gzip stream is corrupt: {exc}"
+    pos, step, slow_until, in_member = 0, _CHUNK, 0, False
+    while pos < len(raw):
+        chunk = raw[pos:pos + step]
+        saved = d.copy()
+        try:
+            data = d.decompress(chunk)
+        except zlib.error as exc:
+            if step > 1:
+                d, step, slow_until = saved, 1, pos + len(chunk)
+                continue
+            return bytes(out), f"gzip stream is corrupt: {exc}"
+        out += data
+        in_member = True
+        pos += len(chunk)
+        if step == 1 and pos >= slow_until:
+            step = _CHUNK
+        if d.eof:
+            # Concatenated gzip members are one stream by the gzip format.
+            pos -= len(d.unused_data)
+            d = zlib.decompressobj(wbits=31)
+            in_member = False
+    if in_member:
+        return bytes(out), "truncated gzip stream"
     return bytes(out), None
-

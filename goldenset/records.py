@@ -135,8 +135,11 @@ def _serve(rec: dict) -> Serve:
         raise Rejected("missing_field", f"serve lacks {', '.join(missing)}")
     items = rec["items"]
     items_ok = isinstance(items, list) and items and all(isinstance(i, dict) for i in items)
-    if items_ok:
+    if isinstance(items, list):
+        # Absence anywhere outranks a bad value anywhere, a non-object item included.
         for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
             gone = _missing(item, ("doc_id", "doc_version", "channel"))
             if not gone and item["channel"] == "ranked" and item.get("rank") is None:
                 gone = ["rank"]

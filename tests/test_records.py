@@ -550,3 +550,27 @@ def test_a_serve_carries_the_query_id_of_its_normalised_task():
     s = parse_line(line(a_serve(project="billing", task="Fix the refund  window")))
     assert s.task_norm == "fix the refund window"
     assert s.query_id == "07c6b23f1023f387"
+
+
+def test_a_missing_item_field_outranks_a_non_object_item():
+    line = (b'{"event":"serve","serve_id":"s","ts":"2026-11-01T09:00:00Z","project":"p","task":"t",'
+            b'"items":[5,{"doc_id":"d1","channel":"ranked","rank":1}]}')
+    with pytest.raises(Rejected) as exc:
+        parse_line(line)
+    assert exc.value.reason == "missing_field"
+
+
+def test_a_gzip_checksum_error_keeps_every_line_before_it(tmp_path):
+    import gzip
+
+    from goldenset.logfiles import LogFile, read_file
+
+    text = b"".join(b'{"n": %d}\n' % i for i in range(80))
+    raw = bytearray(gzip.compress(text))
+    raw[-6] ^= 0xFF  # the CRC-32 in the trailer
+    folder = tmp_path / "dt=2026-11-01"
+    folder.mkdir()
+    (folder / "p.jsonl.gz").write_bytes(bytes(raw))
+    content = read_file(LogFile(folder / "p.jsonl.gz", "2026-11-01", "p.jsonl.gz"))
+    assert content.lines_read == 80 and content.fault_line == 81
+    assert "corrupt" in content.fault
