@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from goldenset.warehouse import connect
+
+# CI runs the same examples every time (a red CI then always means the same input); on a
+# developer's machine Hypothesis keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture
