@@ -53,10 +53,19 @@ SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
        i.doc_id, i.doc_version, i.channel
 FROM accepted_serves s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
 """
+# An incremental build stages only the serves of the queries that new lines touched.
+_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + "\nWHERE s.query_id IN (SELECT query_id FROM _scope)\n"
+_SCOPE = """
+CREATE OR REPLACE TEMP TABLE _scope AS
+SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
+UNION
+SELECT s.query_id FROM log_serves s SEMI JOIN log_dirty d ON d.serve_id = s.serve_id
+"""
 # Latest ts wins; on a tie, the later line in (dt, file name, line) order.
 _STAGE_VERDICTS = """
 CREATE OR REPLACE TEMP TABLE _wv AS
 SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
+WHERE serve_id IN (SELECT serve_id FROM _items)
 QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id
                            ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1
 """
@@ -93,21 +102,51 @@ _NO_POSITIVE = """
 CREATE OR REPLACE TEMP TABLE _j4 AS
 SELECT * FROM _j3 WHERE query_id IN (SELECT query_id FROM _j3 WHERE verdict = 'helped')
 """
-# What is left after each step, and, counted on its own, what each step dropped: the
-# funnel check compares the two, so a filter that loses or invents rows shows up.
-_FUNNEL_J = """
-SELECT count(*), count(DISTINCT serve_id),
-       count(*) FILTER (WHERE channel = 'ranked'), count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked'),
-       count(*) FILTER (WHERE channel = 'ranked' AND active),
-       count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked' AND active),
-       count(*) FILTER (WHERE channel = 'always'), count(*) FILTER (WHERE channel = 'ranked' AND NOT active)
-FROM _j
+# Each query's share of the funnel and of the side counts. What is left after each step
+# and what each step dropped are counted apart, so the funnel check (left = previous
+# left - dropped) catches a filter that loses or invents rows; and since every serve
+# belongs to one query, the sums over queries are the build's funnel.
+_QUERY_STATS = """
+CREATE OR REPLACE TEMP TABLE _qs AS
+WITH js AS (
+  SELECT query_id, count(*) AS judged, count(DISTINCT serve_id) AS judged_serves,
+         count(*) FILTER (WHERE channel = 'always') AS always_dropped,
+         count(*) FILTER (WHERE channel = 'ranked') AS ranked,
+         count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked') AS ranked_serves,
+         count(*) FILTER (WHERE channel = 'ranked' AND NOT active) AS retired_dropped,
+         count(*) FILTER (WHERE channel = 'ranked' AND active) AS active,
+         count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked' AND active) AS active_serves
+  FROM _j GROUP BY query_id),
+r AS (SELECT query_id, count(*) AS repeats_left, bool_or(verdict = 'helped') AS positive
+      FROM _j3 GROUP BY query_id),
+rd AS (SELECT j.query_id, count(*) AS repeats_dropped
+       FROM _j2 j ANTI JOIN _j3 w ON w.serve_id = j.serve_id AND w.doc_id = j.doc_id GROUP BY j.query_id),
+k AS (SELECT query_id, count(*) AS kept FROM _j4 GROUP BY query_id),
+u AS (SELECT i.query_id, count(*) AS unjudged
+      FROM _items i ANTI JOIN _wv v ON v.serve_id = i.serve_id AND v.doc_id = i.doc_id GROUP BY i.query_id),
+us AS (SELECT s.query_id, count(*) AS unserved
+       FROM log_verdicts v JOIN (SELECT DISTINCT serve_id, query_id FROM _items) s ON s.serve_id = v.serve_id
+       ANTI JOIN _items i ON i.serve_id = v.serve_id AND i.doc_id = v.doc_id GROUP BY s.query_id),
+ids AS (SELECT query_id FROM js UNION SELECT query_id FROM u UNION SELECT query_id FROM us)
+SELECT ids.query_id,
+       coalesce(judged, 0) AS judged, coalesce(judged_serves, 0) AS judged_serves,
+       coalesce(always_dropped, 0) AS always_dropped, coalesce(ranked, 0) AS ranked,
+       coalesce(ranked_serves, 0) AS ranked_serves, coalesce(retired_dropped, 0) AS retired_dropped,
+       coalesce(active, 0) AS active, coalesce(active_serves, 0) AS active_serves,
+       coalesce(repeats_dropped, 0) AS repeats_dropped, coalesce(repeats_left, 0) AS repeats_left,
+       CASE WHEN coalesce(positive, false) THEN 0 ELSE coalesce(repeats_left, 0) END AS no_positive_dropped,
+       coalesce(kept, 0) AS kept, coalesce(unjudged, 0) AS unjudged, coalesce(unserved, 0) AS unserved
+FROM ids LEFT JOIN js USING (query_id) LEFT JOIN r USING (query_id) LEFT JOIN rd USING (query_id)
+LEFT JOIN k USING (query_id) LEFT JOIN u USING (query_id) LEFT JOIN us USING (query_id)
 """
-_FUNNEL_QUERIES = """
-SELECT (SELECT count(*) FROM _j3), (SELECT count(DISTINCT query_id) FROM _j3),
-       (SELECT count(*) FROM _j4), (SELECT count(DISTINCT query_id) FROM _j4),
-       (SELECT count(*) FROM _j2 j ANTI JOIN _j3 w ON w.serve_id = j.serve_id AND w.doc_id = j.doc_id),
-       (SELECT count(*) FROM _j3 WHERE query_id NOT IN (SELECT query_id FROM _j3 WHERE verdict = 'helped'))
+_FUNNEL_FROM_STATS = """
+SELECT coalesce(sum(judged), 0), coalesce(sum(judged_serves), 0),
+       coalesce(sum(always_dropped), 0), coalesce(sum(ranked), 0), coalesce(sum(ranked_serves), 0),
+       coalesce(sum(retired_dropped), 0), coalesce(sum(active), 0), coalesce(sum(active_serves), 0),
+       coalesce(sum(repeats_dropped), 0), coalesce(sum(repeats_left), 0), count(*) FILTER (WHERE repeats_left > 0),
+       coalesce(sum(no_positive_dropped), 0), coalesce(sum(kept), 0), count(*) FILTER (WHERE kept > 0),
+       coalesce(sum(unjudged), 0), coalesce(sum(unserved), 0)
+FROM query_stats
 """
 _INSERT_LABELS = """
 INSERT INTO build_labels BY NAME
@@ -118,12 +157,9 @@ SELECT ? AS build_id, j.query_id, q.project, q.task, j.doc_id, j.doc_version, j.
 FROM _j4 j JOIN _qtask q USING (query_id)
 """
 _SIDE_COUNTS = """
-WITH served AS (SELECT DISTINCT serve_id FROM _items)
 SELECT
-  (SELECT count(*) FROM _items i ANTI JOIN _wv v ON v.serve_id = i.serve_id AND v.doc_id = i.doc_id),
-  (SELECT count(*) FROM log_verdicts v ANTI JOIN served s ON s.serve_id = v.serve_id),
-  (SELECT count(*) FROM log_verdicts v SEMI JOIN served s ON s.serve_id = v.serve_id
-     ANTI JOIN _items i ON i.serve_id = v.serve_id AND i.doc_id = v.doc_id),
+  (SELECT count(*) FROM log_verdicts v ANTI JOIN (SELECT DISTINCT serve_id FROM log_serves) s
+     ON s.serve_id = v.serve_id),
   (SELECT coalesce(sum(lines_total), 0) FROM log_files),
   (SELECT count(*) FROM rejected_records WHERE reason <> 'conflicting_duplicate_serve'),
   (SELECT count(*) FROM rejected_records WHERE reason = 'conflicting_duplicate_serve')
@@ -161,7 +197,8 @@ def build_golden_set(
 
     signature = input_signature(con, content_sha, query_map or [])
     previous = con.execute(
-        "SELECT input_signature, labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1"
+        "SELECT input_signature, labels_build_id, corpus_content_sha256, near_duplicate_merges, computation "
+        "FROM golden_builds ORDER BY build_id DESC LIMIT 1"
     ).fetchall()
     con.execute("BEGIN TRANSACTION")
     try:
@@ -169,11 +206,17 @@ def build_golden_set(
         if previous and previous[0][0] == signature:
             # Same log content, snapshot and merges: the same labels. Point at them instead
             # of computing and storing them again; this is what keeps a no-change night cheap.
-            labels_build = previous[0][1]
+            computation, labels_build = "repeat", previous[0][1]
             funnel, counts = _repeat(con, labels_build)
         else:
-            labels_build = build_id
-            funnel, counts = _compute(con, build_id, content_sha, query_map or [])
+            # Only new log lines since the last build, the same snapshot and no merging: the
+            # queries those lines touched are all that can change.
+            incremental = bool(previous) and previous[0][4] is not None and previous[0][2] == content_sha \
+                and not query_map and not previous[0][3]
+            computation, labels_build = ("incremental" if incremental else "full"), build_id
+            funnel, counts = _compute(con, build_id, content_sha, query_map or [],
+                                      carry_from=previous[0][1] if incremental else None)
+        con.execute("DELETE FROM log_dirty")
         counts["corpus_active_docs"] = active_docs
         counts["labels_missing_document"] = con.execute(
             "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
@@ -196,18 +239,18 @@ def build_golden_set(
             "? AS n_helped, ? AS n_noise, ? AS n_wrong, ? AS unjudged_items, ? AS orphan_verdicts, "
             "? AS unserved_item_verdicts, ? AS n_stale, ? AS lines_read, ? AS lines_rejected, "
             "? AS near_duplicate_merges, ? AS corpus_content_sha256, ? AS conflicting_serves, "
-            "? AS input_signature, ? AS labels_build_id",
+            "? AS input_signature, ? AS labels_build_id, ? AS computation",
             [build_id, now, trigger, fingerprint, active_docs, c["n_queries"], c["n_projects"], c["n_helped"],
              c["n_noise"], c["n_wrong"], c["unjudged_items"], c["orphan_verdicts"], c["unserved_item_verdicts"],
              c["n_stale"], c["lines_read"], c["lines_rejected"], _merged_queries(query_map or []), content_sha,
-             c["conflicting_serves"], signature, labels_build],
+             c["conflicting_serves"], signature, labels_build, computation],
         )
         con.executemany(
             "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
             [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
              for i, s in enumerate(funnel)],
         )
-        hist = history.record_build(con, build_id) if labels_build == build_id else {
+        hist = history.record_build(con, build_id) if computation != "repeat" else {
             "versions_closed": 0, "versions_opened": 0}
         con.execute("COMMIT")
     except BaseException:
@@ -215,7 +258,7 @@ def build_golden_set(
         raise
     finally:
         con.execute("DROP VIEW IF EXISTS _j2")
-        for t in ("_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_query_map"):
+        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map"):
             con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist)
 
@@ -249,23 +292,40 @@ def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
     return funnel, dict(zip(_COUNT_COLUMNS, row))
 
 
-def _compute(con, build_id: int, content_sha: str, query_map) -> tuple[list[FunnelStep], dict]:
-    """Run the four filters and store the build's labels; return the funnel and counts."""
+def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | None = None
+             ) -> tuple[list[FunnelStep], dict]:
+    """Run the four filters and store the build's labels; return the funnel and counts.
+
+    With `carry_from`, only the queries in log_dirty are recomputed; every other query's
+    labels and statistics are carried over from that build unchanged.
+    """
     con.execute("CREATE OR REPLACE TEMP TABLE _query_map (project VARCHAR, task_norm VARCHAR, query_id VARCHAR)")
     if query_map:
         con.executemany("INSERT INTO _query_map VALUES (?, ?, ?)", query_map)
-    for stmt in (_STAGE_ITEMS, _STAGE_VERDICTS):
-        con.execute(stmt)
+    if carry_from is None:
+        con.execute(_STAGE_ITEMS)
+    else:
+        con.execute(_SCOPE)
+        con.execute(_STAGE_ITEMS_SCOPED)
+    con.execute(_STAGE_VERDICTS)
     con.execute(_STAGE_JUDGMENTS, [content_sha])
-    for stmt in (_FILTERED, _REPEATS, _QUERY_TASK, _NO_POSITIVE):
+    for stmt in (_FILTERED, _REPEATS, _QUERY_TASK, _NO_POSITIVE, _QUERY_STATS):
         con.execute(stmt)
-    funnel = _funnel(con)
+    if carry_from is None:
+        con.execute("DELETE FROM query_stats")
+    else:
+        con.execute("DELETE FROM query_stats WHERE query_id IN (SELECT query_id FROM _scope)")
+        con.execute(
+            "INSERT INTO build_labels BY NAME SELECT ? AS build_id, * EXCLUDE (build_id) FROM build_labels "
+            "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)", [build_id, carry_from])
+    con.execute("INSERT INTO query_stats BY NAME SELECT * FROM _qs")
     con.execute(_INSERT_LABELS, [build_id])
-    side = con.execute(_SIDE_COUNTS).fetchall()[0]
+    funnel, unjudged, unserved = _funnel(con)
+    orphans, lines_read, lines_rejected, conflicts = con.execute(_SIDE_COUNTS).fetchall()[0]
     labels = con.execute(_LABEL_COUNTS, [build_id]).fetchall()[0]
     counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels))
-    counts.update(zip(("unjudged_items", "orphan_verdicts", "unserved_item_verdicts", "lines_read",
-                       "lines_rejected", "conflicting_serves"), side))
+    counts.update(unjudged_items=unjudged, orphan_verdicts=orphans, unserved_item_verdicts=unserved,
+                  lines_read=lines_read, lines_rejected=lines_rejected, conflicting_serves=conflicts)
     return funnel, counts
 
 
@@ -280,15 +340,15 @@ def _own_id(project: str, task_norm: str) -> str:
     return query_id(project, task_norm)
 
 
-def _funnel(con) -> list[FunnelStep]:
-    judged, judged_serves, ranked, ranked_serves, active, active_serves, always, retired = (
-        con.execute(_FUNNEL_J).fetchall()[0])
-    repeats, queries, positive, positive_queries, repeats_dropped, no_positive_dropped = (
-        con.execute(_FUNNEL_QUERIES).fetchall()[0])
+def _funnel(con) -> tuple[list[FunnelStep], int, int]:
+    """The funnel, unjudged items and unserved-item verdicts: sums over query_stats."""
+    (judged, judged_serves, always, ranked, ranked_serves, retired, active, active_serves,
+     repeats_dropped, repeats, queries, no_positive_dropped, kept, kept_queries, unjudged, unserved) = (
+        con.execute(_FUNNEL_FROM_STATS).fetchall()[0])
     return [
         FunnelStep(STEPS[0], 0, judged, judged_serves),
         FunnelStep(STEPS[1], always, ranked, ranked_serves),
         FunnelStep(STEPS[2], retired, active, active_serves),
         FunnelStep(STEPS[3], repeats_dropped, repeats, queries),
-        FunnelStep(STEPS[4], no_positive_dropped, positive, positive_queries),
-    ]
+        FunnelStep(STEPS[4], no_positive_dropped, kept, kept_queries),
+    ], unjudged, unserved

@@ -29,6 +29,10 @@ _REPLACE = {
     "log_rejects": ("DELETE FROM log_rejects WHERE list_contains(?, source_file)",
                     "INSERT INTO log_rejects BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
 }
+_MARK_DIRTY = (
+    "INSERT INTO log_dirty SELECT serve_id, query_id FROM log_serves WHERE list_contains(?, source_file)",
+    "INSERT INTO log_dirty SELECT serve_id, NULL FROM log_verdicts WHERE list_contains(?, source_file)",
+)
 _LINE_BITS = 32  # a line key is (file number << 32) | line number
 
 
@@ -181,7 +185,12 @@ def _ingest_files(con, todo: list) -> None:
     for r in rejects:
         per_file_rejects[r[0] >> _LINE_BITS] += 1
     replaced = [f.source_file for f, _, was_known, _ in todo if was_known]
+    every = [f.source_file for f, _, _, _ in todo]
     with transaction(con):
+        # The serves these files touched, before and after, tell an incremental build
+        # which queries to recompute.
+        for mark in _MARK_DIRTY:
+            con.execute(mark, [replaced])
         for t, arrow in tables.items():
             delete, insert = _REPLACE[t]
             if replaced:
@@ -192,6 +201,8 @@ def _ingest_files(con, todo: list) -> None:
                 con.unregister("_incoming")
         if replaced:
             con.execute("DELETE FROM log_files WHERE list_contains(?, source_file)", [replaced])
+        for mark in _MARK_DIRTY:
+            con.execute(mark, [every])
         con.executemany(
             "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
             "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "

@@ -124,6 +124,15 @@ LOG_REJECTS = Relation(
     public=False,
 )
 
+LOG_DIRTY = Relation(
+    "log_dirty", "serve touched by an ingest since the last committed build",
+    (
+        C("serve_id", "VARCHAR", "serve whose lines or verdicts were added, replaced or removed"),
+        C("query_id", "VARCHAR", "query of a serve line added or removed (null for verdict lines)"),
+    ),
+    public=False,
+)
+
 # --------------------------------------------------------------------------- corpus
 CORPUS_SNAPSHOTS = Relation(
     "corpus_snapshots", "distinct fingerprint seen",
@@ -189,6 +198,7 @@ GOLDEN_BUILDS = Relation(
         C("input_signature", "VARCHAR", "hash of every ingested file's content, the snapshot and the query merges"),
         C("labels_build_id", "BIGINT", "the build whose stored labels this build holds (itself, or an "
                                         "earlier build with the same input_signature)"),
+        C("computation", "VARCHAR", "full, incremental (only the queries new log lines touched) or repeat"),
     ),
     primary_key=("build_id",),
 )
@@ -239,6 +249,27 @@ GOLDEN_SET = Relation(
         "judged_at, stale_reason FROM build_labels WHERE build_id = ("
         "SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
     ),
+)
+QUERY_STATS = Relation(
+    "query_stats", "query of the latest computed build: its share of the funnel and side counts",
+    (
+        C("query_id", "VARCHAR", "query"),
+        C("judged", "BIGINT", "judgments"),
+        C("judged_serves", "BIGINT", "serves holding a judgment"),
+        C("always_dropped", "BIGINT", "judgments of always-served items"),
+        C("ranked", "BIGINT", "judgments of ranked items"),
+        C("ranked_serves", "BIGINT", "serves holding a ranked judgment"),
+        C("retired_dropped", "BIGINT", "ranked judgments of documents not active"),
+        C("active", "BIGINT", "ranked judgments of active documents"),
+        C("active_serves", "BIGINT", "serves holding one"),
+        C("repeats_dropped", "BIGINT", "judgments that lost to a later serve of the query"),
+        C("repeats_left", "BIGINT", "judgments left after repeats"),
+        C("no_positive_dropped", "BIGINT", "judgments of the query if it has no helped"),
+        C("kept", "BIGINT", "labels"),
+        C("unjudged", "BIGINT", "served items of its serves with no verdict"),
+        C("unserved", "BIGINT", "verdict records on its serves naming a doc_id they did not serve"),
+    ),
+    public=False,
 )
 LABEL_HISTORY = Relation(
     "label_history", "version of a label",
@@ -448,7 +479,7 @@ EMBEDDING_CACHE = Relation(
 )
 
 RELATIONS: tuple[Relation, ...] = (
-    LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS,
+    LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS, LOG_DIRTY, QUERY_STATS,
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
     ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
