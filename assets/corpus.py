@@ -4,7 +4,7 @@
 import dagster as dg
 
 from goldenset.errors import CorpusError
-from goldenset.snapshots import store_snapshot
+from goldenset.snapshots import snapshot_corpus
 from resources import CorpusSource, WarehouseResource
 
 
@@ -15,13 +15,11 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
     A missing, unreadable or invalid file fails the run with a one-line reason and
     leaves the last good snapshot current.
     """
-    try:
-        snapshot = corpus_source.read()
-    except CorpusError as exc:
-        raise dg.Failure(description=str(exc)) from exc
     con = warehouse.connect()
     try:
-        stored = store_snapshot(con, snapshot)
+        stored = snapshot_corpus(con, corpus_source.path)
+    except CorpusError as exc:
+        raise dg.Failure(description=str(exc)) from exc
     finally:
         con.close()
     return dg.MaterializeResult(
@@ -32,7 +30,7 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
             "new_fingerprint": stored.new_fingerprint,
             "drift_from_previous": dg.MetadataValue.float(stored.drift_from_previous)
             if stored.drift_from_previous is not None else dg.MetadataValue.text("first snapshot"),
-            "source": snapshot.source,
+            "source": corpus_source.path,
         },
         data_version=dg.DataVersion(stored.fingerprint),
     )

@@ -104,9 +104,8 @@ def main() -> None:
 
     from goldenset.build import build_golden_set
     from goldenset.checks import BuildChecks
-    from goldenset.corpus import read_corpus
     from goldenset.ingest import ingest_all
-    from goldenset.snapshots import store_snapshot
+    from goldenset.snapshots import snapshot_corpus
     from goldenset.warehouse import connect
 
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -126,7 +125,7 @@ def main() -> None:
 
     def full():
         ingest_all(con, logs)
-        store_snapshot(con, read_corpus(corpus))
+        snapshot_corpus(con, corpus)
         return build_golden_set(con, checks=checks)
 
     full_s, res = timed(full)

@@ -65,7 +65,7 @@ def _known(con, source_file: str):
 
 # mtime has a coarse tick on some file systems (up to 2 s): a file written in the same
 # tick as it was last read may have changed without its size or mtime showing it.
-_RACY_SECONDS = 2.0
+RACY_SECONDS = 2.0
 
 
 def _unchanged_by_stat(st, known) -> bool:
@@ -73,7 +73,7 @@ def _unchanged_by_stat(st, known) -> bool:
     _, size, mtime, verified_at = known
     if st is None or (st.st_size, st.st_mtime) != (size, mtime):
         return False
-    return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - _RACY_SECONDS
+    return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - RACY_SECONDS
 
 
 def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list:

@@ -153,6 +153,8 @@ CORPUS_LOADS = Relation(
         C("fingerprint", "VARCHAR", "fingerprint read"),
         C("content_sha256", "VARCHAR", "identity of the whole snapshot (retired rows, titles, superseded_by too)"),
         C("source", "VARCHAR", "file read"),
+        C("size_bytes", "BIGINT", "the file's size when read"),
+        C("mtime", "DOUBLE", "the file's modification time when read"),
     ),
     public=False, primary_key=("load_id",),
 )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
+from pathlib import Path
 
-from goldenset.corpus import CorpusSnapshot, drift
+from goldenset.corpus import CorpusSnapshot, drift, read_corpus, stat_signature
 from goldenset.errors import NoBuild
-from goldenset.ingest import utcnow
+from goldenset.ingest import RACY_SECONDS, utcnow
 from goldenset.warehouse import transaction
 
 
@@ -25,7 +26,29 @@ class StoredSnapshot:
     previous_fingerprint: str | None
 
 
-def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None) -> StoredSnapshot:
+def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> StoredSnapshot:
+    """Make the corpus file the current snapshot, reading it only if it may have changed.
+
+    A file with the size and mtime of the last good read, not written in the tick it was
+    read, is that snapshot still; anything else is read and validated in full.
+    """
+    stat = stat_signature(path)
+    last = con.execute(
+        "SELECT load_id, fingerprint, content_sha256, source, size_bytes, mtime, loaded_at "
+        "FROM corpus_loads ORDER BY load_id DESC LIMIT 1").fetchall()
+    if stat is not None and last:
+        load_id, fp, sha, source, size, mtime, loaded_at = last[0]
+        fresh = stat[1] < loaded_at.replace(tzinfo=timezone.utc).timestamp() - RACY_SECONDS
+        if source == str(Path(path)) and (size, mtime) == stat and fresh:
+            active, retired = con.execute(
+                "SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'retired') "
+                "FROM corpus_documents WHERE content_sha256 = ?", [sha]).fetchall()[0]
+            return StoredSnapshot(load_id, fp, sha, active, retired, False, 0.0, fp)
+    return store_snapshot(con, read_corpus(path), now=now, stat=stat)
+
+
+def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None,
+                   stat: tuple[int, float] | None = None) -> StoredSnapshot:
     """Record a validated snapshot as the current one (one transaction)."""
     now = now or utcnow()
     prev = current_load(con)
@@ -51,11 +74,14 @@ def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None) -
                 [snapshot.fingerprint, now, snapshot.active_docs, snapshot.retired_docs, snapshot.source],
             )
         con.execute(
-            "INSERT INTO corpus_loads VALUES (?, ?, ?, ?, ?)",
-            [load_id, now, snapshot.fingerprint, snapshot.content_sha256, snapshot.source],
+            "INSERT INTO corpus_loads VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [load_id, now, snapshot.fingerprint, snapshot.content_sha256, snapshot.source,
+             stat[0] if stat else None, stat[1] if stat else None],
         )
     d = None
-    if prev is not None:
+    if prev is not None and prev[1] == snapshot.content_sha256:
+        d = 0.0
+    elif prev is not None:
         d = drift(active_signature_of(con, prev[1]), active_signature_of(con, snapshot.content_sha256))
     return StoredSnapshot(
         load_id, snapshot.fingerprint, snapshot.content_sha256, snapshot.active_docs,

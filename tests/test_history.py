@@ -145,3 +145,24 @@ def test_build_ids_and_triggers_are_recorded(tmp_path):
     w.build([doc("d1"), doc("d2")], trigger="schedule")
     w.build([doc("d1"), doc("d2")], trigger="reindex")
     assert w.rows("SELECT build_id, trigger FROM golden_builds ORDER BY 1") == [(1, "schedule"), (2, "reindex")]
+
+
+def test_an_unchanged_corpus_file_is_not_read_again_but_a_changed_one_is(tmp_path):
+    import os
+    import time
+
+    from goldenset.snapshots import snapshot_corpus
+
+    con = connect(tmp_path / "g.duckdb")
+    corpus = write_corpus(tmp_path / "c.jsonl", [doc("d1"), doc("d2")])
+    hour_ago = time.time() - 3600
+    os.utime(corpus, (hour_ago, hour_ago))
+    first = snapshot_corpus(con, corpus)
+    again = snapshot_corpus(con, corpus)
+    assert again.load_id == first.load_id == 1 and again.fingerprint == first.fingerprint
+    write_corpus(corpus, [doc("d1"), doc("d2", "v2")])
+    changed = snapshot_corpus(con, corpus)
+    assert changed.load_id == 2 and changed.fingerprint != first.fingerprint
+    assert changed.drift_from_previous == 0.5
+    # Written just now: within the mtime tick of its read, so it is read again next time.
+    assert snapshot_corpus(con, corpus).load_id == 3
