@@ -7,7 +7,6 @@ Errors are turned into exit codes in one place (`main`): 1 error, 2 usage,
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional

@@ -52,7 +52,8 @@ def render(readme: str) -> str:
         )
         if not pattern.search(readme):
             raise ValueError(f"README has no generated section {name!r}")
-        readme = pattern.sub(lambda m: m.group(1) + fn() + "\n" + m.group(2), readme)
+        content = fn()
+        readme = pattern.sub(lambda m, body=content: m.group(1) + body + "\n" + m.group(2), readme)
     return readme
 
 

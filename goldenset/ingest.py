@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from goldenset.bulk import parse_lines
-from goldenset.logfiles import FileContent, LogFile, list_files, list_partitions, read_file
+from goldenset.logfiles import list_files, list_partitions, read_file
 from goldenset.warehouse import transaction
 
 # Constant statements, one per table: table names are never spliced into SQL at run time.

@@ -139,7 +139,7 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
 
 
 def _md_comparison(comp: Comparison) -> list[str]:
-    out = [f"| metric | n | A | B | B - A | 95% CI | MDE | verdict |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    out = ["| metric | n | A | B | B - A | 95% CI | MDE | verdict |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for p in comp.results:
         out.append(f"| {p.metric} | {p.n} | {fmt(p.mean_a)} | {fmt(p.mean_b)} | {fmt_signed(p.diff)} | "
                    f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {p.verdict} |")
