@@ -102,6 +102,7 @@ def golden_set(
         metadata={
             "build_id": result.build_id,
             "trigger": result.trigger,
+            "computation": result.computation,
             "corpus_fingerprint": result.corpus_fingerprint,
             "corpus_drift_since_previous_build": drift_md,
             "build_age_days": 0.0,

@@ -42,7 +42,7 @@ class BuildResult:
     funnel: list[FunnelStep]
     checks: list[CheckOutcome]
     history: dict[str, int] = field(default_factory=dict)
-    merges: list[dict] = field(default_factory=list)
+    computation: str = "full"  # full, incremental or repeat
 
 
 # Served items of accepted serves, and the winning verdict of each judged item, are
@@ -260,7 +260,7 @@ def build_golden_set(
         con.execute("DROP VIEW IF EXISTS _j2")
         for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map"):
             con.execute("DROP TABLE IF EXISTS " + t)
-    return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist)
+    return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist, computation)
 
 
 def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]) -> str:
