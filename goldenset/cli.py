@@ -126,11 +126,11 @@ def _print_status(st: dict, title: str) -> None:
         t.add_row("drift since build", f"[red]{corpus['error']}[/red]")
     t.add_row("queries / projects", f"{c['n_queries']} / {c['n_projects']}")
     t.add_row("labels helped / noise / wrong", f"{c['n_helped']} / {c['n_noise']} / {c['n_wrong']}")
-    t.add_row("rejected lines", f"{st['rejected_records']} {st['rejected_by_reason'] or ''}")
+    t.add_row("rejected lines", f"{st['rejected_records']}{_breakdown(st['rejected_by_reason'])}")
     t.add_row("orphan verdicts", str(c["orphan_verdicts"]))
     t.add_row("verdicts on unserved items", str(c["unserved_item_verdicts"]))
     t.add_row("unjudged items", str(c["unjudged_items"]))
-    t.add_row("relabel queue", f"{st['relabel_queue']} {st['relabel_queue_by_reason'] or ''}")
+    t.add_row("relabel queue", f"{st['relabel_queue']}{_breakdown(st['relabel_queue_by_reason'])}")
     out.print(t)
     f = Table(title="filter funnel", title_justify="left")
     for col in ("step", "dropped", "judgments left", "units left"):
@@ -138,6 +138,10 @@ def _print_status(st: dict, title: str) -> None:
     for s in st["funnel"]:
         f.add_row(s["step"], str(s["judgments_dropped"]), str(s["judgments_left"]), str(s["units_left"]))
     out.print(f)
+
+
+def _breakdown(counts: dict[str, int]) -> str:
+    return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
 def _mount_bench() -> None:
