@@ -85,18 +85,17 @@ WHERE t[1] = 'VARCHAR' AND v[1] = 'serve'
 _ITEM_PATHS = "['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']"
 _ITEM_CANDIDATES = """
 CREATE OR REPLACE TEMP TABLE _ic AS
-SELECT key, n_items, t, u, g, len(keys) = len(list_distinct(keys)) AS keys_ok
+SELECT key, n_items, u, g, len(keys) = len(list_distinct(keys)) AS keys_ok
 FROM (
-  SELECT key, n_items, json_type(it) AS t, json_type(it, PATHS) AS u, json_extract_string(it, PATHS) AS g,
-         CASE WHEN json_type(it) = 'OBJECT' THEN json_keys(it) END AS keys
+  SELECT key, n_items, json_type(it, PATHS) AS u, json_extract_string(it, PATHS) AS g, json_keys(it) AS keys
   FROM (SELECT key, len(its) AS n_items, unnest(its) AS it
         FROM (SELECT key, json_extract(items, '$[*]') AS its FROM _sc
               WHERE n_open = 1 + json_array_length(items))))
 """.replace("PATHS", _ITEM_PATHS)
 
+# A doc_id of type VARCHAR can only be found in an object, so the item is one.
 _ITEM_OK = """
-t = 'OBJECT'
-AND u[1] = 'VARCHAR' AND g[1] <> ''
+u[1] = 'VARCHAR' AND g[1] <> ''
 AND u[2] = 'VARCHAR' AND g[2] <> ''
 AND u[3] = 'VARCHAR' AND g[3] IN ('ranked', 'always')
 AND (g[3] = 'always' OR (u[4] = 'UBIGINT' AND try_cast(g[4] AS UBIGINT) BETWEEN 1 AND 9223372036854775807))
@@ -171,8 +170,11 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
         # A task with no text breaks a rule whose reason depends on the other fields: Python decides.
         con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
         con.execute(_ITEMS)
-        fast = {r[0] for r in con.execute("SELECT key FROM _s UNION ALL SELECT key FROM _v").fetchall()}
-        fallback = [(k, s) for k, s in lines if k not in fast]
+        n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
+        fallback = con.execute(
+            "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
+            "USING (key) ORDER BY key").fetchall()
+        fallback += [(k, s) for k, s in lines if not isinstance(s, str)]
         py = _python_rows(fallback)
         for name in ("serves", "items", "verdicts"):
             con.register("_py_" + name, py[name])
@@ -197,7 +199,7 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
             con.unregister(view)
         for t in ("_p", "_v", "_sc", "_ic", "_s", "_i"):
             con.execute("DROP TABLE IF EXISTS " + t)
-    return Parsed(serves, items, verdicts, py["rejects"], len(fast), len(fallback))
+    return Parsed(serves, items, verdicts, py["rejects"], n_fast, len(fallback))
 
 
 def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
