@@ -13,7 +13,6 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import orjson
 
 from goldenset.jsonstrict import StrictJSONError, loads
 
@@ -56,7 +55,6 @@ class Serve:
     query_id: str
     session_id: str | None
     items: tuple[ServeItem, ...]
-    content_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,18 +186,8 @@ def _serve(rec: dict) -> Serve:
     return Serve(
         serve_id, ts, project, task, task_norm, query_id(project, task_norm),
         session if isinstance(session, str) else None,
-        tuple(parsed), _content_key(ts, project, task, parsed),
+        tuple(parsed),
     )
-
-
-def _content_key(ts: datetime, project: str, task: str, items: list[ServeItem]) -> str:
-    # What makes two lines of one serve_id "identical" by the contract: session_id,
-    # score and unknown fields do not count, items compare as a set by doc_id.
-    canon = [
-        ts.isoformat(), project, task,
-        sorted([i.doc_id, i.doc_version, i.channel, i.rank if i.channel == "ranked" else None] for i in items),
-    ]
-    return hashlib.sha256(orjson.dumps(canon, option=orjson.OPT_PASSTHROUGH_DATETIME, default=str)).hexdigest()[:32]
 
 
 def _verdict(rec: dict) -> Verdict:
