@@ -479,13 +479,34 @@ EMBEDDING_CACHE = Relation(
     ),
     public=False, primary_key=("model", "text_sha256"),
 )
+SCORE_CACHE = Relation(
+    "score_cache", "(scorer, version, config, corpus, query, passage, repeat) scored",
+    (
+        C("scorer", "VARCHAR", "scorer name: dense, bm25, judge, or the plug-in's own name"),
+        C("version", "VARCHAR", "the scorer's version; a new version writes new rows, never overwrites"),
+        C("config", "VARCHAR", "the scorer's configuration as canonical JSON (sorted keys, no spaces)"),
+        C("corpus_fingerprint", "VARCHAR", "fingerprint of the corpus for scorers that read it (bm25, plug-ins), else ''"),
+        C("query_sha256", "VARCHAR", "sha256 of the query's UTF-8 text"),
+        C("passage_sha256", "VARCHAR", "sha256 of the passage's UTF-8 text"),
+        C("repeat_no", "INTEGER", "0 for a pair's first score, 1 .. N-1 for the others of --repeats N"),
+        C("value", "DOUBLE", "the score; null for an invalid judge answer"),
+        C("label", "VARCHAR", "a label the scorer gave with the score, if any"),
+        C("rationale", "VARCHAR", "the judge's rationale_summary, if any"),
+        C("span", "VARCHAR", "the judge's supporting_span, if any"),
+        C("invalid_reason", "VARCHAR", "why a judge answer was invalid (not_json, bad_score, long_rationale, "
+                                       "hallucinated_span), else null"),
+        C("created_at", "TIMESTAMP", "when it was scored (UTC)"),
+    ),
+    public=False,
+    primary_key=("scorer", "version", "config", "corpus_fingerprint", "query_sha256", "passage_sha256", "repeat_no"),
+)
 
 RELATIONS: tuple[Relation, ...] = (
     LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS, LOG_DIRTY, QUERY_STATS,
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
     ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
-    BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE,
+    BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE, SCORE_CACHE,
 )
 PUBLIC = tuple(r for r in RELATIONS if r.public)
 
