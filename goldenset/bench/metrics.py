@@ -12,11 +12,32 @@ Inputs of every metric:
   judged" and counts as never judged. A document missing from `rels` was never
   judged.
 
-Query policy (trec_eval without -c): a query is averaged over when it appears in
-the run and has at least one relevant document. Queries with no relevant document
-are skipped, never scored 0; queries of the qrels missing from the run are
-ignored. The benchmark itself asks every golden query, so there a query for which
-the retriever found nothing is in the run with an empty list and scores 0.
+Query policy: which queries a mean is taken over is a parameter of `evaluate`
+(`QueryPolicy`), never implied. A query *is in the qrels* when it has at least one
+judgment, whatever its value (a qrels file cannot name a query without one).
+
+- `QueryPolicy.TREC_EVAL` (`bench eval`, the default): the queries in both the run
+  and the qrels, as trec_eval 9 averages without -c. A query judged with no
+  relevant document is averaged over: recall@k, precision@k, ndcg@k, mrr and map
+  are 0 for it, as trec_eval reports them (noise@k and hole@k keep their value: its
+  top k can be all noise). Queries of the qrels missing from the run and queries
+  of the run missing from the qrels are ignored. (trec_eval 10.0 without -c stops
+  with "result qid ... not found in qrels" when a qrels query is missing from the
+  run; whenever it finishes, its means are these.)
+- `QueryPolicy.COMPLETE` (`bench eval --complete`, trec_eval -c): every query of the
+  qrels; one missing from the run is scored on an empty list, so every metric is 0
+  for it. Queries of the run missing from the qrels are ignored.
+- `QueryPolicy.SKIP_NO_RELEVANT` (`bench run` on the golden set): the queries in both
+  the run and the qrels that have at least one relevant document; a golden query
+  whose relevant labels were all overruled or left out is skipped, and the
+  benchmark counts it (contract: "skips it as a query without a relevant
+  document"). The benchmark asks every other golden query, so one for which the
+  retriever found nothing is in the run with an empty list and scores 0.
+
+Ties: the metrics read `ranked` in the order given. trec.py orders a run file's
+documents as trec_eval does (score descending, ties by doc_id descending in byte
+order), which tests/bench/test_trec_eval_parity.py checks against trec_eval's own
+code (pytrec_eval).
 
 k beyond the list: the cut-off metrics divide by k (precision@k, noise@k,
 hole@k), so empty slots count as neither relevant, noise nor hole, exactly as
@@ -27,8 +48,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from enum import StrEnum
 
 from goldenset.errors import UsageError
 
@@ -51,8 +73,8 @@ def recall_at(ranked: Ranked, rels: Rels, k: int) -> float:
     """recall@k: share of the query's relevant documents found in the top k.
 
     |relevant ∩ top k| / |relevant| (trec_eval `recall_k`). Not "any relevant in
-    the top k" (that is success@k). 0 for a query without relevant documents,
-    which the query policy never scores.
+    the top k" (that is success@k). 0 for a query without relevant documents, as
+    trec_eval reports it.
     """
     r = num_relevant(rels)
     if r == 0:
@@ -180,19 +202,88 @@ def benchmark_metrics(k_values: Sequence[int]) -> list[Metric]:
     return [get_metric(n) for n in names]
 
 
+# `bench eval`'s metrics with a trec_eval equivalent, keyed by canonical name; the
+# default cut-offs are those `bench eval` has always printed.
 EVAL_METRICS = ("recall@5", "recall@10", "recall@24", "precision@5", "precision@10", "ndcg@10", "mrr", "map")
 
 
-def evaluated_queries(run: Mapping[str, Ranked], qrels: Mapping[str, Rels]) -> list[str]:
-    """Queries averaged over: in the run and with at least one relevant document, sorted."""
-    return sorted(q for q in run if q in qrels and num_relevant(qrels[q]) > 0)
+def eval_metric_names(k_values: Sequence[int] | None = None) -> tuple[str, ...]:
+    """`bench eval`'s trec_eval-pinned metrics: EVAL_METRICS, or recall and precision at each k given.
+
+    ndcg@10 keeps its cut-off whatever the k (as in `bench run`); k values are
+    sorted and de-duplicated (trec_eval refuses duplicate cut-offs).
+    """
+    if not k_values:
+        return EVAL_METRICS
+    ks = check_cutoffs(k_values)
+    return (*(f"recall@{k}" for k in ks), *(f"precision@{k}" for k in ks), "ndcg@10", "mrr", "map")
+
+
+def check_cutoffs(k_values: Sequence[int]) -> list[int]:
+    """Sorted distinct cut-offs; UsageError quoting the first one below 1."""
+    for k in k_values:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise UsageError(f"cut-off --k {k!r} is not a whole number >= 1; give --k 5 or another positive k")
+    return sorted(set(k_values))
+
+
+class QueryPolicy(StrEnum):
+    """Which queries a mean is taken over (module docstring, "Query policy")."""
+
+    TREC_EVAL = "trec_eval"
+    COMPLETE = "complete"
+    SKIP_NO_RELEVANT = "skip_no_relevant"
+
+
+@dataclass(frozen=True)
+class QuerySelection:
+    """The queries a policy scores, and those it leaves out or scores on an empty list, each sorted."""
+
+    evaluated: tuple[str, ...]
+    no_relevant: tuple[str, ...]  # evaluated although nothing is relevant: 0 on every trec_eval metric
+    skipped_no_relevant: tuple[str, ...]  # in run and qrels, left out for want of a relevant document
+    missing_from_run: tuple[str, ...]  # judged but not in the run: ignored, or scored 0 under COMPLETE
+    not_in_qrels: tuple[str, ...]  # in the run but never judged: always ignored
+
+
+def select_queries(run: Mapping[str, Ranked], qrels: Mapping[str, Rels], policy: QueryPolicy) -> QuerySelection:
+    """Apply a query policy: which queries of run and qrels are scored and which are not."""
+    policy = QueryPolicy(policy)
+    judged = {q for q, rels in qrels.items() if rels}
+    both = judged & set(run)
+    without = {q for q in judged if num_relevant(qrels[q]) == 0}
+    if policy is QueryPolicy.TREC_EVAL:
+        evaluated, skipped = both, set()
+    elif policy is QueryPolicy.COMPLETE:
+        evaluated, skipped = judged, set()
+    else:
+        evaluated, skipped = both - without, both & without
+    return QuerySelection(
+        evaluated=tuple(sorted(evaluated)),
+        no_relevant=tuple(sorted(evaluated & without)),
+        skipped_no_relevant=tuple(sorted(skipped)),
+        missing_from_run=tuple(sorted(judged - set(run))),
+        not_in_qrels=tuple(sorted(set(run) - judged)),
+    )
+
+
+def evaluated_queries(run: Mapping[str, Ranked], qrels: Mapping[str, Rels], policy: QueryPolicy) -> list[str]:
+    """The queries a policy averages over, sorted."""
+    return list(select_queries(run, qrels, policy).evaluated)
 
 
 def evaluate(
-    run: Mapping[str, Ranked], qrels: Mapping[str, Rels], metrics: Sequence[Metric]
+    run: Mapping[str, Ranked], qrels: Mapping[str, Rels], metrics: Sequence[Metric], *,
+    policy: QueryPolicy = QueryPolicy.TREC_EVAL,
 ) -> dict[str, dict[str, float]]:
-    """Per-query values {query_id: {metric name: value}} under the query policy above."""
-    return {q: {m.name: m(run[q], qrels[q]) for m in metrics} for q in evaluated_queries(run, qrels)}
+    """Per-query values {query_id: {metric name: value}} over the queries `policy` selects.
+
+    A query the policy scores without a run entry (COMPLETE) is scored on an empty list.
+    """
+    return {
+        q: {m.name: m(run.get(q, ()), qrels[q]) for m in metrics}
+        for q in select_queries(run, qrels, policy).evaluated
+    }
 
 
 def mean_over_queries(per_query: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> dict[str, float]:

@@ -6,14 +6,13 @@ import math
 import random
 
 import pytest
+from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goldenset.bench import metrics as M
 from goldenset.bench import trec
 from goldenset.errors import InputError, UsageError
-
-from conftest import DATA
 
 # trec_eval measure name -> our canonical name
 PINNED = {
@@ -31,10 +30,10 @@ def _trec_eval_all(path):
     return out
 
 
-def _evaluate(run_path, qrels_path, names):
+def _evaluate(run_path, qrels_path, names, policy=M.QueryPolicy.TREC_EVAL):
     run = trec.ranked_lists(trec.read_run(run_path))
     qrels = trec.read_qrels(qrels_path)
-    per_query = M.evaluate(run, qrels, [M.get_metric(n) for n in names])
+    per_query = M.evaluate(run, qrels, [M.get_metric(n) for n in names], policy=policy)
     return per_query, M.mean_over_queries(per_query, names)
 
 
@@ -89,10 +88,68 @@ def test_metrics_on_a_run_with_ties_match_hand_computation(tmp_path):
     assert per_query["q2"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
 
 
-def test_queries_without_relevant_documents_or_missing_from_the_run_are_not_averaged():
-    run = {"has_rel": ["a"], "no_rel": ["b"], "not_in_qrels": ["c"]}
-    qrels = {"has_rel": {"a": 1}, "no_rel": {"b": 0}, "missing_from_run": {"d": 1}}
-    assert M.evaluated_queries(run, qrels) == ["has_rel"]
+# One query of each kind a policy has to decide about.
+POLICY_RUN = {"has_rel": ["a", "x"], "no_rel": ["b", "y"], "not_in_qrels": ["c"]}
+POLICY_QRELS = {"has_rel": {"a": 1}, "no_rel": {"b": 0}, "missing_from_run": {"d": 1}, "no_judgment_left": {}}
+
+
+def test_trec_eval_policy_averages_every_query_in_run_and_qrels_including_one_without_a_relevant_document():
+    sel = M.select_queries(POLICY_RUN, POLICY_QRELS, M.QueryPolicy.TREC_EVAL)
+    assert sel.evaluated == ("has_rel", "no_rel")
+    assert sel.no_relevant == ("no_rel",)
+    assert (sel.missing_from_run, sel.not_in_qrels, sel.skipped_no_relevant) == (("missing_from_run",), ("not_in_qrels",), ())
+    per_query = M.evaluate(POLICY_RUN, POLICY_QRELS, [M.get_metric(n) for n in ("mrr", "noise@2", "hole@2")],
+                           policy=M.QueryPolicy.TREC_EVAL)
+    # no_rel: b judged 0, y never judged; mrr 0 as trec_eval says, noise and hole keep their value
+    assert per_query["no_rel"] == {"mrr": 0.0, "noise@2": 0.5, "hole@2": 0.5}
+    assert M.mean_over_queries(per_query, ["mrr"]) == {"mrr": 0.5}
+
+
+def test_complete_policy_scores_a_qrels_query_missing_from_the_run_on_an_empty_list():
+    sel = M.select_queries(POLICY_RUN, POLICY_QRELS, M.QueryPolicy.COMPLETE)
+    assert sel.evaluated == ("has_rel", "missing_from_run", "no_rel")
+    per_query = M.evaluate(POLICY_RUN, POLICY_QRELS, M.benchmark_metrics((1, 5)), policy=M.QueryPolicy.COMPLETE)
+    assert set(per_query["missing_from_run"].values()) == {0.0}
+    assert M.mean_over_queries(per_query, ["mrr"]) == {"mrr": pytest.approx(1 / 3)}
+
+
+def test_skip_no_relevant_policy_leaves_out_and_reports_a_query_without_a_relevant_document():
+    sel = M.select_queries(POLICY_RUN, POLICY_QRELS, M.QueryPolicy.SKIP_NO_RELEVANT)
+    assert sel.evaluated == ("has_rel",)
+    assert sel.skipped_no_relevant == ("no_rel",) and sel.no_relevant == ()
+    per_query = M.evaluate(POLICY_RUN, POLICY_QRELS, [M.get_metric("mrr")], policy=M.QueryPolicy.SKIP_NO_RELEVANT)
+    assert per_query == {"has_rel": {"mrr": 1.0}}
+
+
+@pytest.mark.parametrize("policy", list(M.QueryPolicy))
+def test_a_query_with_no_judgment_left_is_not_in_the_qrels_under_any_policy(policy):
+    # A qrels file cannot name a query without a judgment; the golden set can (every
+    # label stale and left out), and trec_eval never sees such a query.
+    run = {"no_judgment_left": ["a"], "has_rel": ["a"]}
+    assert M.evaluated_queries(run, {"has_rel": {"a": 1}, "no_judgment_left": {}}, policy) == ["has_rel"]
+
+
+def test_the_default_policy_of_evaluate_is_trec_eval():
+    assert list(M.evaluate(POLICY_RUN, POLICY_QRELS, [M.get_metric("mrr")])) == ["has_rel", "no_rel"]
+
+
+def test_an_unknown_policy_name_is_refused():
+    with pytest.raises(ValueError, match="'trec'"):
+        M.select_queries(POLICY_RUN, POLICY_QRELS, "trec")
+
+
+def test_eval_cut_offs_default_to_the_documented_set_and_follow_k_sorted_and_distinct():
+    assert M.eval_metric_names(None) == (
+        "recall@5", "recall@10", "recall@24", "precision@5", "precision@10", "ndcg@10", "mrr", "map")
+    assert M.eval_metric_names([10, 3, 10]) == (
+        "recall@3", "recall@10", "precision@3", "precision@10", "ndcg@10", "mrr", "map")
+
+
+@pytest.mark.parametrize("k", [0, -5])
+def test_a_cut_off_below_one_is_a_usage_error_quoting_it(k):
+    with pytest.raises(UsageError) as exc:
+        M.eval_metric_names([5, k])
+    assert str(exc.value) == f"cut-off --k {k} is not a whole number >= 1; give --k 5 or another positive k"
 
 
 def test_empty_ranked_list_scores_zero_everywhere():
