@@ -1,7 +1,9 @@
 """TREC run and qrels files: read with trec_eval's rules, write runs it reads back the same.
 
 Run lines are `query_id Q0 doc_id rank score tag` (six fields separated by white
-space); qrels lines are `query_id iteration doc_id relevance`. As in trec_eval,
+space); qrels lines are `query_id iteration doc_id relevance`, or BEIR's
+`query-id<TAB>corpus-id<TAB>score` under its header line (read_qrels tells them
+apart by the first line). As in trec_eval,
 the rank column is ignored: a query's documents are ordered by score
 descending, ties by doc_id descending (byte order). A document listed twice for
 one query, in a run or in qrels, is refused (trec_eval stops with "duplicate
@@ -12,8 +14,9 @@ one-line reason naming the file and line.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from goldenset.errors import InputError
 
@@ -74,23 +77,38 @@ def ranked_lists(run: Mapping[str, Sequence[tuple[str, float]]]) -> Run:
     return {q: [d for d, _ in hits] for q, hits in run.items()}
 
 
+BEIR_HEADER = ("query-id", "corpus-id", "score")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file into {query_id: {doc_id: relevance}}."""
+    """Read qrels into {query_id: {doc_id: relevance}}: a TREC qrels file or BEIR's `qrels/*.tsv`.
+
+    The format is read from the content: a first line that is BEIR's header
+    `query-id<TAB>corpus-id<TAB>score` (what `goldenset export` writes to
+    qrels/test.tsv) makes the file BEIR, whose every other line is three
+    tab-separated fields; anything else is TREC, four fields separated by white
+    space. Relevance is an integer in both; negative values are kept (trec_eval
+    reads them as "in the pool, not judged").
+    """
     path = Path(path)
     qrels: Qrels = {}
     seen: dict[tuple[str, str], int] = {}
+    beir = None
     for n, line in _lines(path, "qrels"):
-        fields = line.split()
-        if len(fields) != 4:
-            raise InputError(
-                f"qrels {path} line {n}: expected 4 fields `query_id iteration doc_id relevance`, "
-                f"got {len(fields)}: {line.strip()!r}"
-            )
-        qid, _, doc, rel_text = fields
-        try:
-            rel = int(rel_text)
-        except ValueError:
-            raise InputError(f"qrels {path} line {n}: relevance {rel_text!r} is not an integer") from None
+        if beir is None:
+            # A byte-order mark is what spreadsheet tools put before a header.
+            beir = tuple(f.strip() for f in line.lstrip("\ufeff").split("\t")) == BEIR_HEADER
+            if beir:
+                continue
+        if beir:
+            qid, doc, rel_text = _beir_fields(path, n, line)
+        else:
+            qid, doc, rel_text = _trec_fields(path, n, line)
+        # ASCII digits only: Python's int() also takes "1_0" and other scripts' digits.
+        if not _INTEGER.fullmatch(rel_text):
+            raise InputError(f"qrels {path} line {n}: relevance {rel_text!r} is not an integer")
+        rel = int(rel_text)
         if (qid, doc) in seen:
             raise InputError(
                 f"qrels {path} line {n}: query {qid} judges document {doc} twice "
@@ -99,6 +117,37 @@ def read_qrels(path: str | Path) -> Qrels:
         seen[(qid, doc)] = n
         qrels.setdefault(qid, {})[doc] = rel
     return qrels
+
+
+def _trec_fields(path: Path, n: int, line: str) -> tuple[str, str, str]:
+    fields = line.split()
+    if len(fields) == 4:
+        return fields[0], fields[2], fields[3]
+    hint = ""
+    if tuple(fields) == BEIR_HEADER:
+        hint = "; a BEIR header separates its three names with tabs"
+    elif len(line.split("\t")) == 3:
+        hint = "; for BEIR qrels start the file with the header `query-id<TAB>corpus-id<TAB>score`"
+    raise InputError(
+        f"qrels {path} line {n}: expected 4 fields `query_id iteration doc_id relevance`, "
+        f"got {len(fields)}: {line.strip()!r}{hint}"
+    )
+
+
+def _beir_fields(path: Path, n: int, line: str) -> tuple[str, str, str]:
+    fields = [f.strip() for f in line.split("\t")]
+    if len(fields) != 3 or not fields[0] or not fields[1]:
+        raise InputError(
+            f"qrels {path} line {n}: expected 3 tab-separated fields `query-id corpus-id score` "
+            f"(BEIR, as the header says), got {line.strip()!r}"
+        )
+    if any(ch.isspace() for ch in fields[0] + fields[1]):
+        # A TREC run cannot name such an id (its fields are split on white space).
+        raise InputError(
+            f"qrels {path} line {n}: id with white space in {line.strip()!r}; "
+            "no TREC run can name it, rename the query or document"
+        )
+    return fields[0], fields[1], fields[2]
 
 
 def write_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> Path:

@@ -247,6 +247,50 @@ def test_malformed_qrels_relevance_is_refused(tmp_path):
         trec.read_qrels(qrels)
 
 
+def test_beir_qrels_with_their_header_read_like_the_same_trec_qrels(tmp_path):
+    beir = tmp_path / "test.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td1\t-1\n\nq2\td3\t3\n")
+    assert trec.read_qrels(beir) == {"q1": {"d1": 1, "d2": 0}, "q2": {"d1": -1, "d3": 3}}
+
+
+def test_beir_header_after_a_byte_order_mark_is_recognised(tmp_path):
+    beir = tmp_path / "test.tsv"
+    beir.write_text("\ufeffquery-id\tcorpus-id\tscore\r\nq1\td1\t2\r\n", encoding="utf-8")
+    assert trec.read_qrels(beir) == {"q1": {"d1": 2}}
+
+
+def test_trec_qrels_separated_by_tabs_are_still_trec(tmp_path):
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1\t0\td1\t1\nq1 0 d2 0\n")
+    assert trec.read_qrels(qrels) == {"q1": {"d1": 1, "d2": 0}}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1\td1\t1\n",
+     "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'q1\\td1\\t1'; "
+     "for BEIR qrels start the file with the header `query-id<TAB>corpus-id<TAB>score`"),
+    ("query-id corpus-id score\nq1 d1 1\n",
+     "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'query-id corpus-id score'; "
+     "a BEIR header separates its three names with tabs"),
+    ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\t0\td2\t1\n",
+     "line 3: expected 3 tab-separated fields `query-id corpus-id score` (BEIR, as the header says), "
+     "got 'q1\\t0\\td2\\t1'"),
+    ("query-id\tcorpus-id\tscore\nq1\tdoc one\t1\n",
+     "line 2: id with white space in 'q1\\tdoc one\\t1'; no TREC run can name it, rename the query or document"),
+    ("query-id\tcorpus-id\tscore\nq1\td1\tyes\n", "line 2: relevance 'yes' is not an integer"),
+    ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t0\n",
+     "line 3: query q1 judges document d1 twice (first on line 2); keep one judgment"),
+    ("q1 0 d1 1_0\n", "line 1: relevance '1_0' is not an integer"),
+    ("q1 0 d1 1.5\n", "line 1: relevance '1.5' is not an integer"),
+])
+def test_qrels_in_neither_format_are_refused_with_file_line_and_what_to_do(tmp_path, text, message):
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text(text)
+    with pytest.raises(InputError) as exc:
+        trec.read_qrels(qrels)
+    assert str(exc.value) == f"qrels {qrels} {message}"
+
+
 def test_missing_run_file_says_so(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         trec.read_run(tmp_path / "nope.run")
