@@ -1,0 +1,42 @@
+"""`goldenset rubric`: check a labelling rubric (contract 7.1).
+
+`check FILE` prints the closure (`closed: N assignments, M labels`, or one line per
+assignment that matches no label or several) and exits 0 when closed, 1 when open. An
+invalid file raises RubricError, which goldenset/cli.py turns into "Error: ..." and exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from goldenset.labelling.rubric import load_rubric
+
+app = typer.Typer(
+    name="rubric",
+    help="Check a labelling rubric: every pass/fail assignment of its dimensions must match exactly one label.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Check a labelling rubric."""
+    # A callback keeps `rubric` a command group, so `check` is a subcommand even while it is the only one.
+
+
+@app.command("check")
+def check(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="The rubric YAML file.", show_default=False)],
+) -> None:
+    """Print the rubric's closure; exit 0 when closed, 1 when some assignment matches no label or several."""
+    report = load_rubric(file).closure()
+    for line in report.lines():
+        typer.echo(line)
+    if not report.closed:
+        raise typer.Exit(report.exit_code)
