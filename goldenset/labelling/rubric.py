@@ -22,6 +22,9 @@ Where the contract is silent (or contradicts itself), this module decides:
   top level is a mapping; keys and value types (unknown keys before missing keys before wrong
   types, so a misspelt key is reported as unknown, with the allowed keys); then the values, in
   the order name, task, as_of, dimensions, labels, and labels in file order.
+- **Line numbers.** A message carries the YAML line of the offending key or list item, else
+  of the nearest enclosing key (a missing key: the line of its mapping; a missing top-level
+  key: no line).
 - **Repeated keys** are refused at every level, a label's own keys included
   (`{grade: 1, grade: 2}`). YAML merge keys (`<<`) keep YAML's meaning.
 - **as_of** may be quoted or not; it is a real calendar date `YYYY-MM-DD` (`2026-02-30` is
