@@ -72,22 +72,29 @@ def run_cmd(
 @bench_app.command("eval")
 def eval_cmd(
     run: Annotated[Path, typer.Option("--run", help="TREC run file: query_id Q0 doc_id rank score tag.")],
-    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels file (default: the current golden set).")] = None,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="TREC qrels file, or BEIR qrels/test.tsv as `goldenset export` writes it (default: the current golden set).")] = None,
     db: DbOpt = None,
     exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="With the golden set as qrels: leave stale labels out.")] = False,
+    complete: Annotated[bool, typer.Option("--complete", help="Average over every qrels query; one missing from the run scores 0 (trec_eval -c).")] = False,
+    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default recall 5, 10, 24; precision 5, 10).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object of the trec_eval-pinned metrics.")] = False,
 ) -> None:
-    """Evaluate a TREC run file against TREC qrels with trec_eval's conventions."""
+    """Evaluate a TREC run file against TREC or BEIR qrels with trec_eval's conventions."""
+    from goldenset.bench.metrics import QueryPolicy
     from goldenset.bench.report import console, eval_table
     from goldenset.bench.service import evaluate_run_file
 
-    result = evaluate_run_file(run, qrels, resolve_paths(None, None, db).db, exclude_stale=exclude_stale)
+    policy = QueryPolicy.COMPLETE if complete else QueryPolicy.TREC_EVAL
+    result = evaluate_run_file(run, qrels, resolve_paths(None, None, db).db, exclude_stale=exclude_stale,
+                               policy=policy, k_values=k)
     if as_json:
-        typer.echo(json.dumps({m: round(v, 4) for m, v in result.means.items() if m in result.json_metrics}))
+        typer.echo(json.dumps({m: round(result.means[m], 4) for m in result.json_metrics}))
         return
     out = console()
     out.print(f"{run} against {result.qrels_source}: {result.n_queries} queries", markup=False, highlight=False)
     out.print(eval_table(result.means))
+    for note in result.notes():
+        out.print(note, markup=False, highlight=False)
     out.print(result.policy, markup=False, highlight=False)
 
 

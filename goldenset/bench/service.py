@@ -6,13 +6,14 @@ result, so both behave the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
 
 from goldenset import warehouse
-from goldenset.bench import golden, metrics as M, trec
+from goldenset.bench import golden, trec
+from goldenset.bench import metrics as M
 from goldenset.bench.compare import Comparison, compare_rows, compare_runs
 from goldenset.bench.report import write_comparison_report, write_run_report
 from goldenset.bench.runner import BenchConfig, run_benchmark
@@ -22,10 +23,23 @@ from goldenset.embeddings import Embedder
 from goldenset.errors import InputError, NoBuild
 
 EVAL_TABLE_METRICS = M.EVAL_METRICS + ("noise@5", "noise@10", "hole@5", "hole@10")
-EVAL_POLICY = (
-    "Averaged over queries that are in the run and have at least one relevant document (relevance >= 1), "
-    "as trec_eval does without -c; ranks re-derived from scores (ties: larger doc_id first)."
-)
+EVAL_POLICIES = {
+    M.QueryPolicy.TREC_EVAL: (
+        "Averaged over the queries in both the run and the qrels, as trec_eval does without -c: a query judged "
+        "with no relevant document (relevance >= 1) counts and scores 0; qrels queries missing from the run are "
+        "ignored. Ranks re-derived from scores (ties: larger doc_id first)."
+    ),
+    M.QueryPolicy.COMPLETE: (
+        "Averaged over every query of the qrels, as trec_eval -c does: a query missing from the run scores 0, "
+        "as does one judged with no relevant document (relevance >= 1). Ranks re-derived from scores "
+        "(ties: larger doc_id first)."
+    ),
+    M.QueryPolicy.SKIP_NO_RELEVANT: (
+        "Averaged over the queries in both the run and the qrels that have a relevant document (relevance >= 1), "
+        "as `bench run` does. Ranks re-derived from scores (ties: larger doc_id first)."
+    ),
+}
+EVAL_POLICY = EVAL_POLICIES[M.QueryPolicy.TREC_EVAL]
 
 
 @dataclass
@@ -40,11 +54,33 @@ class RunResult:
 
 @dataclass(frozen=True)
 class EvalResult:
+    """Means of a run file against qrels, the queries they were taken over, and the policy that chose them."""
+
     means: dict[str, float]
     n_queries: int
     qrels_source: str
     policy: str = EVAL_POLICY
     json_metrics: tuple[str, ...] = M.EVAL_METRICS
+    selection: M.QuerySelection | None = None
+    query_policy: M.QueryPolicy = M.QueryPolicy.TREC_EVAL
+
+    def notes(self) -> list[str]:
+        """One line per kind of query that was not averaged as usual, with its count."""
+        sel = self.selection
+        if sel is None:
+            return []
+        out = []
+        if sel.no_relevant:
+            out.append(f"{len(sel.no_relevant)} query(ies) judged with no relevant document: averaged in, "
+                       "0 on every trec_eval metric")
+        if sel.skipped_no_relevant:
+            out.append(f"{len(sel.skipped_no_relevant)} query(ies) skipped: no relevant document")
+        if sel.missing_from_run:
+            scored = "scored 0 (--complete)" if self.query_policy is M.QueryPolicy.COMPLETE else "ignored"
+            out.append(f"{len(sel.missing_from_run)} qrels query(ies) missing from the run, {scored}")
+        if sel.not_in_qrels:
+            out.append(f"{len(sel.not_in_qrels)} run query(ies) not in the qrels, ignored")
+        return out
 
 
 def _require_db(db: Path) -> None:
@@ -76,8 +112,19 @@ def run_and_store(db: Path, corpus_path: Path, config: BenchConfig, *, report_di
 
 
 def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
-                      exclude_stale: bool = False) -> EvalResult:
-    """Evaluate a TREC run file against qrels (a TREC file, else the current golden set)."""
+                      exclude_stale: bool = False, policy: M.QueryPolicy = M.QueryPolicy.TREC_EVAL,
+                      k_values: Sequence[int] | None = None) -> EvalResult:
+    """Evaluate a TREC run file against qrels (a TREC or BEIR file, else the current golden set).
+
+    `policy` chooses the queries averaged over (metrics.py, "Query policy"); `k_values`
+    replaces the cut-offs of recall, precision, noise and hole (default EVAL_TABLE_METRICS).
+    """
+    policy = M.QueryPolicy(policy)
+    json_names = M.eval_metric_names(k_values)
+    table_names = EVAL_TABLE_METRICS
+    if k_values:
+        ks = M.check_cutoffs(k_values)
+        table_names = (*json_names, *(f"{fam}@{k}" for fam in ("noise", "hole") for k in ks))
     run = trec.ranked_lists(trec.read_run(run_path))
     if qrels_path is not None:
         qrels, source = trec.read_qrels(qrels_path), str(qrels_path)
@@ -90,13 +137,19 @@ def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
         finally:
             con.close()
         source = f"golden build {build.build_id}"
-    metrics = [M.get_metric(m) for m in EVAL_TABLE_METRICS]
-    per_query = M.evaluate(run, qrels, metrics)
-    if not per_query:
-        raise InputError(
-            f"no query of run {run_path} has a relevant document in {source}: check that the query ids match"
-        )
-    return EvalResult(M.mean_over_queries(per_query, [m.name for m in metrics]), len(per_query), source)
+    selection = M.select_queries(run, qrels, policy)
+    if not set(selection.evaluated) & set(run):
+        # trec_eval 9 stops here too, with -c or without ("No queries with both results and relevance
+        # info"); 10 -c prints zeros. A run sharing no query with its qrels is a mix-up, not a score.
+        if policy is M.QueryPolicy.SKIP_NO_RELEVANT:
+            raise InputError(f"no query of run {run_path} has a relevant document in {source}: "
+                             "check that the query ids match")
+        raise InputError(f"no query of run {run_path} appears in {source}, so none has a relevant document "
+                         "to score: check that the query ids match")
+    metrics = [M.get_metric(m) for m in table_names]
+    per_query = M.evaluate(run, qrels, metrics, policy=policy)
+    return EvalResult(M.mean_over_queries(per_query, [m.name for m in metrics]), len(per_query), source,
+                      EVAL_POLICIES[policy], json_names, selection, policy)
 
 
 def compare_stored(db: Path, run_a: str, run_b: str, *, row: str = "core", metrics: Sequence[str] | None = None,
