@@ -491,7 +491,7 @@ SCORE_CACHE = Relation(
         C("repeat_no", "INTEGER", "0 for a pair's first score, 1 .. N-1 for the others of --repeats N"),
         C("value", "DOUBLE", "the score; null for an invalid judge answer"),
         C("label", "VARCHAR", "a label the scorer gave with the score, if any"),
-        C("rationale", "VARCHAR", "the judge's rationale_summary, if any"),
+        C("rationale", "VARCHAR", "the judge's rationale_summary; for an invalid answer, what was wrong with it"),
         C("span", "VARCHAR", "the judge's supporting_span, if any"),
         C("invalid_reason", "VARCHAR", "why a judge answer was invalid (not_json, bad_score, long_rationale, "
                                        "hallucinated_span), else null"),
