@@ -4,6 +4,9 @@ import base64
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
+
+from goldenset import settings
 
 from goldenset.bench import golden
 from goldenset.bench.gates import utcnow
@@ -12,8 +15,8 @@ from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW
 from goldenset.bench.service import run_and_store
 from goldenset.errors import ComponentDown, GoldenSetTooOld
-from resources import CorpusSource, WarehouseResource
-from resources.embedder import EmbedderResource
+from goldenset_dagster.resources import CorpusSource, WarehouseResource
+from goldenset_dagster.resources.embedder import EmbedderResource
 
 AGE_CHECK = "golden_set_fresh"
 COMPONENTS_CHECK = "retrieval_components_up"
@@ -22,15 +25,16 @@ COMPONENTS_CHECK = "retrieval_components_up"
 class BenchmarkConfig(dg.Config):
     """What `goldenset bench run` takes, as run config."""
 
-    retriever: str = REFERENCE
-    retriever_config: str = ""  # options for the factory, a JSON object
-    k_values: list[int] = list(DEFAULT_K)
-    depth: int | None = None
-    exclude_stale: bool = False
-    max_age_days: float = 30
-    allow_degraded: bool = False
-    index_dir: str = ""
-    report_dir: str = ""
+    retriever: str = Field(default=REFERENCE, description="Retriever factory as module:factory.")
+    retriever_config: str = Field(default="", description="Options for the factory, a JSON object.")
+    k_values: list[int] = Field(default=list(DEFAULT_K), description="Cut-offs of recall/precision/noise/hole.")
+    depth: int | None = Field(default=None, description="Documents asked per query (default max(100, largest k)).")
+    exclude_stale: bool = Field(default=False, description="Leave stale labels out of the qrels.")
+    max_age_days: float = Field(default=30, description="Refuse a golden set built longer ago than this.")
+    allow_degraded: bool = Field(default=False, description="Run with a retriever component down; "
+                                                            "the run is stamped DEGRADED.")
+    index_dir: str = Field(default="", description="Lexical index cache; empty: GOLDENSET_HOME/bench-index.")
+    report_dir: str = Field(default="", description="Report folder; empty: GOLDENSET_HOME/reports/RUN_ID.")
 
 
 def _age_days(warehouse: WarehouseResource) -> float:
@@ -87,7 +91,7 @@ def retrieval_benchmark(
         retriever=config.retriever, retriever_config=_options(config.retriever_config),
         k_values=tuple(config.k_values), depth=config.depth, exclude_stale=config.exclude_stale,
         max_age_days=config.max_age_days, allow_degraded=config.allow_degraded,
-        index_dir=Path(config.index_dir) if config.index_dir else db.parent / "bench-index",
+        index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
     )
     expected_age = dg.MetadataValue.text(f"<= {config.max_age_days:g} days")
     try:
@@ -100,7 +104,7 @@ def retrieval_benchmark(
             metadata={"expected": expected_age, "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
                       "reason": dg.MetadataValue.text(str(exc))},
         )
-        raise dg.Failure(description=str(exc)) from exc
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     except ComponentDown as exc:
         yield dg.AssetCheckResult(check_name=AGE_CHECK, passed=True, metadata={"expected": expected_age})
         yield dg.AssetCheckResult(
@@ -108,7 +112,7 @@ def retrieval_benchmark(
             metadata={"expected": dg.MetadataValue.text("every component returns a hit for its probe"),
                       "actual": dg.MetadataValue.text(str(exc))},
         )
-        raise dg.Failure(description=str(exc)) from exc
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
     run = result.run
     yield dg.AssetCheckResult(

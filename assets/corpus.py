@@ -1,11 +1,12 @@
 """The corpus snapshot."""
 
+from datetime import UTC
 
 import dagster as dg
 
-from goldenset.errors import CorpusError
 from goldenset.snapshots import snapshot_corpus
-from resources import CorpusSource, WarehouseResource
+from goldenset_dagster.assets import fail_or_retry, percent, short_fingerprint
+from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
 
 @dg.asset(pool="duckdb", group_name="corpus", kinds={"duckdb", "python"})
@@ -13,24 +14,31 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
     """What the index holds now, fingerprinted; all or nothing.
 
     A missing, unreadable or invalid file fails the run with a one-line reason and
-    leaves the last good snapshot current.
+    leaves the last good snapshot current. The fingerprint (contract section 2)
+    ignores line order, titles and retired documents; drift is the share of the
+    previous snapshot's active documents added, removed or changed.
     """
-    con = warehouse.connect()
     try:
-        stored = snapshot_corpus(con, corpus_source.path)
-    except CorpusError as exc:
-        raise dg.Failure(description=str(exc)) from exc
-    finally:
-        con.close()
+        con = warehouse.connect()
+        try:
+            stored = snapshot_corpus(con, corpus_source.path)
+            taken_at = con.execute("SELECT taken_at FROM corpus_snapshots WHERE fingerprint = ?",
+                                   [stored.fingerprint]).fetchone()[0]
+        finally:
+            con.close()
+    except Exception as exc:
+        raise fail_or_retry(exc) from exc
     return dg.MaterializeResult(
         metadata={
-            "fingerprint": stored.fingerprint,
+            "fingerprint": short_fingerprint(stored.fingerprint),
+            "fingerprint_full": dg.MetadataValue.text(stored.fingerprint),
+            "first_seen": dg.MetadataValue.timestamp(taken_at.replace(tzinfo=UTC)),
             "active_docs": stored.active_docs,
             "retired_docs": stored.retired_docs,
             "new_fingerprint": stored.new_fingerprint,
-            "drift_from_previous": dg.MetadataValue.float(stored.drift_from_previous)
+            "drift_from_previous_pct": percent(stored.drift_from_previous)
             if stored.drift_from_previous is not None else dg.MetadataValue.text("first snapshot"),
-            "source": corpus_source.path,
+            "source": dg.MetadataValue.path(corpus_source.path),
         },
         data_version=dg.DataVersion(stored.fingerprint),
     )

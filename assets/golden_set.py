@@ -1,39 +1,49 @@
 """The golden-set build, its checks, the relabel queue and the export."""
 
-
+from datetime import UTC
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
-from goldenset.build import TRIGGERS, build_golden_set
-from goldenset.checks import BuildChecks
-from goldenset.errors import BuildBlocked, NoBuild
+from goldenset import settings
+from goldenset.build import TRIGGERS, BuildResult, FunnelStep, build_golden_set
+from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
+from goldenset.errors import BuildBlocked, GoldensetError
 from goldenset.export import export_build
 from goldenset.neardup import plan_merges, query_map
 from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
-from resources import WarehouseResource
-from resources.embedder import EmbedderResource
+from goldenset_dagster.assets import fail_or_retry, percent, short_fingerprint
+from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.serve_log import serve_log
+from goldenset_dagster.resources import WarehouseResource
+from goldenset_dagster.resources.embedder import EmbedderResource
 
-from assets.corpus import corpus_snapshot
-from assets.serve_log import serve_log
-
-CHECKS = (
-    ("funnel_adds_up", True, "Each step's judgments_left = the previous step's left - its dropped."),
-    ("rejected_share", True, "Rejected log lines stay at or under the blocking share (default 10%)."),
-    ("rejected_share_warning", False, "Rejected log lines stay at or under the warning share (default 1%)."),
-    ("golden_set_not_empty", False, "At least one label survives the filters."),
-    ("labels_point_at_active_documents", True, "Every label's document is active in the snapshot."),
-)
+_DEFAULTS = BuildChecks()
 
 
 class GoldenSetConfig(dg.Config):
     """How a build runs; the defaults are what the nightly schedule uses."""
 
-    trigger: str = "manual"
-    warn_rejected_share: float = 0.01
-    block_rejected_share: float = 0.10
-    near_duplicates: bool = False
-    near_duplicate_threshold: float = 0.92
+    trigger: str = Field(default="manual", description="What started the build: schedule, reindex or manual.")
+    warn_rejected_share: float = Field(default=_DEFAULTS.warn_rejected_share,
+                                       description="Warn above this share of rejected log lines.")
+    block_rejected_share: float = Field(default=_DEFAULTS.block_rejected_share,
+                                        description="Refuse to publish above this share of rejected log lines.")
+    near_duplicates: bool = Field(default=False, description="Fold near-duplicate tasks of a project into one "
+                                                             "query by embedding similarity.")
+    near_duplicate_threshold: float = Field(default=0.92, description="Cosine similarity at or above which "
+                                                                      "two tasks are one query.")
+
+
+def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        check_name=o.name,
+        passed=o.passed,
+        severity=dg.AssetCheckSeverity.ERROR if o.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
+        description=o.detail,
+        metadata={k: (percent(v) if k == "share" else v) for k, v in o.metadata.items()},
+    )
 
 
 @dg.asset(
@@ -41,10 +51,8 @@ class GoldenSetConfig(dg.Config):
     pool="duckdb",
     group_name="golden_set",
     kinds={"duckdb"},
-    check_specs=[
-        dg.AssetCheckSpec(name, asset="golden_set", blocking=blocking, description=desc)
-        for name, blocking, desc in CHECKS
-    ],
+    check_specs=[dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description)
+                 for c in CHECKS],
 )
 def golden_set(
     context: dg.AssetExecutionContext,
@@ -55,75 +63,82 @@ def golden_set(
     """Judgments through the four filters into labels, with history; one transaction.
 
     A failing blocking check (rejected share, funnel, labels without a document)
-    keeps the build unpublished: the previous build stays current.
+    keeps the build unpublished: the previous build stays current, and the check
+    shows its own result and figures. `computation` says how the build was made:
+    `full` (first build, a changed snapshot, or merging on), `incremental` (only the
+    queries that new or replaced log lines touched were recomputed; same result as a
+    full build) or `repeat` (unchanged input: the previous build's labels are reused).
     """
     if config.trigger not in TRIGGERS:
-        raise dg.Failure(description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}")
-    con = warehouse.connect()
+        raise dg.Failure(description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}",
+                         allow_retries=False)
     try:
-        merges = []
-        if config.near_duplicates:
-            merges = plan_merges(con, embedder.get_embedder(), config.near_duplicate_threshold)
-            for m in merges:
-                context.log.info(
-                    f"near-duplicate: [{m.project}] {m.task_norm!r} -> {m.merged_into!r} (cosine {m.cosine:.3f})"
-                )
+        con = warehouse.connect()
         try:
+            merges = []
+            if config.near_duplicates:
+                merges = plan_merges(con, embedder.get_embedder(), config.near_duplicate_threshold)
+                for m in merges:
+                    context.log.info(f"near-duplicate: [{m.project}] {m.task_norm!r} -> {m.merged_into!r} "
+                                     f"(cosine {m.cosine:.3f})")
             result = build_golden_set(
-                con,
-                trigger=config.trigger,
+                con, trigger=config.trigger,
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
             )
-        except BuildBlocked as exc:
-            raise dg.Failure(
-                description=str(exc),
-                metadata={o.name: dg.MetadataValue.text(o.detail) for o in exc.checks},
-            ) from exc
-        except NoBuild as exc:
-            raise dg.Failure(description=str(exc)) from exc
-        drift_md = (dg.MetadataValue.float(drift_between_builds(con, result.build_id - 1, result.build_id))
-                    if result.build_id > 1 else "first build")
-        sample = rejected_sample(con, limit=10)
-    finally:
-        con.close()
+            drift = None
+            if result.build_id > 1:
+                from goldenset.builds import load_build
 
-    checks = [
-        dg.AssetCheckResult(
-            check_name=o.name,
-            passed=o.passed,
-            severity=dg.AssetCheckSeverity.ERROR if o.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
-            description=o.detail,
-            metadata={k: v for k, v in o.metadata.items()},
-        )
-        for o in result.checks
-    ]
-    return dg.MaterializeResult(
-        metadata={
-            "build_id": result.build_id,
-            "trigger": result.trigger,
-            "computation": result.computation,
-            "corpus_fingerprint": result.corpus_fingerprint,
-            "corpus_drift_since_previous_build": drift_md,
-            "build_age_days": 0.0,
-            "funnel": _funnel_table(result.funnel),
-            **{k: v for k, v in result.counts.items() if k != "labels_missing_document"},
-            "history_versions_opened": result.history.get("versions_opened", 0),
-            "history_versions_closed": result.history.get("versions_closed", 0),
-            "near_duplicate_merges": dg.MetadataValue.json(
-                [{"project": m.project, "task": m.task_norm, "into": m.merged_into, "cosine": round(m.cosine, 4)}
-                 for m in merges]
-            ),
-            "rejected_sample": dg.MetadataValue.md(
-                "\n".join(["| file | line | reason |", "| --- | --- | --- |"]
-                          + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample])
-            ),
-        },
-        check_results=checks,
-    )
+                drift = drift_between_builds(con, load_build(con, result.build_id - 1), result.record)
+            sample = rejected_sample(con, limit=10)
+        finally:
+            con.close()
+    except BuildBlocked as exc:
+        # Each check shows its own result and figures, then the build fails for good:
+        # a run retry would refuse the same way.
+        for o in exc.checks:
+            yield _check_result(o)
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    except GoldensetError as exc:
+        raise fail_or_retry(exc) from exc
+
+    for o in result.checks:
+        yield _check_result(o)
+    yield dg.MaterializeResult(metadata=_build_metadata(result, drift, merges, sample))
 
 
-def _funnel_table(funnel) -> dg.MetadataValue:
+def _build_metadata(result: BuildResult, drift: float | None, merges, sample) -> dict:
+    r = result.record
+    counts = r.counts()
+    share = r.lines_rejected / r.lines_read if r.lines_read else 0.0
+    return {
+        "build_id": r.build_id,
+        "built_at": dg.MetadataValue.timestamp(r.built_at.replace(tzinfo=UTC)),
+        "trigger": r.trigger,
+        "computation": r.computation,
+        "corpus_fingerprint": short_fingerprint(r.corpus_fingerprint),
+        "corpus_active_docs": r.corpus_active_docs,
+        "corpus_drift_since_previous_build_pct": percent(drift) if drift is not None
+        else dg.MetadataValue.text("first build"),
+        "rejected_share_pct": percent(share),
+        "funnel": _funnel_table(result.funnel),
+        **{k: v for k, v in counts.items()},
+        "history_versions_opened": result.history.get("versions_opened", 0),
+        "history_versions_closed": result.history.get("versions_closed", 0),
+        "near_duplicate_merges_list": dg.MetadataValue.json(
+            [{"project": m.project, "task": m.task_norm, "into": m.merged_into, "cosine": round(m.cosine, 4)}
+             for m in merges]
+        ),
+        "rejected_sample": dg.MetadataValue.md(
+            "\n".join(["| file | line | reason |", "| --- | --- | --- |"]
+                      + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample])
+            if sample else "No rejected lines."
+        ),
+    }
+
+
+def _funnel_table(funnel: list[FunnelStep]) -> dg.MetadataValue:
     return dg.MetadataValue.table(
         records=[
             dg.TableRecord({"step": s.step, "judgments_dropped": s.judgments_dropped,
@@ -142,33 +157,41 @@ def _funnel_table(funnel) -> dg.MetadataValue:
 @dg.asset(deps=[golden_set], pool="duckdb", group_name="golden_set", kinds={"duckdb"})
 def relabel_queue(warehouse: WarehouseResource):
     """Labels whose document moved on (superseded or new version): exactly the rows to relabel."""
-    con = warehouse.connect()
     try:
-        by_reason, sample = relabel_summary(con)
-    finally:
-        con.close()
+        con = warehouse.connect(read_only=True)
+        try:
+            by_reason, sample = relabel_summary(con)
+        finally:
+            con.close()
+    except Exception as exc:
+        raise fail_or_retry(exc) from exc
     lines = ["| query_id | doc_id | judged | current | superseded_by | reason | since build |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in sample]
     return dg.MaterializeResult(metadata={
         "queue_size": sum(by_reason.values()),
         "by_reason": dg.MetadataValue.json(by_reason),
-        "sample": dg.MetadataValue.md("\n".join(lines)),
+        "sample": dg.MetadataValue.md("\n".join(lines) if sample else "The relabel queue is empty."),
     })
 
 
 class ExportConfig(dg.Config):
-    out_dir: str = "var/export/latest"
+    out_dir: str = Field(default="", description="Folder to write; empty: GOLDENSET_HOME/export/latest "
+                                                 "(GOLDENSET_EXPORT_DIR/latest when set).")
 
 
 @dg.asset(deps=[golden_set], pool="duckdb", group_name="golden_set", kinds={"duckdb", "json"})
 def golden_set_export(config: ExportConfig, warehouse: WarehouseResource):
     """The latest build as BEIR files plus TREC qrels, with a manifest."""
-    con = warehouse.connect()
+    out = Path(config.out_dir) if config.out_dir else settings.resolve("exports") / "latest"
     try:
-        res = export_build(con, Path(config.out_dir))
-    finally:
-        con.close()
+        con = warehouse.connect(read_only=True)
+        try:
+            res = export_build(con, out)
+        finally:
+            con.close()
+    except Exception as exc:
+        raise fail_or_retry(exc) from exc
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(res.out.resolve())),
         "build_id": res.build_id,

@@ -1,15 +1,14 @@
-"""Daily-partitioned serve-log ingestion."""
-
+"""Serve-log ingestion, one dynamic partition per dt= folder."""
 
 import warnings
 
 import dagster as dg
 
 from goldenset.ingest import ingest_all
-from goldenset.status import rejected_sample
-from pipelines.partitions import log_days
-from resources import LogSource, WarehouseResource
-
+from goldenset.status import partition_stats, rejected_sample
+from goldenset_dagster.assets import fail_or_retry
+from goldenset_dagster.partitions import log_days
+from goldenset_dagster.resources import LogSource, WarehouseResource
 
 # A single-run backfill policy is what makes one run cover every log day; Dagster
 # still labels the parameter beta, which is no news to the user running the CLI.
@@ -27,32 +26,35 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
     """Serve and verdict lines of one log day, validated; bad lines quarantined with a reason.
 
     A file is read again only when its content changed, and then replaces all of its
-    earlier rows, so retries and backfills never duplicate anything.
+    earlier rows, so retries and backfills never duplicate anything. Each partition's
+    materialization shows what the warehouse holds of that day (files, lines, serves,
+    verdicts, rejected lines by reason, a sample) and what this run did to it.
     """
-    keys = context.partition_keys
-    con = warehouse.connect()
+    keys = list(context.partition_keys)
     try:
-        reports = ingest_all(con, logs.root, keys)
-        sample = rejected_sample(con, list(keys))
-    finally:
-        con.close()
-    reasons: dict[str, int] = {}
-    for r in reports:
-        for k, v in r.reasons.items():
-            reasons[k] = reasons.get(k, 0) + v
-    return dg.MaterializeResult(
-        metadata={
-            "partitions": len(keys),
-            "files_ingested": sum(r.files_ingested for r in reports),
-            "files_unchanged": sum(r.files_unchanged for r in reports),
-            "lines_read": sum(r.lines_read for r in reports),
-            "serves": sum(r.serves for r in reports),
-            "verdicts": sum(r.verdicts for r in reports),
-            "rejected": sum(r.rejected for r in reports),
-            "rejected_by_reason": dg.MetadataValue.json(reasons),
-            "rejected_sample": dg.MetadataValue.md(_sample_md(sample)),
-        }
-    )
+        con = warehouse.connect()
+        try:
+            reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
+            stats = partition_stats(con, keys)
+            samples = {dt: rejected_sample(con, [dt], limit=10) for dt in keys if stats[dt].rejected}
+        finally:
+            con.close()
+    except Exception as exc:
+        raise fail_or_retry(exc) from exc
+    for dt in keys:
+        st, rep = stats[dt], reports.get(dt)
+        context.add_asset_metadata({
+            "files": st.files,
+            "lines_read": st.lines_read,
+            "serves": st.serves,
+            "verdicts": st.verdicts,
+            "rejected": st.rejected,
+            "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
+            "rejected_sample": dg.MetadataValue.md(_sample_md(samples.get(dt, []))),
+            "files_ingested_this_run": rep.files_ingested if rep else 0,
+            "files_unchanged_this_run": rep.files_unchanged if rep else 0,
+        }, partition_key=dt)
+    return dg.MaterializeResult()
 
 
 def _sample_md(rows) -> str:

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from goldenset import history
+from goldenset.builds import BuildRecord, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.ingest import utcnow
+from goldenset.schema import WINNING_VERDICT
 from goldenset.snapshots import require_current
 
 TRIGGERS = ("schedule", "reindex", "manual")
@@ -32,17 +34,16 @@ class FunnelStep:
 
 @dataclass
 class BuildResult:
-    """A committed build: its id, counts, funnel and what its checks said."""
+    """A committed build: its record, funnel, what its checks said and what history recorded."""
 
-    build_id: int
-    built_at: datetime
-    trigger: str
-    corpus_fingerprint: str
-    counts: dict[str, int]
+    record: BuildRecord
     funnel: list[FunnelStep]
     checks: list[CheckOutcome]
     history: dict[str, int] = field(default_factory=dict)
-    computation: str = "full"  # full, incremental or repeat
+
+    @property
+    def build_id(self) -> int:
+        return self.record.build_id
 
 
 # Served items of accepted serves, and the winning verdict of each judged item, are
@@ -61,14 +62,11 @@ SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
 UNION
 SELECT s.query_id FROM log_serves s SEMI JOIN log_dirty d ON d.serve_id = s.serve_id
 """
-# Latest ts wins; on a tie, the later line in (dt, file name, line) order.
 _STAGE_VERDICTS = """
 CREATE OR REPLACE TEMP TABLE _wv AS
 SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
 WHERE serve_id IN (SELECT serve_id FROM _items)
-QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id
-                           ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1
-"""
+""" + WINNING_VERDICT
 # Judgments with what the current snapshot says of their document. `_query_map` lets the
 # optional near-duplicate step fold several normalised tasks into one query.
 _STAGE_JUDGMENTS = """
@@ -153,7 +151,8 @@ INSERT INTO build_labels BY NAME
 SELECT ? AS build_id, j.query_id, q.project, q.task, j.doc_id, j.doc_version, j.verdict,
        CASE WHEN j.verdict = 'helped' THEN 1 ELSE 0 END AS relevance, j.serve_id, j.judged_at,
        CASE WHEN j.superseded_by IS NOT NULL THEN 'superseded'
-            WHEN j.current_version <> j.doc_version THEN 'version_changed' END AS stale_reason
+            WHEN j.current_version <> j.doc_version THEN 'version_changed' END AS stale_reason,
+       'log' AS source, CASE WHEN j.verdict = 'helped' THEN 1 ELSE 0 END AS grade
 FROM _j4 j JOIN _qtask q USING (query_id)
 """
 _SIDE_COUNTS = """
@@ -196,55 +195,41 @@ def build_golden_set(
     ).fetchall()[0][0]
 
     signature = input_signature(con, content_sha, query_map or [])
-    previous = con.execute(
-        "SELECT input_signature, labels_build_id, corpus_content_sha256, near_duplicate_merges, computation "
-        "FROM golden_builds ORDER BY build_id DESC LIMIT 1"
-    ).fetchall()
+    previous = latest_build_or_none(con)
     con.execute("BEGIN TRANSACTION")
     try:
-        build_id = con.execute("SELECT coalesce(max(build_id), 0) + 1 FROM golden_builds").fetchall()[0][0]
-        if previous and previous[0][0] == signature:
+        build_id = (previous.build_id if previous else 0) + 1
+        if previous is not None and previous.input_signature == signature:
             # Same log content, snapshot and merges: the same labels. Point at them instead
             # of computing and storing them again; this is what keeps a no-change night cheap.
-            computation, labels_build = "repeat", previous[0][1]
+            computation, labels_build = "repeat", previous.labels_build_id
             funnel, counts = _repeat(con, labels_build)
         else:
             # Only new log lines since the last build, the same snapshot and no merging: the
             # queries those lines touched are all that can change.
-            incremental = bool(previous) and previous[0][4] is not None and previous[0][2] == content_sha \
-                and not query_map and not previous[0][3]
+            incremental = (previous is not None and previous.corpus_content_sha256 == content_sha
+                           and not query_map and not previous.near_duplicate_merges)
             computation, labels_build = ("incremental" if incremental else "full"), build_id
             funnel, counts = _compute(con, build_id, content_sha, query_map or [],
-                                      carry_from=previous[0][1] if incremental else None)
+                                      carry_from=previous.labels_build_id if incremental and previous else None)
         con.execute("DELETE FROM log_dirty")
-        counts["corpus_active_docs"] = active_docs
-        counts["labels_missing_document"] = con.execute(
+        record = BuildRecord(
+            build_id=build_id, built_at=now, trigger=trigger, corpus_fingerprint=fingerprint,
+            corpus_active_docs=active_docs, near_duplicate_merges=_merged_queries(query_map or []),
+            corpus_content_sha256=content_sha, input_signature=signature, labels_build_id=labels_build,
+            computation=computation, **counts,
+        )
+        missing = con.execute(
             "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
             "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = ? AND d.doc_id = b.doc_id "
             "AND d.status = 'active')",
             [labels_build, content_sha],
         ).fetchall()[0][0]
-        outcomes = evaluate_checks(checks, funnel, counts)
+        outcomes = evaluate_checks(checks, funnel, record, missing)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
         if blocking:
-            raise BuildBlocked(
-                "build not published: " + "; ".join(o.detail for o in blocking)
-                + " (the previous build stays current)",
-                outcomes,
-            )
-        c = counts
-        con.execute(
-            "INSERT INTO golden_builds BY NAME SELECT ? AS build_id, ? AS built_at, ? AS trigger, "
-            "? AS corpus_fingerprint, ? AS corpus_active_docs, ? AS n_queries, ? AS n_projects, "
-            "? AS n_helped, ? AS n_noise, ? AS n_wrong, ? AS unjudged_items, ? AS orphan_verdicts, "
-            "? AS unserved_item_verdicts, ? AS n_stale, ? AS lines_read, ? AS lines_rejected, "
-            "? AS near_duplicate_merges, ? AS corpus_content_sha256, ? AS conflicting_serves, "
-            "? AS input_signature, ? AS labels_build_id, ? AS computation",
-            [build_id, now, trigger, fingerprint, active_docs, c["n_queries"], c["n_projects"], c["n_helped"],
-             c["n_noise"], c["n_wrong"], c["unjudged_items"], c["orphan_verdicts"], c["unserved_item_verdicts"],
-             c["n_stale"], c["lines_read"], c["lines_rejected"], _merged_queries(query_map or []), content_sha,
-             c["conflicting_serves"], signature, labels_build, computation],
-        )
+            raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
+        record.insert(con)
         con.executemany(
             "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
             [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
@@ -260,7 +245,13 @@ def build_golden_set(
         con.execute("DROP VIEW IF EXISTS _j2")
         for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map"):
             con.execute("DROP TABLE IF EXISTS " + t)
-    return BuildResult(build_id, now, trigger, fingerprint, counts, funnel, outcomes, hist, computation)
+    return BuildResult(record, funnel, outcomes, hist)
+
+
+def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None) -> str:
+    stays = (f"build {previous.build_id} (built {previous.built_at:%Y-%m-%d %H:%M} UTC) stays current"
+             if previous is not None else "no build has been published yet")
+    return "build not published: " + "; ".join(o.detail for o in blocking) + f"; {stays}"
 
 
 def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]) -> str:
@@ -275,6 +266,7 @@ def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]
     return h.hexdigest()
 
 
+# The golden_builds counts a build computes (the rest of its record is identity).
 _COUNT_COLUMNS = ("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale", "unjudged_items",
                   "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
                   "conflicting_serves")
@@ -286,10 +278,9 @@ def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
         "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
         "WHERE build_id = ? ORDER BY step_order", [labels_build]).fetchall()]
     row = con.execute(
-        "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, n_stale, unjudged_items, orphan_verdicts, "
-        "unserved_item_verdicts, lines_read, lines_rejected, conflicting_serves "
-        "FROM golden_builds WHERE build_id = ?", [labels_build]).fetchall()[0]
-    return funnel, dict(zip(_COUNT_COLUMNS, row))
+        "SELECT " + ", ".join(_COUNT_COLUMNS) + " FROM golden_builds WHERE build_id = ?", [labels_build]
+    ).fetchall()[0]
+    return funnel, dict(zip(_COUNT_COLUMNS, row, strict=True))
 
 
 def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | None = None

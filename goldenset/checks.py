@@ -1,13 +1,45 @@
-"""What a build must satisfy before it is published, and what only earns a warning."""
+"""What a build must satisfy before it is published, and what only earns a warning.
+
+The checks are declared once here (`CHECKS`: name, blocking, description); the
+Dagster asset reads its check specs from this table and the build evaluates it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goldenset.build import FunnelStep
+    from goldenset.builds import BuildRecord
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A build check: its name, whether failing it blocks publishing, and what it holds."""
+
+    name: str
+    blocking: bool
+    description: str
+
+    @property
+    def severity(self) -> str:
+        return "ERROR" if self.blocking else "WARN"
+
+
+FUNNEL_ADDS_UP = CheckSpec("funnel_adds_up", True, "Each step's judgments_left = the previous step's left - its dropped.")
+REJECTED_SHARE = CheckSpec("rejected_share", True, "Rejected log lines stay at or under the blocking share (default 10%).")
+REJECTED_SHARE_WARNING = CheckSpec("rejected_share_warning", False,
+                                   "Rejected log lines stay at or under the warning share (default 1%).")
+NOT_EMPTY = CheckSpec("golden_set_not_empty", False, "At least one label survives the filters.")
+ACTIVE_DOCUMENTS = CheckSpec("labels_point_at_active_documents", True,
+                             "Every label's document is active in the snapshot.")
+CHECKS: tuple[CheckSpec, ...] = (FUNNEL_ADDS_UP, REJECTED_SHARE, REJECTED_SHARE_WARNING, NOT_EMPTY, ACTIVE_DOCUMENTS)
 
 
 @dataclass(frozen=True)
 class BuildChecks:
-    """Thresholds for the build checks (shares are fractions of non-blank lines read)."""
+    """Thresholds for the build checks (shares are fractions of log lines read)."""
 
     warn_rejected_share: float = 0.01
     block_rejected_share: float = 0.10
@@ -15,61 +47,105 @@ class BuildChecks:
 
 @dataclass(frozen=True)
 class CheckOutcome:
-    name: str
+    """What one check found: passed or not, a one-line detail, expected and actual figures."""
+
+    spec: CheckSpec
     passed: bool
-    blocking: bool  # a failure stops the build from being published
-    severity: str  # "ERROR" or "WARN" when it fails
     detail: str
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def blocking(self) -> bool:
+        return self.spec.blocking
+
+    @property
+    def severity(self) -> str:
+        return self.spec.severity
 
 
-def evaluate_checks(cfg: BuildChecks, funnel, counts: dict) -> list[CheckOutcome]:
-    """Evaluate every build check on the computed funnel and counts."""
+def emptied_by(funnel: list[FunnelStep]) -> str | None:
+    """The funnel step that left no judgment, when there were judgments to begin with."""
+    if not funnel or funnel[0].judgments_left == 0:
+        return None
+    for step in funnel[1:]:
+        if step.judgments_left == 0:
+            return step.step
+    return None
+
+
+_WHY = {
+    "always_served": "every judged item was served on the `always` channel (never ranked)",
+    "retired": "every ranked judgment names a document that is not active in the corpus snapshot "
+               "(check that --corpus is the index the log was served from)",
+    "repeats": "nothing survived the repeats step",
+    "no_positive": "no query has a `helped` judgment",
+}
+
+
+def empty_reason(funnel: list[FunnelStep], record: BuildRecord) -> str:
+    """Why the golden set is empty, naming the funnel step that emptied it."""
+    step = emptied_by(funnel)
+    if step is not None:
+        judged = funnel[0].judgments_left
+        return f"the golden set is empty: {judged} judgments, all dropped by `{step}`: {_WHY.get(step, step)}"
+    if record.lines_read == 0:
+        return "the golden set is empty: no log line has been read"
+    return ("the golden set is empty: no verdict matches an item of an accepted serve "
+            f"({record.orphan_verdicts} orphan verdicts, {record.unserved_item_verdicts} on unserved items, "
+            f"{record.unjudged_items} unjudged items)")
+
+
+def evaluate_checks(cfg: BuildChecks, funnel: list[FunnelStep], record: BuildRecord,
+                    labels_missing_document: int) -> list[CheckOutcome]:
+    """Evaluate every check of CHECKS on a computed (not yet published) build."""
     out = []
 
-    broken = []
-    for prev, step in zip(funnel, funnel[1:]):
-        if step.judgments_left != prev.judgments_left - step.judgments_dropped:
-            broken.append(
-                f"{step.step}: {prev.judgments_left} - {step.judgments_dropped} != {step.judgments_left}"
-            )
+    broken = [
+        f"{step.step}: {prev.judgments_left} - {step.judgments_dropped} != {step.judgments_left}"
+        for prev, step in zip(funnel, funnel[1:], strict=False)
+        if step.judgments_left != prev.judgments_left - step.judgments_dropped
+    ]
     out.append(CheckOutcome(
-        "funnel_adds_up", not broken, True, "ERROR",
+        FUNNEL_ADDS_UP, not broken,
         "the filter funnel adds up" if not broken else "funnel does not add up: " + "; ".join(broken),
         {"broken_steps": len(broken)},
     ))
 
-    read, rejected = counts["lines_read"], counts["lines_rejected"]
+    read, rejected = record.lines_read, record.lines_rejected
     share = rejected / read if read else 0.0
     block = share > cfg.block_rejected_share
     warn = share > cfg.warn_rejected_share
+    figures = {"rejected": rejected, "lines_read": read, "share": share}
     out.append(CheckOutcome(
-        "rejected_share", not block, True, "ERROR",
-        f"{rejected} of {read} lines rejected ({share:.1%}, blocking above {cfg.block_rejected_share:.0%})"
-        if block else f"{rejected} of {read} lines rejected ({share:.2%})",
-        {"rejected": rejected, "lines_read": read, "share": share,
-         "block_above": cfg.block_rejected_share},
+        REJECTED_SHARE, not block,
+        f"{rejected:,} of {read:,} log lines rejected ({share:.1%}), above the blocking share "
+        f"{cfg.block_rejected_share:.0%} (--block-rejected-share changes it); `goldenset rejects` lists them"
+        if block else f"{rejected:,} of {read:,} log lines rejected ({share:.2%})",
+        {**figures, "block_above": cfg.block_rejected_share},
     ))
     out.append(CheckOutcome(
-        "rejected_share_warning", not warn, False, "WARN",
-        f"{share:.2%} of lines rejected, above the {cfg.warn_rejected_share:.0%} warning line"
+        REJECTED_SHARE_WARNING, not warn,
+        f"{share:.2%} of log lines rejected, above the {cfg.warn_rejected_share:.0%} warning line; "
+        "`goldenset rejects` lists them"
         if warn else f"rejected share {share:.2%} within {cfg.warn_rejected_share:.0%}",
-        {"share": share, "warn_above": cfg.warn_rejected_share},
+        {**figures, "warn_above": cfg.warn_rejected_share},
     ))
 
-    n_labels = counts["n_helped"] + counts["n_noise"] + counts["n_wrong"]
+    n_labels = record.n_labels
     out.append(CheckOutcome(
-        "golden_set_not_empty", n_labels > 0, False, "WARN",
-        f"{n_labels} labels over {counts['n_queries']} queries" if n_labels
-        else "the golden set is empty: no query kept a helped judgment",
-        {"labels": n_labels, "queries": counts["n_queries"]},
+        NOT_EMPTY, n_labels > 0,
+        f"{n_labels} labels over {record.n_queries} queries" if n_labels else empty_reason(funnel, record),
+        {"labels": n_labels, "queries": record.n_queries, "emptied_by": emptied_by(funnel) or ""},
     ))
 
-    missing = counts["labels_missing_document"]
     out.append(CheckOutcome(
-        "labels_point_at_active_documents", missing == 0, True, "ERROR",
-        "every label's document is active in the snapshot" if missing == 0
-        else f"{missing} labels point at documents not active in the snapshot",
-        {"labels_missing_document": missing},
+        ACTIVE_DOCUMENTS, labels_missing_document == 0,
+        "every label's document is active in the snapshot" if labels_missing_document == 0
+        else f"{labels_missing_document} labels point at documents not active in the snapshot",
+        {"labels_missing_document": labels_missing_document},
     ))
     return out

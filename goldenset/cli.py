@@ -1,21 +1,27 @@
-"""The `goldenset` command line: parse, call one library function or job, report.
+"""The `goldenset` command line: parse, call one library function, report.
 
-Errors are turned into exit codes in one place (`main`): 1 error, 2 usage,
-3 golden set too old, 4 a retrieval component down.
+This module holds every command that needs no orchestration (status, rejects,
+export, bench, ...); `goldenset_dagster.cli` adds `build` and `demo`, which run
+the Dagster jobs in-process, and is the installed `goldenset` program. Errors
+are turned into exit codes in one place (`main`): 1 error, 2 usage, 3 golden set
+too old, 4 a retrieval component down.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from goldenset.errors import GoldensetError
+from goldenset import progress, settings
+from goldenset.errors import GoldensetError, UsageError
 from goldenset.settings import resolve_paths
 
 app = typer.Typer(
@@ -27,34 +33,34 @@ app = typer.Typer(
     # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
-LogsOpt = Annotated[Optional[str], typer.Option("--logs", help="Serve-log directory (else GOLDENSET_LOGS, else var/logs).")]
-CorpusOpt = Annotated[Optional[str], typer.Option("--corpus", help="Corpus snapshot file (else GOLDENSET_CORPUS, else var/corpus.jsonl).")]
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else var/goldenset.duckdb).")]
+LogsOpt = Annotated[str | None, typer.Option("--logs", help="Serve-log directory (else GOLDENSET_LOGS, else HOME/logs).")]
+CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="Corpus snapshot file (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
+DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
+LabelsOpt = Annotated[str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")]
+RubricOpt = Annotated[str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")]
+WaitOpt = Annotated[float | None, typer.Option(
+    "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")]
 
 
-@app.command()
-def build(
-    logs: LogsOpt = None,
-    corpus: CorpusOpt = None,
-    db: DbOpt = None,
-    near_duplicates: Annotated[bool, typer.Option(help="Merge near-duplicate tasks by embedding similarity.")] = False,
-    threshold: Annotated[float, typer.Option(help="Cosine threshold for --near-duplicates.")] = 0.92,
-    block_rejected_share: Annotated[float, typer.Option(help="Refuse to publish above this rejected-line share.")] = 0.10,
-    trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
-) -> None:
-    """Ingest new and changed log files, snapshot the corpus, rebuild the golden set (trigger manual)."""
-    from pipelines.runner import run_refresh
+def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
+    """Open the warehouse, waiting (and saying so on stderr) while another process writes it."""
+    from goldenset.warehouse import connect
 
-    paths = resolve_paths(logs, corpus, db)
-    result = run_refresh(
-        paths, trigger=trigger,
-        golden_set_config={"near_duplicates": near_duplicates, "near_duplicate_threshold": threshold,
-                           "block_rejected_share": block_rejected_share},
-    )
-    _print_status(result, title=f"build {result['build_id']} published")
+    return connect(db, read_only=read_only, wait=settings.lock_timeout(wait),
+                   notify=lambda msg: err.print(msg, markup=False))
+
+
+@contextmanager
+def reading(db: Path, wait: float | None = None) -> Iterator:
+    """A read-only connection for the length of a block."""
+    con = open_warehouse(db, read_only=True, wait=wait)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 @app.command()
@@ -62,80 +68,112 @@ def status(
     corpus: CorpusOpt = None,
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    wait: WaitOpt = None,
 ) -> None:
     """Build age, corpus drift since the build, funnel, rejected and orphan counts, relabel queue size."""
     from goldenset.status import golden_status
-    from goldenset.warehouse import connect
 
     paths = resolve_paths(None, corpus, db)
-    con = connect(paths.db, read_only=True)
-    try:
+    with reading(paths.db, wait) as con:
         st = golden_status(con, paths.corpus)
-    finally:
-        con.close()
     if as_json:
-        typer.echo(json.dumps(st, indent=1, default=str))
+        typer.echo(json.dumps(st.to_json(), indent=1, default=str))
     else:
-        _print_status(st, title=f"golden set: build {st['build_id']}")
+        print_status(st, title=f"golden set: build {st.build.build_id}")
+
+
+@app.command()
+def rejects(
+    reason: Annotated[str | None, typer.Option(help="Only this reason (e.g. invalid_json).")] = None,
+    file: Annotated[str | None, typer.Option(help="Only this file, relative to LOGS (a glob: 'dt=2026-11-*/*').")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many lines (0: all).")] = 50,
+    width: Annotated[int, typer.Option(help="Cut the raw line to this many characters.")] = 120,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per line (JSON Lines).")] = False,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
+) -> None:
+    """List quarantined lines: file, line, reason and the raw line, cut to a width."""
+    from goldenset.quarantine import known_reasons, list_rejects
+
+    if width < 10:
+        raise UsageError(f"--width must be at least 10, got {width}")
+    with reading(resolve_paths(db=db).db, wait) as con:
+        rows, total = list_rejects(con, reason=reason, file=file, limit=limit or None)
+        reasons = known_reasons(con) if reason and not total else []
+    if reason and not total and reasons:
+        err.print(f"no line rejected as {reason!r}; reasons present: {', '.join(reasons)}", markup=False)
+    if as_json:
+        for r in rows:
+            typer.echo(json.dumps({"source_file": r.source_file, "line": r.line, "reason": r.reason,
+                                   "detail": r.detail, "raw": r.raw}, ensure_ascii=False))
+        return
+    t = Table(title=f"{len(rows)} of {total} rejected line(s)", title_justify="left")
+    for col in ("file", "line", "reason", "detail", "raw"):
+        t.add_column(col, overflow="fold" if col in ("detail", "raw") else "ellipsis")
+    for r in rows:
+        t.add_row(r.source_file, "" if r.line is None else str(r.line), r.reason, r.detail or "", r.raw_cut(width))
+    out.print(t)
+    if total > len(rows):
+        out.print(f"{total - len(rows)} more: raise --limit (0 shows all) or filter with --reason / --file",
+                  markup=False)
 
 
 @app.command()
 def export(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write (created if missing).")],
-    build_id: Annotated[Optional[int], typer.Option("--build", help="Build to export (default: the latest).")] = None,
+    build_id: Annotated[int | None, typer.Option("--build", help="Build to export (default: the latest).")] = None,
     db: DbOpt = None,
+    wait: WaitOpt = None,
 ) -> None:
     """Write the latest (or build N's) golden set as BEIR files plus TREC qrels, with a manifest."""
     from goldenset.export import export_build
-    from goldenset.warehouse import connect
 
-    con = connect(resolve_paths(None, None, db).db, read_only=True)
-    try:
+    with reading(resolve_paths(db=db).db, wait) as con:
         res = export_build(con, out_dir, build_id)
-    finally:
-        con.close()
     typer.echo(f"exported build {res.build_id} to {res.out}: {res.n_queries} queries, "
                f"{res.n_labels} labels, {res.n_documents} documents")
 
 
-@app.command()
-def demo(
-    root: Annotated[Path, typer.Option("--dir", help="Where the sample data and warehouse go.")] = Path("var/demo"),
-    seed: Annotated[int, typer.Option(help="Seed for the sample data.")] = 7,
-) -> None:
-    """Generate realistic sample logs and corpus, build, reindex, and show what to query."""
-    from pipelines.runner import run_demo
-
-    summary = run_demo(root, seed=seed, echo=typer.echo)
-    _print_status(summary["status"], title=f"demo: build {summary['status']['build_id']} (after reindex)")
-    typer.echo(summary["epilogue"])
-
-
-def _print_status(st: dict, title: str) -> None:
+def print_status(st, title: str) -> None:
+    """The status table and the funnel, as `status` and `build` print them."""
+    b = st.build
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
-    c = st["counts"]
-    t.add_row("built at", f"{st['built_at']} ({st['trigger']}, {st['age_days']:.2f} days ago)")
-    corpus = st["corpus"]
-    t.add_row("corpus at build", corpus["fingerprint_at_build"][:16])
-    if "drift_since_build" in corpus:
-        flag = "  [yellow]above 5%[/yellow]" if corpus["drift_since_build"] > 0.05 else ""
-        t.add_row("drift since build", f"{corpus['drift_since_build']:.1%}{flag}")
-    elif "error" in corpus:
-        t.add_row("drift since build", f"[red]{corpus['error']}[/red]")
-    t.add_row("queries / projects", f"{c['n_queries']} / {c['n_projects']}")
-    t.add_row("labels helped / noise / wrong", f"{c['n_helped']} / {c['n_noise']} / {c['n_wrong']}")
-    t.add_row("rejected lines", f"{st['rejected_records']}{_breakdown(st['rejected_by_reason'])}")
-    t.add_row("orphan verdicts", str(c["orphan_verdicts"]))
-    t.add_row("verdicts on unserved items", str(c["unserved_item_verdicts"]))
-    t.add_row("unjudged items", str(c["unjudged_items"]))
-    t.add_row("relabel queue", f"{st['relabel_queue']}{_breakdown(st['relabel_queue_by_reason'])}")
+    t.add_row("built at", f"{b.built_at:%Y-%m-%d %H:%M:%S} UTC ({b.trigger}, {b.computation}, "
+                          f"{st.age_days:.2f} days ago)")
+    corpus = st.corpus
+    t.add_row("corpus at build", f"{corpus.fingerprint_at_build[:16]} ({b.corpus_active_docs} active documents)")
+    if corpus.drift_since_build is not None:
+        flag = "  [yellow]above 5%[/yellow]" if corpus.drift_since_build > 0.05 else ""
+        t.add_row("drift since build", f"{corpus.drift_since_build:.1%}{flag}")
+    elif corpus.error:
+        t.add_row("drift since build", f"[red]{corpus.error}[/red]")
+    t.add_row("queries / projects", f"{b.n_queries} / {b.n_projects}")
+    t.add_row("log labels helped / noise / wrong", f"{b.n_helped} / {b.n_noise} / {b.n_wrong}")
+    if b.n_human_labels or b.human_labels_unused or b.label_lines_read:
+        t.add_row("human labels (unused / overriding a log label)",
+                  f"{b.n_human_labels} ({b.human_labels_unused} / {b.log_labels_overridden})")
+    if b.n_judge_labels or b.judge_labels_held_back:
+        t.add_row("judge labels (held back)", f"{b.n_judge_labels} ({b.judge_labels_held_back})")
+    for j in st.judges_held_back:
+        t.add_row(f"judge {j['annotator']}", f"held back: {j['why']}")
+    rejected = f"{st.rejected_records}{_breakdown(st.rejected_by_reason)}"
+    if st.rejected_records:
+        rejected += "  (`goldenset rejects` lists them)"
+    t.add_row("rejected lines", rejected)
+    t.add_row("orphan verdicts", str(b.orphan_verdicts))
+    t.add_row("verdicts on unserved items", str(b.unserved_item_verdicts))
+    t.add_row("unjudged items", str(b.unjudged_items))
+    t.add_row("relabel queue", f"{st.relabel_queue}{_breakdown(st.relabel_queue_by_reason)}")
+    if st.labelling_queue_by_reason:
+        t.add_row("labelling queue", f"{sum(st.labelling_queue_by_reason.values())}"
+                                     f"{_breakdown(st.labelling_queue_by_reason)}")
     out.print(t)
     f = Table(title="filter funnel", title_justify="left")
     for col in ("step", "dropped", "judgments left", "units left"):
         f.add_column(col, justify="left" if col == "step" else "right")
-    for s in st["funnel"]:
+    for s in st.funnel:
         f.add_row(s["step"], str(s["judgments_dropped"]), str(s["judgments_left"]), str(s["units_left"]))
     out.print(f)
 
@@ -144,36 +182,75 @@ def _breakdown(counts: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
-def _mount_bench() -> None:
-    try:
-        from goldenset.bench.cli import bench_app
-    except ImportError:  # pragma: no cover - the benchmark is part of the package
-        return
+def _mount() -> None:
+    from goldenset.bench.cli import bench_app
+
     app.add_typer(bench_app, name="bench")
 
 
-_mount_bench()
+_mount()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turning library errors into their exit codes."""
+class RichReporter:
+    """Progress bars on stderr for long steps; only drawn on a terminal."""
+
+    def __init__(self, console: Console):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=True)
+        self.active = 0
+
+    def start(self, description: str, total: int | None) -> object:
+        if self.active == 0:
+            self.progress.start()
+        self.active += 1
+        return self.progress.add_task(description, total=total)
+
+    def advance(self, handle: object, n: int) -> None:
+        self.progress.advance(handle, n)  # type: ignore[arg-type]
+
+    def finish(self, handle: object) -> None:
+        self.progress.remove_task(handle)  # type: ignore[arg-type]
+        self.active -= 1
+        if self.active == 0:
+            self.progress.stop()
+
+
+def main(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
+    """Run the app, turning library errors into their exit codes; no traceback reaches a user."""
+    application = application or app
+    previous = progress.set_reporter(RichReporter(err) if err.is_terminal else None)
     try:
-        app(args=argv, standalone_mode=False)
+        application(args=argv, standalone_mode=False)
     except GoldensetError as exc:
         _report(exc)
         return exc.exit_code
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", None)
         return code if code is not None else (exc.code if isinstance(exc.code, int) else 0)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         err.print("Aborted.")
-        return 1
+        return 130
     except Exception as exc:
         # Usage errors from the (vendored) click parser carry their own exit code, 2.
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             return exc.exit_code
-        raise
+        if isinstance(exc, OSError):
+            sys.stderr.write(f"Error: {exc.strerror or exc}: {exc.filename or ''}\n".replace(": \n", "\n"))
+            return 1
+        sys.stderr.write(
+            f"Error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
+            "This is a bug in goldenset; please report it with the command you ran. "
+            "GOLDENSET_DEBUG=1 shows the traceback.\n")
+        import os
+
+        if os.environ.get("GOLDENSET_DEBUG"):
+            raise
+        return 1
+    finally:
+        progress.set_reporter(previous)
     return 0
 
 
@@ -183,7 +260,3 @@ def _report(exc: GoldensetError) -> None:
         sys.stderr.write(msg + "\n")
     else:
         sys.stderr.write(f"Error: {msg}\n")
-
-
-def entry() -> None:
-    sys.exit(main())

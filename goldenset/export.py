@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from goldenset.errors import NoBuild
+from goldenset.builds import BuildRecord, load_build
+from goldenset.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -22,51 +23,51 @@ def _iso(ts) -> str | None:
     return None if ts is None else ts.isoformat(timespec="microseconds").replace(".000000", "") + "Z"
 
 
-def resolve_build(con, build_id: int | None) -> int:
-    """The requested build, or the latest; NoBuild when there is none."""
-    if build_id is None:
-        latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchall()[0][0]
-        if latest is None:
-            raise NoBuild("no golden set has been built yet: run `goldenset build` first")
-        return latest
-    found = con.execute("SELECT count(*) FROM golden_builds WHERE build_id = ?", [build_id]).fetchall()[0][0]
-    if not found:
-        raise NoBuild(f"build {build_id} does not exist; `goldenset status` lists the latest")
-    return build_id
-
-
-def build_manifest(con, build_id: int) -> dict:
+def build_manifest(con, build: BuildRecord) -> dict:
     """The manifest of a build: its identity, counts and funnel."""
-    cur = con.execute("SELECT * FROM golden_builds WHERE build_id = ?", [build_id])
-    names = [d[0] for d in cur.description]
-    row = dict(zip(names, cur.fetchall()[0]))
     funnel = con.execute(
         "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
         "WHERE build_id = ? ORDER BY step_order",
-        [build_id],
+        [build.build_id],
     ).fetchall()
-    count_keys = ("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale", "unjudged_items",
-                  "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
-                  "conflicting_serves", "near_duplicate_merges")
+    by_source = dict(con.execute(
+        "SELECT source, count(*) FROM golden_set_by_build WHERE build_id = ? GROUP BY source ORDER BY source",
+        [build.build_id]).fetchall())
     return {
-        "build_id": build_id,
-        "built_at": _iso(row["built_at"]),
-        "trigger": row["trigger"],
-        "corpus_fingerprint": row["corpus_fingerprint"],
-        "corpus_active_docs": row["corpus_active_docs"],
-        "counts": {k: row[k] for k in count_keys},
+        "build_id": build.build_id,
+        "built_at": _iso(build.built_at),
+        "trigger": build.trigger,
+        "computation": build.computation,
+        "corpus_fingerprint": build.corpus_fingerprint,
+        "corpus_active_docs": build.corpus_active_docs,
+        "counts": build.counts(),
+        "labels_by_source": {src: by_source.get(src, 0) for src in ("log", "human", "judge")},
         "funnel": [
             {"step": s, "judgments_dropped": d, "judgments_left": n, "units_left": u} for s, d, n, u in funnel
         ],
     }
 
 
+def _prepare(out: Path) -> None:
+    """Make the export folder, with a one-line error for a path that cannot be one."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give a folder (it is created if missing)")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise InputError(f"--out {out}: {parent} is a file, not a folder")
+    try:
+        (out / "qrels").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write the export folder {out}: {exc.strerror or exc}") from None
+
+
 def export_build(con, out: str | Path, build_id: int | None = None) -> ExportResult:
     """Write build `build_id` (default: the latest) to `out` as in contract section 5."""
-    build_id = resolve_build(con, build_id)
+    build = load_build(con, build_id)
+    build_id = build.build_id
     out = Path(out)
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    manifest = build_manifest(con, build_id)
+    _prepare(out)
+    manifest = build_manifest(con, build)
     labels = con.execute(
         "SELECT query_id, doc_id, relevance FROM golden_set_by_build WHERE build_id = ? "
         "ORDER BY query_id, doc_id",

@@ -201,6 +201,15 @@ GOLDEN_BUILDS = Relation(
         C("labels_build_id", "BIGINT", "the build whose stored labels this build holds (itself, or an "
                                         "earlier build with the same input_signature)"),
         C("computation", "VARCHAR", "full, incremental (only the queries new log lines touched) or repeat"),
+        C("n_human_labels", "BIGINT", "labels with source human (n_helped, n_noise, n_wrong count log labels)"),
+        C("n_judge_labels", "BIGINT", "labels with source judge (a judge that passed its kappa gate)"),
+        C("human_labels_unused", "BIGINT", "current human labels (one per annotator and pair) whose query is not "
+                                            "golden or whose document is not active"),
+        C("log_labels_overridden", "BIGINT", "log labels replaced by a human (or judge) label"),
+        C("judge_labels_held_back", "BIGINT", "current judge labels (one per judge and pair) kept out by the gate"),
+        C("label_lines_read", "BIGINT", "label-file lines read in all, blank ones included"),
+        C("label_lines_rejected", "BIGINT", "label lines in rejected_records at build time"),
+        C("rubric_sha256", "VARCHAR", "sha256 of the rubric file the labels were checked against (null without labels)"),
     ),
     primary_key=("build_id",),
 )
@@ -224,31 +233,35 @@ BUILD_LABELS = Relation(
         C("project", "VARCHAR", "project"),
         C("task", "VARCHAR", "task text of the query's latest serve"),
         C("doc_id", "VARCHAR", "document"),
-        C("doc_version", "VARCHAR", "version the winning serve served"),
-        C("verdict", "VARCHAR", "helped, noise or wrong"),
-        C("relevance", "INTEGER", "1 for helped, else 0"),
-        C("serve_id", "VARCHAR", "the winning serve"),
-        C("judged_at", "TIMESTAMP", "the winning verdict's ts (UTC)"),
+        C("doc_version", "VARCHAR", "version judged: served by the winning serve, or labelled"),
+        C("verdict", "VARCHAR", "helped, noise or wrong (null for human and judge rows)"),
+        C("relevance", "INTEGER", "1 when grade >= 1 (log: helped), else 0"),
+        C("serve_id", "VARCHAR", "the winning serve (null for human and judge rows)"),
+        C("judged_at", "TIMESTAMP", "the winning verdict's or label line's ts (UTC)"),
         C("stale_reason", "VARCHAR", "superseded, version_changed or null"),
+        C("source", "VARCHAR", "log (an agent verdict), human (an annotator's label) or judge (a gated LLM judge)"),
+        C("label", "VARCHAR", "the rubric label (null for log rows)"),
+        C("grade", "INTEGER", "the label's grade; log rows: 1 for helped, else 0"),
+        C("decided_by", "VARCHAR", "the rubric dimension that decided the label (null for log rows)"),
+        C("annotators", "INTEGER", "annotators with a current label on the pair, at any version (null for log rows)"),
     ),
     public=False,
 )
+_LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns if c.name != "build_id")
 # An unchanged rebuild stores no labels of its own: it points at the build it repeats.
 GOLDEN_SET_BY_BUILD = Relation(
     "golden_set_by_build", "label in a committed build",
     BUILD_LABELS.columns,
     view_sql=(
-        "SELECT b.build_id, l.query_id, l.project, l.task, l.doc_id, l.doc_version, l.verdict, "
-        "l.relevance, l.serve_id, l.judged_at, l.stale_reason "
-        "FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
+        "SELECT b.build_id, " + ", ".join("l." + c.name for c in BUILD_LABELS.columns if c.name != "build_id")
+        + " FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
     ),
 )
 GOLDEN_SET = Relation(
     "golden_set", "label in the latest build",
     tuple(c for c in BUILD_LABELS.columns if c.name != "build_id"),
     view_sql=(
-        "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
-        "judged_at, stale_reason FROM build_labels WHERE build_id = ("
+        f"SELECT {_LABEL_COLUMNS} FROM build_labels WHERE build_id = ("
         "SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
     ),
 )
@@ -278,11 +291,13 @@ LABEL_HISTORY = Relation(
     (
         C("query_id", "VARCHAR", "query"),
         C("doc_id", "VARCHAR", "document"),
-        C("verdict", "VARCHAR", "verdict of this version"),
+        C("verdict", "VARCHAR", "verdict of this version (null for human and judge rows)"),
         C("doc_version", "VARCHAR", "document version judged"),
         C("stale_reason", "VARCHAR", "stale flag of this version"),
         C("valid_from_build", "BIGINT", "first build holding this version"),
         C("valid_to_build", "BIGINT", "first build where it no longer holds; null while current"),
+        C("source", "VARCHAR", "log, human or judge"),
+        C("label", "VARCHAR", "the rubric label (null for log rows)"),
     ),
 )
 LABEL_CHANGES = Relation(
@@ -293,26 +308,34 @@ LABEL_CHANGES = Relation(
         C("from_build", "BIGINT", "the build before; null for a label's first appearance"),
         C("to_build", "BIGINT", "the build where the change shows"),
         C("change", "VARCHAR", "added, removed, verdict_changed, version_changed, stale_changed"),
-        C("old_value", "VARCHAR", "before (verdict for added/removed)"),
-        C("new_value", "VARCHAR", "after"),
+        C("old_value", "VARCHAR", "before (the label's value for removed: a log verdict, else source:label)"),
+        C("new_value", "VARCHAR", "after (the label's value for added)"),
     ),
     view_sql="""
-WITH starts AS (
-  SELECT h.*, p.verdict AS p_verdict, p.doc_version AS p_doc_version,
-         p.stale_reason AS p_stale_reason, p.valid_from_build AS p_from,
+WITH v AS (
+  -- a label's value: the verdict of a log row, source:label otherwise (contract 7.3)
+  SELECT *, CASE WHEN source = 'log' THEN verdict ELSE source || ':' || label END AS value,
+         CASE WHEN source = 'log' THEN verdict ELSE label END AS plain
+  FROM label_history
+),
+starts AS (
+  SELECT h.*, p.value AS p_value, p.plain AS p_plain, p.source AS p_source, p.doc_version AS p_doc_version,
+         p.stale_reason AS p_stale_reason,
          (p.query_id IS NOT NULL) AS has_prev,
          EXISTS (SELECT 1 FROM label_history e WHERE e.query_id = h.query_id AND e.doc_id = h.doc_id
                  AND e.valid_from_build < h.valid_from_build) AS seen_before
-  FROM label_history h
-  LEFT JOIN label_history p ON p.query_id = h.query_id AND p.doc_id = h.doc_id
+  FROM v h
+  LEFT JOIN v p ON p.query_id = h.query_id AND p.doc_id = h.doc_id
        AND p.valid_to_build = h.valid_from_build
 )
 SELECT query_id, doc_id, CASE WHEN seen_before THEN valid_from_build - 1 END AS from_build,
-       valid_from_build AS to_build, 'added' AS change, NULL AS old_value, verdict AS new_value
+       valid_from_build AS to_build, 'added' AS change, NULL AS old_value, value AS new_value
 FROM starts WHERE NOT has_prev
 UNION ALL
-SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'verdict_changed', p_verdict, verdict
-FROM starts WHERE has_prev AND p_verdict IS DISTINCT FROM verdict
+SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'verdict_changed',
+       CASE WHEN source = 'log' AND p_source = 'log' THEN p_plain ELSE p_value END,
+       CASE WHEN source = 'log' AND p_source = 'log' THEN plain ELSE value END
+FROM starts WHERE has_prev AND (p_source IS DISTINCT FROM source OR p_plain IS DISTINCT FROM plain)
 UNION ALL
 SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'version_changed', p_doc_version, doc_version
 FROM starts WHERE has_prev AND p_doc_version IS DISTINCT FROM doc_version
@@ -320,8 +343,8 @@ UNION ALL
 SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'stale_changed', p_stale_reason, stale_reason
 FROM starts WHERE has_prev AND p_stale_reason IS DISTINCT FROM stale_reason
 UNION ALL
-SELECT h.query_id, h.doc_id, h.valid_to_build - 1, h.valid_to_build, 'removed', h.verdict, NULL
-FROM label_history h
+SELECT h.query_id, h.doc_id, h.valid_to_build - 1, h.valid_to_build, 'removed', h.value, NULL
+FROM v h
 WHERE h.valid_to_build IS NOT NULL AND NOT EXISTS (
   SELECT 1 FROM label_history n WHERE n.query_id = h.query_id AND n.doc_id = h.doc_id
   AND n.valid_from_build = h.valid_to_build)
@@ -404,6 +427,14 @@ SELECT * EXCLUDE (rn) FROM (
 ) WHERE rn = 1
 """,
 )
+# Contract section 1: of several verdicts for one (serve_id, doc_id) the latest ts wins;
+# on a tie the later line in (dt, file name, line) order. The one definition of that
+# rule: the `judgments` view and the build both append it to a query over log_verdicts.
+WINNING_VERDICT = (
+    "QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id "
+    "ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1"
+)
+
 JUDGMENTS = Relation(
     "judgments", "served item of an accepted serve with its winning verdict",
     (
@@ -425,12 +456,8 @@ SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
        i.doc_id, i.doc_version, i.channel, i.rank, v.verdict, v.ts AS judged_at
 FROM accepted_serves s
 JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
-JOIN (
-  SELECT serve_id, doc_id, verdict, ts FROM (
-    SELECT *, row_number() OVER (PARTITION BY serve_id, doc_id
-                                 ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) AS rn
-    FROM log_verdicts) WHERE rn = 1
-) v ON v.serve_id = s.serve_id AND v.doc_id = i.doc_id
+JOIN (SELECT serve_id, doc_id, verdict, ts FROM log_verdicts """ + WINNING_VERDICT + """) v
+  ON v.serve_id = s.serve_id AND v.doc_id = i.doc_id
 """,
 )
 
@@ -514,6 +541,12 @@ PUBLIC = tuple(r for r in RELATIONS if r.public)
 # Values for columns added after a warehouse was made, where null would be wrong.
 _BACKFILL = {
     ("golden_builds", "labels_build_id"): "UPDATE golden_builds SET labels_build_id = build_id",
+    ("build_labels", "source"): "UPDATE build_labels SET source = 'log'",
+    ("build_labels", "grade"): "UPDATE build_labels SET grade = relevance",
+    ("label_history", "source"): "UPDATE label_history SET source = 'log'",
+    **{("golden_builds", c): f"UPDATE golden_builds SET {c} = 0" for c in (
+        "n_human_labels", "n_judge_labels", "human_labels_unused", "log_labels_overridden",
+        "judge_labels_held_back", "label_lines_read", "label_lines_rejected")},
 }
 
 

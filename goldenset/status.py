@@ -2,54 +2,107 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from goldenset.build import FunnelStep
+from goldenset.builds import BuildRecord, load_build
 from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError
-from goldenset.export import build_manifest, resolve_build
+from goldenset.export import build_manifest
 from goldenset.ingest import utcnow
 from goldenset.snapshots import active_signature_of
 
 
-def golden_status(con, corpus_path: str | Path | None = None, now: datetime | None = None) -> dict:
-    """Everything `goldenset status` shows, as plain data (raises NoBuild before any build)."""
+@dataclass(frozen=True)
+class CorpusStatus:
+    """The corpus the build used, and how far the corpus file has moved since."""
+
+    fingerprint_at_build: str
+    fingerprint_now: str | None = None
+    drift_since_build: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """Everything `goldenset status` shows."""
+
+    build: BuildRecord
+    age_days: float
+    corpus: CorpusStatus
+    funnel: list[dict]
+    rejected_by_reason: dict[str, int]
+    relabel_queue_by_reason: dict[str, int]
+    labelling_queue_by_reason: dict[str, int] = field(default_factory=dict)
+    judges_held_back: list[dict] = field(default_factory=list)
+
+    @property
+    def rejected_records(self) -> int:
+        return sum(self.rejected_by_reason.values())
+
+    @property
+    def relabel_queue(self) -> int:
+        return sum(self.relabel_queue_by_reason.values())
+
+    def to_json(self) -> dict:
+        """The `status --json` object."""
+        from goldenset.export import _iso
+
+        return {
+            "build_id": self.build.build_id,
+            "built_at": _iso(self.build.built_at),
+            "trigger": self.build.trigger,
+            "computation": self.build.computation,
+            "age_days": self.age_days,
+            "corpus": asdict(self.corpus),
+            "counts": self.build.counts(),
+            "funnel": self.funnel,
+            "rejected_records": self.rejected_records,
+            "rejected_by_reason": self.rejected_by_reason,
+            "orphan_verdicts": self.build.orphan_verdicts,
+            "relabel_queue": self.relabel_queue,
+            "relabel_queue_by_reason": self.relabel_queue_by_reason,
+            "labelling_queue_by_reason": self.labelling_queue_by_reason,
+            "judges_held_back": self.judges_held_back,
+        }
+
+
+def golden_status(con, corpus_path: str | Path | None = None, now: datetime | None = None) -> Status:
+    """What `goldenset status` shows (raises NoBuild before any build)."""
     now = now or utcnow()
-    build_id = resolve_build(con, None)
-    manifest = build_manifest(con, build_id)
-    built_at, content_sha = con.execute(
-        "SELECT built_at, corpus_content_sha256 FROM golden_builds WHERE build_id = ?", [build_id]
-    ).fetchall()[0]
-    age = now - built_at
-    corpus: dict = {"fingerprint_at_build": manifest["corpus_fingerprint"]}
+    build = load_build(con)
+    manifest = build_manifest(con, build)
+    corpus = CorpusStatus(build.corpus_fingerprint)
     if corpus_path is not None:
         try:
             current = read_corpus(corpus_path)
         except CorpusError as exc:
-            corpus["error"] = str(exc)
+            corpus = CorpusStatus(build.corpus_fingerprint, error=str(exc))
         else:
-            corpus["fingerprint_now"] = current.fingerprint
-            corpus["drift_since_build"] = drift(active_signature_of(con, content_sha), active_signature(current))
+            corpus = CorpusStatus(
+                build.corpus_fingerprint, current.fingerprint,
+                drift(active_signature_of(con, build.corpus_content_sha256), active_signature(current)))
     rejected = dict(con.execute(
-        "SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason"
-    ).fetchall())
-    queue = con.execute(
-        "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason"
-    ).fetchall()
-    return {
-        "build_id": build_id,
-        "built_at": manifest["built_at"],
-        "trigger": manifest["trigger"],
-        "age_days": round(age.total_seconds() / 86400, 3),
-        "corpus": corpus,
-        "counts": manifest["counts"],
-        "funnel": manifest["funnel"],
-        "rejected_records": sum(rejected.values()),
-        "rejected_by_reason": rejected,
-        "orphan_verdicts": manifest["counts"]["orphan_verdicts"],
-        "relabel_queue": sum(n for _, n in queue),
-        "relabel_queue_by_reason": dict(queue),
-    }
+        "SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason").fetchall())
+    relabel = dict(con.execute(
+        "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+    return Status(
+        build=build,
+        age_days=round((now - build.built_at).total_seconds() / 86400, 3),
+        corpus=corpus,
+        funnel=manifest["funnel"],
+        rejected_by_reason=rejected,
+        relabel_queue_by_reason=relabel,
+    )
+
+
+def funnel_steps(con, build_id: int) -> list[FunnelStep]:
+    """The stored funnel of a build, step by step."""
+    return [FunnelStep(*r) for r in con.execute(
+        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+        "WHERE build_id = ? ORDER BY step_order", [build_id]).fetchall()]
 
 
 def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20) -> list[tuple]:
@@ -76,9 +129,41 @@ def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     return by_reason, sample
 
 
-def drift_between_builds(con, older_build: int, newer_build: int) -> float:
+def drift_between_builds(con, older: BuildRecord, newer: BuildRecord) -> float:
     """Corpus drift from one build's snapshot to another's."""
-    shas = dict(con.execute(
-        "SELECT build_id, corpus_content_sha256 FROM golden_builds WHERE build_id IN (?, ?)",
-        [older_build, newer_build]).fetchall())
-    return drift(active_signature_of(con, shas[older_build]), active_signature_of(con, shas[newer_build]))
+    return drift(active_signature_of(con, older.corpus_content_sha256),
+                 active_signature_of(con, newer.corpus_content_sha256))
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """What the warehouse holds of one log day (whatever run ingested it)."""
+
+    dt: str
+    files: int
+    lines_read: int
+    serves: int
+    verdicts: int
+    rejected_by_reason: dict[str, int]
+
+    @property
+    def rejected(self) -> int:
+        return sum(self.rejected_by_reason.values())
+
+
+def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
+    """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason."""
+    files = {d: (n, lines) for d, n, lines in con.execute(
+        "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
+        [dts]).fetchall()}
+    serves = dict(con.execute(
+        "SELECT dt, count(*) FROM log_serves WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall())
+    verdicts = dict(con.execute(
+        "SELECT dt, count(*) FROM log_verdicts WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall())
+    reasons: dict[str, dict[str, int]] = {}
+    for d, reason, n in con.execute(
+            "SELECT dt, reason, count(*) FROM log_rejects WHERE list_contains(?, dt) GROUP BY dt, reason "
+            "ORDER BY dt, reason", [dts]).fetchall():
+        reasons.setdefault(d, {})[reason] = n
+    return {d: PartitionStats(d, files.get(d, (0, 0))[0], int(files.get(d, (0, 0))[1]), serves.get(d, 0),
+                              verdicts.get(d, 0), reasons.get(d, {})) for d in dts}

@@ -4,37 +4,61 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
 from goldenset import schema
-from goldenset.errors import DatabaseBusy, NoBuild
+from goldenset.errors import DatabaseBusy, InputError, NoBuild
 
 _PID = re.compile(r"PID (\d+)")
+_POLL_SECONDS = 0.25
 
 
-def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: str | Path, read_only: bool = False, *, wait: float = 0.0,
+            notify: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, creating it and its schema when writing.
 
-    Raises DatabaseBusy ("database busy: held by PID n") when another process holds
-    the file, instead of DuckDB's lock error.
+    When another process holds the file, wait up to `wait` seconds for it to let go
+    (telling `notify` once, naming the PID), then raise DatabaseBusy ("database busy:
+    held by PID n") instead of DuckDB's lock error.
     """
     path = Path(path)
+    if path.exists() and path.is_dir():
+        raise InputError(f"warehouse {path} is a directory; point --db or GOLDENSET_DB at a .duckdb file")
     if read_only and not path.exists():
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
     if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        msg = str(exc)
-        if "lock" not in msg.lower():
-            raise
-        m = _PID.search(msg)
-        holder = f"PID {m.group(1)}" if m else "another process"
-        raise DatabaseBusy(f"database busy: held by {holder}; try again when it finishes") from exc
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the warehouse folder {path.parent}: {exc.strerror or exc}") from None
+    deadline = time.monotonic() + max(0.0, wait)
+    told = False
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            msg = str(exc)
+            if "lock" not in msg.lower():
+                raise InputError(f"warehouse {path} cannot be opened: {msg.splitlines()[0]}") from None
+            m = _PID.search(msg)
+            holder = f"PID {m.group(1)}" if m else "another process"
+            if time.monotonic() >= deadline:
+                raise DatabaseBusy(
+                    f"database busy: held by {holder}; try again when it finishes"
+                    + (f" (waited {wait:g} s; --wait or GOLDENSET_LOCK_TIMEOUT waits longer)" if wait else "")
+                ) from None
+            if notify is not None and not told:
+                notify(f"waiting for {holder} to finish writing {path} (up to {wait:g} s)")
+                told = True
+            time.sleep(min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        except duckdb.Error as exc:
+            raise InputError(f"warehouse {path} is not a DuckDB file or is damaged: {str(exc).splitlines()[0]}") from None
     limit = os.environ.get("GOLDENSET_DUCKDB_MEMORY_LIMIT")
     if limit:
         # DuckDB spills to disk past this; it bounds the build's peak memory on big logs.

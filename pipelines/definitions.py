@@ -6,22 +6,23 @@ import os
 
 import dagster as dg
 
-from assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
-from assets.corpus import corpus_snapshot
-from assets.golden_set import golden_set, golden_set_export, relabel_queue
-from assets.serve_log import serve_log
-from goldenset.settings import DEFAULT_CORPUS, DEFAULT_DB, DEFAULT_LOGS
-from pipelines.jobs import rebuild_golden_set, refresh_golden_set
-from pipelines.schedules import nightly_golden_set
-from pipelines.sensors import corpus_reindex_sensor
-from resources import CorpusSource, LogSource, WarehouseResource
-from resources.embedder import EmbedderResource
+from goldenset import settings
+from goldenset_dagster.assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
+from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
+from goldenset_dagster.assets.serve_log import serve_log
+from goldenset_dagster.jobs import rebuild_golden_set, refresh_golden_set
+from goldenset_dagster.resources import CorpusSource, LogSource, WarehouseResource
+from goldenset_dagster.resources.embedder import EmbedderResource
+from goldenset_dagster.schedules import nightly_golden_set
+from goldenset_dagster.sensors import corpus_reindex_sensor
 
 
-def _path(env: str, default: str):
-    # EnvVar keeps the value out of the run config the UI stores; the default applies
-    # only when the variable is not set at load time.
-    return dg.EnvVar(env) if os.environ.get(env) else default
+def _path(name: str) -> str | dg.EnvVar:
+    # EnvVar keeps the value out of the run config the UI stores; without the variable
+    # the path is its place under GOLDENSET_HOME, resolved when the location loads.
+    env = settings.env_var(name)
+    return dg.EnvVar(env) if os.environ.get(env) else str(settings.default_path(name))
 
 
 def build_definitions() -> dg.Definitions:
@@ -31,9 +32,9 @@ def build_definitions() -> dg.Definitions:
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],
         resources={
-            "warehouse": WarehouseResource(db_path=_path("GOLDENSET_DB", DEFAULT_DB)),
-            "logs": LogSource(path=_path("GOLDENSET_LOGS", DEFAULT_LOGS)),
-            "corpus_source": CorpusSource(path=_path("GOLDENSET_CORPUS", DEFAULT_CORPUS)),
+            "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
+            "logs": LogSource(path=_path("logs")),
+            "corpus_source": CorpusSource(path=_path("corpus")),
             "embedder": EmbedderResource(model_path=os.environ.get("GOLDENSET_DENSE_MODEL", "")),
         },
     )

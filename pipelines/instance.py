@@ -7,19 +7,14 @@ from pathlib import Path
 
 import dagster as dg
 
-DEFAULT_HOME = "var/dagster"
+from goldenset import settings
 
-# Kept identical to the repository's dagster.yaml (a test checks), so a pip-installed
-# goldenset can create an instance without the repository at hand.
+# What `goldenset` writes as GOLDENSET_HOME/dagster/dagster.yaml on first use. It has no
+# `storage:` key, so Dagster keeps runs, events and schedules under that folder itself,
+# wherever the command runs from (the repository's dagster.yaml adds one line for
+# `dagster dev` started in the checkout; a test holds the rest of the two files equal).
 INSTANCE_YAML = """\
-# Instance settings for goldenset. `goldenset` copies this file into var/dagster/ on
-# first use; point DAGSTER_HOME there (`export DAGSTER_HOME=$PWD/var/dagster`) so the
-# UI and the CLI share one instance whose storage lives under var/ and survives restarts.
-storage:
-  sqlite:
-    # Relative to the working directory, like the CLI's var/: runs, events and schedules
-    # survive restarts whatever DAGSTER_HOME points at.
-    base_dir: var/dagster/storage
+# Instance settings for goldenset. Runs, events and schedules live next to this file.
 concurrency:
   pools:
     # Every asset that writes DuckDB runs in the "duckdb" pool: one writer at a time.
@@ -27,17 +22,21 @@ concurrency:
 run_retries:
   enabled: true
   max_retries: 1
+  # A refusal (a blocking check, a bad corpus) fails the same way on a retry; only a
+  # crashed run (the process died) is retried. Transient errors inside a step (the
+  # DuckDB file held by another process) are retried by the step's own retry policy.
+  retry_on_asset_or_op_failure: false
 telemetry:
   enabled: false
 """
 
 
 def instance_home() -> Path:
-    """DAGSTER_HOME if set, else var/dagster (created with the project's dagster.yaml)."""
+    """DAGSTER_HOME if set, else GOLDENSET_HOME/dagster (created with INSTANCE_YAML)."""
     home = os.environ.get("DAGSTER_HOME")
     if home:
         return Path(home)
-    path = Path(DEFAULT_HOME).resolve()
+    path = settings.default_path("dagster_home").resolve()
     path.mkdir(parents=True, exist_ok=True)
     cfg = path / "dagster.yaml"
     if not cfg.exists():

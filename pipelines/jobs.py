@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.corpus import corpus_snapshot
-from assets.golden_set import golden_set, golden_set_export, relabel_queue
-from assets.serve_log import serve_log
+from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
+from goldenset_dagster.assets.serve_log import serve_log
 
 refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
@@ -19,6 +19,14 @@ rebuild_golden_set = dg.define_asset_job(
     selection=[corpus_snapshot, golden_set, relabel_queue, golden_set_export],
     description="Snapshot the corpus and rebuild from what is already ingested (no log days yet).",
 )
+
+
+TRIGGER_TAG = "goldenset/trigger"
+
+
+def trigger_tags(trigger: str) -> dict[str, str]:
+    """The run tag that says what started a build (schedule, reindex, manual)."""
+    return {TRIGGER_TAG: trigger}
 
 
 def build_run_config(trigger: str, log_level: str | None = None, **golden_set_config) -> dict:

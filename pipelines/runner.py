@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 
+from goldenset import layout, settings
 from goldenset.corpus import read_corpus
 from goldenset.errors import GoldensetError, InputError
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
-from goldenset.status import golden_status
+from goldenset.checks import empty_reason
+from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect
-from pipelines.instance import get_instance
-from pipelines.jobs import build_run_config
-from pipelines.partitions import range_tags, register_log_days
+from goldenset_dagster.instance import get_instance
+from goldenset_dagster.jobs import build_run_config, trigger_tags
+from goldenset_dagster.partitions import range_tags, register_log_days
 
 EXAMPLE_SQL = """\
 -- What changed between the last two builds, and why?
@@ -33,10 +37,20 @@ SELECT project, task, doc_id, judged_version, current_version, superseded_by, re
 FROM relabel_queue ORDER BY first_flagged_build, project LIMIT 10;
 """
 
+DEMO_MARKER = ".goldenset-demo"
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """The status after a published build, and warnings worth printing."""
+
+    status: Status
+    warnings: list[str] = field(default_factory=list)
+
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The library error behind a Dagster step failure, if there is one."""
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, GoldensetError):
             return seen
@@ -44,21 +58,42 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict | None = None) -> dict:
-    """Ingest, snapshot and build in one in-process run; return the resulting status."""
-    for env, value in (("GOLDENSET_LOGS", paths.logs), ("GOLDENSET_CORPUS", paths.corpus),
-                       ("GOLDENSET_DB", paths.db)):
-        os.environ[env] = str(Path(value).resolve())
-    from pipelines.definitions import build_definitions  # reads the variables just set
+def _environment(paths: Paths, wait: float) -> None:
+    # The code location reads its paths from the environment when it is loaded, so the
+    # flags of this command travel the same way the UI's would.
+    values = {"GOLDENSET_LOGS": paths.logs, "GOLDENSET_CORPUS": paths.corpus, "GOLDENSET_DB": paths.db,
+              "GOLDENSET_LABELS": paths.labels, "GOLDENSET_RUBRIC": paths.rubric}
+    for env, value in values.items():
+        if value is not None:
+            os.environ[env] = str(Path(value).resolve())
+    os.environ[settings.ENV_LOCK_TIMEOUT] = str(wait)
 
-    # A bad corpus must change nothing, so it is refused before any log is ingested.
+
+def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict | None = None,
+                wait: float = settings.DEFAULT_LOCK_TIMEOUT,
+                notify: Callable[[str], None] | None = None) -> RefreshResult:
+    """Ingest, snapshot and build in one in-process run; return the resulting status."""
+    # A bad corpus or log directory must change nothing, so both are refused before any
+    # log is ingested.
+    logs = Path(paths.logs)
+    if logs.exists() and not logs.is_dir():
+        raise InputError(f"--logs {logs} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
     read_corpus(paths.corpus)
-    if not Path(paths.logs).is_dir():
-        # An empty folder is a valid (empty) log; a missing one is almost always a typo.
-        raise InputError(f"log directory {paths.logs} does not exist; set --logs or GOLDENSET_LOGS")
+    # Wait for a writer here, with a word to the user, rather than fail inside a step.
+    con = connect(paths.db, read_only=False, wait=wait, notify=notify)
+    try:
+        ingested = con.execute("SELECT count(*) FROM log_files").fetchone()[0]
+    finally:
+        con.close()
+    days = list_partitions(logs)
+    if not ingested or days:
+        # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
+        # warehouse; before that, a LOGS with nothing the contract reads is a mistake.
+        layout.require_files(logs, "log", "--logs or GOLDENSET_LOGS")
+    _environment(paths, wait)
+    from goldenset_dagster.definitions import build_definitions  # reads the variables just set
 
     defs = build_definitions()
-    days = list_partitions(Path(paths.logs))
     with get_instance() as instance:
         keys = register_log_days(instance, days) if days else []
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
@@ -66,7 +101,7 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
             job.execute_in_process(
                 instance=instance,
                 run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                tags=range_tags(keys),
+                tags={**range_tags(keys), **trigger_tags(trigger)},
             )
         except dg.Failure as exc:
             cause = _unwrap(exc)
@@ -78,9 +113,13 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
             if isinstance(cause, GoldensetError):
                 raise cause from None
             raise
-    con = connect(paths.db, read_only=True)
+    con = connect(paths.db, read_only=True, wait=wait, notify=notify)
     try:
-        return golden_status(con, paths.corpus)
+        status = golden_status(con, paths.corpus)
+        warnings = []
+        if status.build.n_labels == 0:
+            warnings.append(empty_reason(funnel_steps(con, status.build.build_id), status.build))
+        return RefreshResult(status, warnings)
     finally:
         con.close()
 
@@ -97,32 +136,58 @@ def _example_answers(db: Path) -> str:
         con.close()
 
 
-def run_demo(root: Path, seed: int = 7, echo=print) -> dict:
-    """Write sample data, build it, reindex to the second corpus, build again."""
+@dataclass(frozen=True)
+class DemoSummary:
+    status: Status
+    epilogue: str
+
+
+def _claim_demo_home(root: Path, force: bool) -> None:
+    """Refuse to overwrite a warehouse the demo did not make (a user's real one)."""
+    db = root / "goldenset.duckdb"
+    if db.exists() and not (root / DEMO_MARKER).exists() and not force:
+        raise InputError(
+            f"{db} exists and was not made by the demo; run the demo elsewhere with --dir DIR, "
+            "or pass --force to replace it")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / DEMO_MARKER).write_text("made by `goldenset demo`; safe to delete\n", encoding="utf-8")
+
+
+def run_demo(root: Path, seed: int = 7, force: bool = False, echo: Callable[[str], None] = print) -> DemoSummary:
+    """Write sample data into `root`, build it, reindex to the second corpus, build again."""
     from goldenset.demo_data import write_demo_data
 
-    root = Path(root)
-    data = write_demo_data(root / "data", seed=seed)
+    root = Path(root).resolve()
+    _claim_demo_home(root, force)
     db = root / "goldenset.duckdb"
     for stale in (db, Path(str(db) + ".wal")):
         stale.unlink(missing_ok=True)  # the demo starts from an empty warehouse each time
+    logs = root / "logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+    data = write_demo_data(root, seed=seed)
     corpus = root / "corpus.jsonl"
     shutil.copyfile(data.corpus_before, corpus)
     paths = Paths(logs=data.logs, corpus=corpus, db=db)
     echo(f"sample data: {data.n_serves} serves, {data.n_verdicts} verdicts, "
          f"{data.n_malformed} malformed lines under {data.logs}")
     first = run_refresh(paths, trigger="manual")
-    echo(f"build {first['build_id']}: {first['counts']['n_queries']} queries, "
-         f"{first['rejected_records']} rejected lines")
+    echo(f"build {first.status.build.build_id}: {first.status.build.n_queries} queries, "
+         f"{first.status.rejected_records} rejected lines")
     shutil.copyfile(data.corpus_after, corpus)  # the reindex: what the sensor would see
     second = run_refresh(paths, trigger="reindex")
+    default = root == settings.home()
+    where = "" if default else (f"GOLDENSET_HOME={root} ")
     epilogue = (
-        f"\nDuckDB file: {db.resolve()}\n"
+        f"\nDuckDB file: {db}\n"
         "Query it from Python (duckdb.connect(PATH, read_only=True).sql(...)) or any DuckDB client. "
         "Three questions about label history, with their answers:\n\n"
         + _example_answers(db)
-        + "\nSee it in the UI:\n  export DAGSTER_HOME=$PWD/var/dagster "
-        f"GOLDENSET_DB={db.resolve()} GOLDENSET_LOGS={Path(data.logs).resolve()} "
-        f"GOLDENSET_CORPUS={corpus.resolve()}\n  dagster dev\n"
+        + "\nNext:\n"
+        f"  {where}goldenset status\n"
+        f"  {where}goldenset bench run\n"
+        + ("  dagster dev        # in this folder; the UI shows these runs\n" if default else
+           f"  {where}DAGSTER_HOME={root / 'dagster'} dagster dev\n")
     )
-    return {"status": second, "epilogue": epilogue}
+    return DemoSummary(second.status, epilogue)
+

@@ -5,9 +5,9 @@ import os
 
 import dagster as dg
 
-from pipelines.jobs import build_run_config, refresh_golden_set
-from pipelines.partitions import range_tags, register_log_days
-from resources import LogSource
+from goldenset_dagster.jobs import build_run_config, refresh_golden_set, trigger_tags
+from goldenset_dagster.partitions import range_tags, register_log_days
+from goldenset_dagster.resources import LogSource
 
 NIGHTLY_CRON = os.environ.get("GOLDENSET_NIGHTLY_CRON", "0 2 * * *")
 NIGHTLY_TZ = os.environ.get("GOLDENSET_SCHEDULE_TZ", "UTC")
@@ -28,5 +28,5 @@ def nightly_golden_set(context: dg.ScheduleEvaluationContext, logs: LogSource):
     return dg.RunRequest(
         run_key=None,
         run_config=build_run_config("schedule"),
-        tags=range_tags(keys),
+        tags={**range_tags(keys), **trigger_tags("schedule")},
     )

@@ -10,9 +10,9 @@ import json
 import dagster as dg
 
 from goldenset.errors import CorpusError
-from pipelines.jobs import build_run_config, refresh_golden_set
-from pipelines.partitions import log_days, range_tags
-from resources import CorpusSource, LogSource
+from goldenset_dagster.jobs import build_run_config, refresh_golden_set, trigger_tags
+from goldenset_dagster.partitions import log_days, range_tags
+from goldenset_dagster.resources import CorpusSource, LogSource
 
 
 def decide(cursor: dict, stat: tuple[int, float] | None, read_fingerprint) -> tuple[dict, str | None, str]:
@@ -56,7 +56,8 @@ def corpus_reindex_sensor(context: dg.SensorEvaluationContext, corpus_source: Co
     new_days = [d for d in days if d not in set(known)]
     keys = known + new_days
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=run_key, run_config=build_run_config("reindex"), tags=range_tags(keys))]
+        run_requests=[dg.RunRequest(run_key=run_key, run_config=build_run_config("reindex"),
+                                    tags={**range_tags(keys), **trigger_tags("reindex")})]
         if keys else [],
         dynamic_partitions_requests=[log_days.build_add_request(new_days)] if new_days else [],
         cursor=json.dumps(new_cursor),

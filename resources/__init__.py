@@ -1,7 +1,7 @@
 """Dagster resources: the seams between the pipeline and the outside (files, DuckDB, models)."""
 
-from resources.corpus_source import CorpusSource
-from resources.log_source import LogSource
-from resources.warehouse import WarehouseResource
+from goldenset_dagster.resources.corpus_source import CorpusSource
+from goldenset_dagster.resources.log_source import LogSource
+from goldenset_dagster.resources.warehouse import WarehouseResource
 
 __all__ = ["CorpusSource", "LogSource", "WarehouseResource"]

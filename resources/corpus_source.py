@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dagster as dg
+from pydantic import Field
 
+from goldenset import settings
 from goldenset.corpus import CorpusSnapshot, read_corpus, stat_signature
-from goldenset.settings import DEFAULT_CORPUS
 
 
 class CorpusSource(dg.ConfigurableResource):
-    """The file that says what the index holds now (GOLDENSET_CORPUS)."""
+    """The file that says what the index holds now (GOLDENSET_CORPUS, else GOLDENSET_HOME/corpus.jsonl)."""
 
-    path: str = DEFAULT_CORPUS
+    path: str = Field(default_factory=lambda: str(settings.default_path("corpus")),
+                      description="Corpus snapshot: .jsonl, .jsonl.gz or .parquet, one document a row.")
 
     def read(self) -> CorpusSnapshot:
         return read_corpus(self.path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from goldenset.embeddings import Embedder, embed_cached
 
@@ -15,8 +15,9 @@ class EmbedderResource(dg.ConfigurableResource):
     all-MiniLM-L6-v2.
     """
 
-    model_path: str = ""
-    batch_size: int = 32
+    model_path: str = Field(default="", description="sentence-transformers model directory; empty: "
+                                                    "GOLDENSET_DENSE_MODEL, else the packaged all-MiniLM-L6-v2.")
+    batch_size: int = Field(default=32, description="Texts embedded per batch.")
 
     _embedder: Embedder | None = PrivateAttr(default=None)
 

@@ -18,6 +18,23 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+_PATH_VARIABLES = ("GOLDENSET_LOGS", "GOLDENSET_CORPUS", "GOLDENSET_DB", "GOLDENSET_LABELS", "GOLDENSET_RUBRIC",
+                   "GOLDENSET_EXPORT_DIR", "GOLDENSET_REPORTS", "GOLDENSET_BENCH_INDEX", "DAGSTER_HOME",
+                   "GOLDENSET_LOCK_TIMEOUT")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch) -> Path:
+    """Every test gets its own GOLDENSET_HOME: nothing a test runs writes into the checkout's var/."""
+    home = tmp_path / "goldenset-home"
+    monkeypatch.setenv("GOLDENSET_HOME", str(home))
+    for name in _PATH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    # Commands that find the database busy fail fast in tests unless a test sets a wait.
+    monkeypatch.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
+    return home
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     """A fresh warehouse (schema created, nothing ingested) in its own DuckDB file."""

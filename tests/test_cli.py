@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from goldenset.cli import main
-from goldenset.docs import render
+from goldenset_dagster.cli import main
+from goldenset_dagster.docs import render
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
@@ -97,7 +97,9 @@ def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     corpus = write_corpus(project_dir / "c.jsonl", [doc("d1")])
     assert _build(project_dir / "g.duckdb", logs=logs, corpus=corpus) == 1
     err = capsys.readouterr().err
-    assert err.startswith("Error: build not published: 2 of 4 lines rejected (50.0%, blocking above 10%)")
+    assert err.strip() == (
+        "Error: build not published: 2 of 4 log lines rejected (50.0%), above the blocking share 10% "
+        "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet")
 
 
 def test_export_writes_beir_and_trec_files(project_dir, capsys):
@@ -153,13 +155,13 @@ def test_a_held_database_is_reported_busy_with_the_holder_pid(project_dir, capsy
 
 def test_readme_references_are_generated_from_the_cli_and_the_schema():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert render(readme) == readme, "README is stale: run `python -m goldenset.docs`"
+    assert render(readme) == readme, "README is stale: run `python -m goldenset_dagster.docs`"
 
 
 def test_every_command_is_documented_in_the_readme():
     import typer.main
 
-    from goldenset.cli import app
+    from goldenset_dagster.cli import app
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     root = typer.main.get_command(app)
@@ -168,14 +170,16 @@ def test_every_command_is_documented_in_the_readme():
         assert f"`goldenset {name}" in readme, name
 
 
-def test_a_missing_log_directory_is_an_error_and_an_empty_one_is_not(project_dir, capsys):
+def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(project_dir, capsys):
     db = project_dir / "g.duckdb"
     assert _build(db, logs=project_dir / "nope") == 1
     assert capsys.readouterr().err.strip() == (
         f"Error: log directory {project_dir / 'nope'} does not exist; set --logs or GOLDENSET_LOGS")
     (project_dir / "empty").mkdir()
-    assert _build(db, logs=project_dir / "empty") == 0
+    assert _build(db, logs=project_dir / "empty") == 1
+    assert capsys.readouterr().err.strip() == (
+        f"Error: no files match {project_dir / 'empty'}/dt=YYYY-MM-DD/*.jsonl[.gz]; found nothing at all")
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
-    assert con.execute("SELECT n_queries, lines_read FROM golden_builds").fetchall() == [(0, 0)]
+    assert con.execute("SELECT count(*) FROM golden_builds").fetchall() == [(0,)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from goldenset.cli import main
+from goldenset_dagster.cli import main
 
 
 def test_demo_builds_twice_with_a_reindex_and_leaves_labels_to_relabel(tmp_path, monkeypatch, capsys):

@@ -33,7 +33,7 @@ def _world(tmp_path):
 def test_exact_normalisation_decides_unless_merging_is_on(tmp_path):
     con = _world(tmp_path)
     result = build_golden_set(con)
-    assert result.counts["n_queries"] == 3
+    assert result.record.n_queries == 3
     assert con.execute("SELECT near_duplicate_merges FROM golden_builds").fetchall() == [(0,)]
 
 
@@ -46,7 +46,7 @@ def test_close_paraphrases_merge_and_unrelated_tasks_do_not(tmp_path):
         (normalise_task(TASKS[1]), normalise_task(TASKS[0]))]
     assert 0.8 <= merges[0].cosine <= 1.0
     result = build_golden_set(con, query_map=query_map(merges))
-    assert result.counts["n_queries"] == 2
+    assert result.record.n_queries == 2
     assert [s.units_left for s in result.funnel if s.step == "repeats"] == [2]
     kept = {r[0] for r in con.execute("SELECT DISTINCT query_id FROM golden_set").fetchall()}
     assert query_id("billing", merges[0].merged_into) in kept

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from goldenset import settings
 from goldenset.errors import UsageError
 from goldenset.settings import resolve_paths
 
@@ -21,10 +22,11 @@ bench_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else var/goldenset.duckdb).")]
-CorpusOpt = Annotated[Optional[str], typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else var/corpus.jsonl).")]
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
+CorpusOpt = Annotated[Optional[str], typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
 
 
 def _parse_json_object(text: str | None, option: str) -> dict:
@@ -50,8 +52,8 @@ def run_cmd(
     exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="Leave stale labels out of the qrels.")] = False,
     max_age_days: Annotated[float, typer.Option(help="Refuse (exit 3) a golden set built longer ago than this.")] = 30,
     allow_degraded: Annotated[bool, typer.Option("--allow-degraded", help="Run even with a component down; the run is stamped DEGRADED.")] = False,
-    index_dir: Annotated[Optional[Path], typer.Option(help="Where the lexical index is cached (default: bench-index next to the DB).")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Folder for report.md, the plot and TREC files (default var/reports/RUN_ID).")] = None,
+    index_dir: Annotated[Optional[Path], typer.Option(help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID).")] = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.service import run_and_store
@@ -63,7 +65,7 @@ def run_cmd(
         retriever=retriever, retriever_config=_parse_json_object(retriever_config, "--retriever-config"),
         k_values=tuple(k) if k else DEFAULT_K, depth=depth, exclude_stale=exclude_stale,
         max_age_days=max_age_days, allow_degraded=allow_degraded,
-        index_dir=index_dir or paths.db.parent / "bench-index",
+        index_dir=index_dir or settings.resolve("bench_index"),
     )
     result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
     print_run(console(), result.run, result.report)

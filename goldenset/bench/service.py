@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from goldenset import warehouse
+from goldenset import settings, warehouse
 from goldenset.bench import golden, trec
 from goldenset.bench import metrics as M
 from goldenset.bench.compare import Comparison, compare_rows, compare_runs
@@ -101,7 +101,7 @@ def run_and_store(db: Path, corpus_path: Path, config: BenchConfig, *, report_di
     finally:
         con.close()
     comps = compare_rows(run)
-    out = Path(report_dir) if report_dir else Path(db).parent / "reports" / run.run_id
+    out = Path(report_dir) if report_dir else settings.resolve("reports") / run.run_id
     md = write_run_report(run, comps, out)
     files = [md, out / "differences.png"]
     for row, lists in run.ranked.items():

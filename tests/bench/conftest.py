@@ -1,4 +1,4 @@
-"""Fixtures for the benchmark: a real warehouse built by the real pipeline from tiny logs.
+"""Fixtures for the benchmark (the world they build is in bench_world.py).
 
 Every test gets its own DuckDB file under tmp_path; nothing reads /work/shared.
 The embedding model is loaded once per session (it costs seconds on two cores).
@@ -6,118 +6,8 @@ The embedding model is loaded once per session (it costs seconds on two cores).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-
 import pytest
-
-DATA = Path(__file__).parent / "data"
-
-# doc_id, title, text
-DOCS = [
-    ("webhooks/retries", "Webhook retries", "Retry failed webhook deliveries with exponential backoff and jitter."),
-    ("webhooks/signing", "Webhook signing", "Sign webhook payloads with HMAC so receivers can verify the sender."),
-    ("billing/refunds", "Refund policy", "Refunds are issued to the original payment method within ten days."),
-    ("billing/invoices", "Invoices", "Invoices are generated monthly and list every charge and refund."),
-    ("auth/password-reset", "Password reset", "Users reset a forgotten password through a one-time emailed link."),
-    ("auth/tokens", "API tokens", "API tokens expire after ninety days; rotate them before expiry."),
-    ("ops/rate-limits", "Rate limiting", "Requests above the rate limit get HTTP 429 with a Retry-After header."),
-    ("ops/rollback", "Deploy rollback", "Roll back a failed deploy by redeploying the previous release tag."),
-    ("db/migrations", "Database migrations", "Write reversible schema migrations and run them before the deploy."),
-    ("db/backups", "Backups", "Nightly database backups are kept for thirty days and restored weekly."),
-    ("search/indexing", "Search indexing", "The search index is rebuilt when documents change in the corpus."),
-    ("search/pagination", "Pagination", "List endpoints paginate with an opaque cursor instead of offsets."),
-    ("mail/templates", "Email templates", "Email templates live in the mail service and support localisation."),
-    ("time/zones", "Time zones", "Store timestamps in UTC and convert to the user's zone when displaying."),
-    ("uploads/files", "File uploads", "Uploads above fifty megabytes go through resumable multipart requests."),
-    ("obs/errors", "Error monitoring", "Unhandled exceptions are reported to the error tracker with context."),
-]
-
-# task, helped doc_ids, noise/wrong doc_ids
-QUERIES = [
-    ("Add retries to the webhook sender", ["webhooks/retries", "webhooks/signing"], ["ops/rate-limits"]),
-    ("How do refunds work", ["billing/refunds", "billing/invoices"], ["mail/templates"]),
-    ("Reset a user's password", ["auth/password-reset", "mail/templates"], ["auth/tokens"]),
-    ("Rotate expiring API tokens", ["auth/tokens"], ["auth/password-reset"]),
-    ("Roll back a broken deploy", ["ops/rollback", "db/migrations"], ["db/backups"]),
-    ("Paginate the list endpoint", ["search/pagination"], ["search/indexing"]),
-]
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def write_corpus(path: Path, docs=DOCS, *, superseded: dict[str, str] | None = None,
-                 versions: dict[str, str] | None = None) -> Path:
-    superseded = superseded or {}
-    versions = versions or {}
-    with path.open("w", encoding="utf-8") as fh:
-        for doc_id, title, text in docs:
-            fh.write(json.dumps({
-                "doc_id": doc_id, "version": versions.get(doc_id, "1"), "status": "active", "title": title,
-                "text": text, "superseded_by": superseded.get(doc_id),
-            }) + "\n")
-    return path
-
-
-def write_logs(root: Path, queries=QUERIES, *, day: str = "2026-11-28") -> Path:
-    part = root / f"dt={day}"
-    part.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for n, (task, helped, noise) in enumerate(queries, start=1):
-        sid = f"s-{n:03d}"
-        items = [{"doc_id": d, "doc_version": "1", "channel": "ranked", "rank": r, "score": 1.0 / r}
-                 for r, d in enumerate(helped + noise, start=1)]
-        lines.append({"event": "serve", "serve_id": sid, "ts": f"{day}T10:{n:02d}:00Z", "project": "demo",
-                      "task": task, "items": items})
-        for d in helped:
-            lines.append({"event": "verdict", "serve_id": sid, "doc_id": d, "verdict": "helped",
-                          "ts": f"{day}T11:{n:02d}:00Z"})
-        for i, d in enumerate(noise):
-            lines.append({"event": "verdict", "serve_id": sid, "doc_id": d, "verdict": "noise" if i % 2 == 0 else "wrong",
-                          "ts": f"{day}T11:{n:02d}:30Z"})
-    (part / "part-0001.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
-    return root
-
-
-@dataclass
-class Golden:
-    """A warehouse with one committed golden build, and the files it was built from."""
-
-    db: Path
-    corpus: Path
-    logs: Path
-    tmp: Path
-
-    @property
-    def index_dir(self) -> Path:
-        return self.tmp / "bench-index"
-
-
-def build_golden(tmp: Path, *, built_at: datetime | None = None, docs=DOCS, queries=QUERIES,
-                 superseded: dict[str, str] | None = None) -> Golden:
-    """Run the real ingest, snapshot and build on tiny files under tmp."""
-    from goldenset import warehouse
-    from goldenset.build import build_golden_set
-    from goldenset.corpus import read_corpus
-    from goldenset.ingest import ingest_all
-    from goldenset.snapshots import store_snapshot
-
-    tmp.mkdir(parents=True, exist_ok=True)
-    corpus = write_corpus(tmp / "corpus.jsonl", docs, superseded=superseded)
-    logs = write_logs(tmp / "logs", queries)
-    db = tmp / "goldenset.duckdb"
-    con = warehouse.connect(db)
-    try:
-        ingest_all(con, logs)
-        store_snapshot(con, read_corpus(corpus), now=built_at)
-        build_golden_set(con, now=built_at)
-    finally:
-        con.close()
-    return Golden(db, corpus, logs, tmp)
+from bench_world import Golden, build_golden
 
 
 @pytest.fixture
@@ -134,7 +24,3 @@ def embedder():
     e = Embedder()
     e.load()
     return e
-
-
-def days_ago(n: float) -> datetime:
-    return utcnow() - timedelta(days=n)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.benchmark import AGE_CHECK, BENCHMARK_ASSETS, COMPONENTS_CHECK, retrieval_benchmark
-from resources import CorpusSource, WarehouseResource
-from resources.embedder import EmbedderResource
+from goldenset_dagster.assets.benchmark import AGE_CHECK, BENCHMARK_ASSETS, COMPONENTS_CHECK, retrieval_benchmark
+from goldenset_dagster.resources import CorpusSource, WarehouseResource
+from goldenset_dagster.resources.embedder import EmbedderResource
 
-from conftest import build_golden, days_ago
+from bench_world import build_golden, days_ago
 
 
 def _materialize(g, **config):

@@ -11,7 +11,7 @@ from goldenset import warehouse
 from goldenset.bench.cli import bench_app
 from goldenset.errors import ComponentDown, GoldenSetTooOld, InputError, UsageError
 
-from conftest import DATA, build_golden, days_ago
+from bench_world import DATA, build_golden, days_ago
 
 runner = CliRunner()
 
@@ -139,7 +139,7 @@ def test_compare_with_bootstrap_writes_a_report(golden):
 
 
 def test_compare_warns_first_when_the_runs_searched_different_corpora(tmp_path):
-    from conftest import DOCS, write_corpus
+    from bench_world import DOCS, write_corpus
 
     g = build_golden(tmp_path / "g")
     a = run_id_of(bench(*run_args(g)))
@@ -180,7 +180,7 @@ def test_refusals_surface_as_typed_errors(tmp_path, monkeypatch):
 
 
 def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch, capsys):
-    from goldenset.cli import main
+    from goldenset_dagster.cli import main
 
     old = build_golden(tmp_path / "old", built_at=days_ago(60))
     assert main(["bench", *[str(a) for a in run_args(old)]]) == 3
@@ -228,7 +228,7 @@ def test_every_bench_command_is_documented():
 
 
 def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
-    from tests.bench.conftest import QUERIES, build_golden
+    from bench_world import QUERIES, build_golden
 
     # Every query judged, none helped: all fall to no_positive.
     g = build_golden(tmp_path / "empty", queries=[(task, [], helped + noise) for task, helped, noise in QUERIES])

@@ -17,7 +17,7 @@ from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldenSetTooOld, NoBuild, UsageError
 
-from conftest import DOCS, QUERIES, build_golden, days_ago, write_corpus
+from bench_world import DOCS, QUERIES, build_golden, days_ago, write_corpus
 
 
 def _config(g, **kw):

@@ -12,7 +12,7 @@ from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder, EmbeddingModelError, embed_cached
 from goldenset.errors import UsageError
 
-from conftest import DOCS, write_corpus
+from bench_world import DOCS, write_corpus
 
 
 @pytest.fixture

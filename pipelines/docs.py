@@ -1,6 +1,9 @@
 """Generated documentation: the README's CLI and table references cannot drift.
 
-`python -m goldenset.docs` rewrites the marked sections of README.md; a test
+It lives with the orchestration code because the CLI reference covers the whole
+program (`build` and `demo` included).
+
+`python -m goldenset_dagster.docs` rewrites the marked sections of README.md; a test
 checks that they are current.
 """
 
@@ -19,7 +22,7 @@ def cli_reference() -> str:
     """Every command's --help, as the CLI prints it."""
     import typer.main
 
-    from goldenset.cli import app
+    from goldenset_dagster.cli import app
 
     root = typer.main.get_command(app)
     parts = []

@@ -1,0 +1,74 @@
+"""What a LOGS (or LABELS) directory holds: the files the contract reads, or what it found instead.
+
+The contract reads `DIR/dt=YYYY-MM-DD/*.jsonl[.gz]` and ignores everything else.
+A directory where nothing matches is almost always a mistake (files at the top
+level, a `date=` folder, `.json` files), so it is refused with a description of
+what is there, instead of publishing an empty golden set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from goldenset.errors import InputError
+
+_DT = re.compile(r"dt=[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MAX_NAMED = 3
+
+
+def _is_log_file(name: str) -> bool:
+    return name.endswith(".jsonl") or name.endswith(".jsonl.gz")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def describe(root: Path) -> str:
+    """A short description of what `root` holds, for an error message."""
+    files: Counter[str] = Counter()
+    folders: list[str] = []
+    dt_folders = 0
+    for p in sorted(root.iterdir()):
+        if p.is_dir():
+            if _DT.fullmatch(p.name):
+                dt_folders += 1
+                inside = Counter(_suffix(c.name) for c in p.iterdir() if c.is_file())
+                if inside:
+                    folders.append(f"{p.name} with " + ", ".join(_plural(n, f"{s} file") for s, n in inside.items()))
+                else:
+                    folders.append(f"an empty folder {p.name}")
+            else:
+                folders.append(f"a folder {p.name}")
+        elif p.is_file():
+            files[_suffix(p.name)] += 1
+    parts = [_plural(n, f"{s} file") + " at the top level" for s, n in files.most_common()]
+    named = folders[:_MAX_NAMED]
+    if len(folders) > _MAX_NAMED:
+        named.append(f"{len(folders) - _MAX_NAMED} more folders")
+    parts += named
+    return ", ".join(parts) if parts else "nothing at all"
+
+
+def _suffix(name: str) -> str:
+    if name.endswith(".jsonl.gz"):
+        return ".jsonl.gz"
+    suffix = "".join(Path(name).suffixes[-2:]) or name
+    return suffix
+
+
+def require_files(root: Path, what: str, option: str) -> None:
+    """Refuse a directory in which no `dt=YYYY-MM-DD/*.jsonl[.gz]` file exists, saying what it holds."""
+    root = Path(root)
+    if not root.exists():
+        raise InputError(f"{what} directory {root} does not exist; set {option}")
+    if not root.is_dir():
+        raise InputError(f"{what} path {root} is a file, not a directory of dt=YYYY-MM-DD folders; set {option}")
+    for p in root.iterdir():
+        if p.is_dir() and _DT.fullmatch(p.name) and any(c.is_file() and _is_log_file(c.name) for c in p.iterdir()):
+            return
+    raise InputError(
+        f"no files match {root}/dt=YYYY-MM-DD/*.jsonl[.gz]; found {describe(root)}"
+    )

@@ -1,0 +1,92 @@
+"""The installed `goldenset` program: the library's commands plus `build` and `demo`.
+
+`build` and `demo` run the Dagster jobs in-process against the instance the UI
+shows, so they live here, in the orchestration package; every other command is
+`goldenset.cli`'s and needs no Dagster.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from goldenset import settings
+from goldenset.checks import BuildChecks
+from goldenset.cli import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt, err, out, print_status
+from goldenset.cli import main as run_app
+from goldenset.cli import app as library_app
+from goldenset.settings import resolve_paths
+
+app = typer.Typer(
+    name="goldenset",
+    help=library_app.info.help,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.command()
+def build(
+    logs: LogsOpt = None,
+    corpus: CorpusOpt = None,
+    db: DbOpt = None,
+    labels: LabelsOpt = None,
+    rubric: RubricOpt = None,
+    near_duplicates: Annotated[bool, typer.Option(help="Merge near-duplicate tasks by embedding similarity.")] = False,
+    threshold: Annotated[float, typer.Option(help="Cosine threshold for --near-duplicates.")] = 0.92,
+    block_rejected_share: Annotated[float, typer.Option(
+        help="Refuse to publish above this rejected-line share.")] = BuildChecks.block_rejected_share,
+    wait: WaitOpt = None,
+    trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
+) -> None:
+    """Ingest new and changed log files, snapshot the corpus, rebuild the golden set (trigger manual)."""
+    from goldenset_dagster.runner import run_refresh
+
+    paths = resolve_paths(logs, corpus, db, labels, rubric)
+    result = run_refresh(
+        paths, trigger=trigger, wait=settings.lock_timeout(wait),
+        golden_set_config={"near_duplicates": near_duplicates, "near_duplicate_threshold": threshold,
+                           "block_rejected_share": block_rejected_share},
+        notify=lambda msg: err.print(msg, markup=False),
+    )
+    for warning in result.warnings:
+        err.print(f"WARNING: {warning}", markup=False)
+    print_status(result.status, title=f"build {result.status.build.build_id} published")
+
+
+@app.command()
+def demo(
+    root: Annotated[Path | None, typer.Option(
+        "--dir", help="Where the sample data and warehouse go (default: the goldenset home).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the sample data.")] = 7,
+    force: Annotated[bool, typer.Option(help="Replace a warehouse the demo did not make.")] = False,
+) -> None:
+    """Generate realistic sample logs and corpus, build, reindex, and show what to query."""
+    from goldenset_dagster.runner import run_demo
+
+    summary = run_demo(root or settings.home(), seed=seed, force=force, echo=lambda m: out.print(m, markup=False))
+    print_status(summary.status, title=f"demo: build {summary.status.build.build_id} (after reindex)")
+    typer.echo(summary.epilogue)
+
+
+# build and demo first, then the library's commands and groups (status, rejects, export, bench, ...).
+app.registered_commands += library_app.registered_commands
+app.registered_groups += library_app.registered_groups
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the program with `argv`; return its exit code (errors already reported on stderr)."""
+    return run_app(argv, application=app)
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
