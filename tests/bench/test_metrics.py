@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from conftest import DATA
+from bench_world import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

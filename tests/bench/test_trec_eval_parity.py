@@ -18,7 +18,7 @@ import re
 
 import pytest
 import pytrec_eval
-from conftest import DATA, build_golden
+from bench_world import DATA, build_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
