@@ -8,17 +8,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.corpus import corpus_snapshot
-from assets.golden_set import golden_set, golden_set_export, relabel_queue
-from assets.serve_log import serve_log
+from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
+from goldenset_dagster.assets.serve_log import serve_log
 from goldenset.warehouse import connect
-from pipelines.definitions import build_definitions
-from pipelines.jobs import build_run_config
-from pipelines.partitions import log_days, range_tags
-from pipelines.schedules import nightly_golden_set
-from pipelines.sensors import corpus_reindex_sensor, decide
-from resources import CorpusSource, LogSource, WarehouseResource
-from resources.embedder import EmbedderResource
+from goldenset_dagster.definitions import build_definitions
+from goldenset_dagster.jobs import build_run_config
+from goldenset_dagster.partitions import log_days, range_tags
+from goldenset_dagster.schedules import nightly_golden_set
+from goldenset_dagster.sensors import corpus_reindex_sensor, decide
+from goldenset_dagster.resources import CorpusSource, LogSource, WarehouseResource
+from goldenset_dagster.resources.embedder import EmbedderResource
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
