@@ -160,7 +160,7 @@ SELECT
   (SELECT count(*) FROM log_verdicts v ANTI JOIN (SELECT DISTINCT serve_id FROM log_serves) s
      ON s.serve_id = v.serve_id),
   (SELECT coalesce(sum(lines_total), 0) FROM log_files),
-  (SELECT count(*) FROM rejected_records WHERE reason <> 'conflicting_duplicate_serve'),
+  (SELECT count(*) FROM log_rejects),
   (SELECT count(*) FROM rejected_records WHERE reason = 'conflicting_duplicate_serve')
 """
 _LABEL_COUNTS = """

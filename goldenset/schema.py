@@ -44,6 +44,14 @@ def C(name: str, type_: str, doc: str) -> Column:
     return Column(name, type_, doc)
 
 
+# Contract 7.2: a line whose (doc_id, doc_version) no snapshot of a committed build holds
+# is rejected as unknown_document_version, and joins once a build's snapshot holds it.
+KNOWN_VERSIONS_SQL = """
+SELECT DISTINCT d.doc_id, d.version FROM corpus_documents d
+WHERE d.content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
+"""
+
+
 # --------------------------------------------------------------------------- raw log
 LOG_FILES = Relation(
     "log_files", "log file ever ingested",
@@ -193,7 +201,7 @@ GOLDEN_BUILDS = Relation(
         C("unserved_item_verdicts", "BIGINT", "accepted verdict records naming a doc_id their serve did not serve"),
         C("n_stale", "BIGINT", "labels flagged stale"),
         C("lines_read", "BIGINT", "log lines read in all, blank ones included"),
-        C("lines_rejected", "BIGINT", "rejected_records rows at build time that are not conflicting duplicates"),
+        C("lines_rejected", "BIGINT", "log lines rejected at ingest (label lines and conflicting duplicates not included)"),
         C("conflicting_serves", "BIGINT", "lines rejected as conflicting_duplicate_serve"),
         C("near_duplicate_merges", "BIGINT", "queries merged by the optional embedding step (0 when off)"),
         C("corpus_content_sha256", "VARCHAR", "identity of the whole snapshot used"),
@@ -397,15 +405,24 @@ WHERE g.stale_reason IS NOT NULL
 REJECTED_RECORDS = Relation(
     "rejected_records", "rejected line or unreadable file",
     (
-        C("source_file", "VARCHAR", "file relative to LOGS"),
+        C("source_file", "VARCHAR", "file relative to LOGS; label files as labels/ + the path relative to LABELS"),
         C("line", "INTEGER", "line number (null for an unreadable file read no further than its start)"),
-        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, conflicting_duplicate_serve, unreadable_file"),
+        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, "
+                               "conflicting_duplicate_serve, unreadable_file; label lines also "
+                               "label_contradicts_rubric, unknown_document_version"),
         C("raw", "VARCHAR", "the line as read"),
         C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
         C("detail", "VARCHAR", "what exactly was wrong"),
     ),
     view_sql="""
 SELECT source_file, line, reason, raw, rejected_at, detail FROM log_rejects
+UNION ALL
+SELECT 'labels/' || source_file, line, reason, raw, rejected_at, detail FROM label_rejects
+UNION ALL
+SELECT 'labels/' || h.source_file, h.line, 'unknown_document_version', h.raw, f.ingested_at,
+       'no snapshot of a committed build holds ' || h.doc_id || ' at version ' || h.doc_version
+FROM human_labels h JOIN label_files f ON f.source_file = h.source_file
+WHERE (h.doc_id, h.doc_version) NOT IN (""" + KNOWN_VERSIONS_SQL + """)
 UNION ALL
 SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_at,
        'serve_id ' || s.serve_id || ' was first accepted with other content'
@@ -459,6 +476,92 @@ JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
 JOIN (SELECT serve_id, doc_id, verdict, ts FROM log_verdicts """ + WINNING_VERDICT + """) v
   ON v.serve_id = s.serve_id AND v.doc_id = i.doc_id
 """,
+)
+
+# --------------------------------------------------------------------------- labels (contract 7)
+LABEL_FILES = Relation(
+    "label_files", "label file ever ingested",
+    (
+        C("source_file", "VARCHAR", "path relative to LABELS, e.g. dt=2026-12-01/page-ana.jsonl"),
+        C("dt", "VARCHAR", "the partition: the date part of the dt= folder"),
+        C("file_name", "VARCHAR", "the file's own name"),
+        C("content_sha256", "VARCHAR", "sha256 of the file's bytes when read; null if it could not be read"),
+        C("rubric_sha256", "VARCHAR", "sha256 of the rubric file its lines were checked against"),
+        C("size_bytes", "BIGINT", "size when read"),
+        C("mtime", "DOUBLE", "modification time when read (seconds since the epoch)"),
+        C("lines_total", "BIGINT", "lines read, blank ones included"),
+        C("lines_read", "BIGINT", "non-blank lines read"),
+        C("lines_rejected", "BIGINT", "lines quarantined at ingest (unknown_document_version is decided at build)"),
+        C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
+        C("verified_at", "TIMESTAMP", "when the file was last read and found to hold this content (UTC)"),
+    ),
+    public=False, primary_key=("source_file",),
+)
+HUMAN_LABELS = Relation(
+    "human_labels", "label line that passed the line and rubric rules (contract 7.2)",
+    (
+        C("source_file", "VARCHAR", "file relative to LABELS"),
+        C("dt", "VARCHAR", "partition"),
+        C("file_name", "VARCHAR", "file name (second ordering key)"),
+        C("line", "INTEGER", "line number in the file, from 1"),
+        C("query_id", "VARCHAR", "query labelled"),
+        C("doc_id", "VARCHAR", "document labelled"),
+        C("doc_version", "VARCHAR", "version the annotator saw"),
+        C("label", "VARCHAR", "the rubric label"),
+        C("decided_by", "VARCHAR", "the dimension that decided it"),
+        C("annotator", "VARCHAR", "who labelled"),
+        C("kind", "VARCHAR", "human or judge"),
+        C("rubric", "VARCHAR", "the rubric's name"),
+        C("ts", "TIMESTAMP", "when it was labelled (UTC)"),
+        C("dimensions", "VARCHAR", "the pass/fail answers as JSON, if given"),
+        C("note", "VARCHAR", "the annotator's note, if a string"),
+        C("raw", "VARCHAR", "the line as read, kept to quarantine it while its version is unknown"),
+    ),
+)
+LABEL_REJECTS = Relation(
+    "label_rejects", "label line rejected at ingest, or unreadable label file",
+    LOG_REJECTS.columns,
+    public=False,
+)
+CURRENT_LABELS = Relation(
+    "current_labels", "(annotator, query_id, doc_id): the annotator's current label (contract 7.2)",
+    HUMAN_LABELS.columns,
+    view_sql=f"""
+SELECT * FROM human_labels h
+WHERE (h.doc_id, h.doc_version) IN ({KNOWN_VERSIONS_SQL})
+QUALIFY row_number() OVER (PARTITION BY annotator, query_id, doc_id
+                           ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1
+""",
+)
+LABELLING_QUEUE = Relation(
+    "labelling_queue", "pair to label now, from the latest pool (contract 7.4)",
+    (
+        C("pool_id", "BIGINT", "the pool that made the queue"),
+        C("query_id", "VARCHAR", "golden query"),
+        C("doc_id", "VARCHAR", "document to label"),
+        C("doc_version", "VARCHAR", "its current version"),
+        C("reason", "VARCHAR", "stale, successor or pooled"),
+        C("rankers", "VARCHAR[]", "rankers that returned it, in --rankers order"),
+        C("best_rank", "INTEGER", "best rank any ranker gave it (null when none did)"),
+        C("priority", "BIGINT", "1, 2, 3 ... in the order to label"),
+        C("pooled_at", "TIMESTAMP", "when the pool ran (UTC)"),
+        C("project", "VARCHAR", "the query's project"),
+        C("task", "VARCHAR", "the query's task text (the golden set's task)"),
+    ),
+    primary_key=("query_id", "doc_id"),
+)
+POOL_RUNS = Relation(
+    "pool_runs", "pool run (contract 7.4)",
+    (
+        C("pool_id", "BIGINT", "1, 2, 3 ..."),
+        C("pooled_at", "TIMESTAMP", "when it ran (UTC)"),
+        C("build_id", "BIGINT", "the golden build it pooled for"),
+        C("rankers", "VARCHAR[]", "the rankers asked, in order"),
+        C("depth", "INTEGER", "documents asked of each ranker per query"),
+        C("report", "VARCHAR", "JSON: pairs per ranker, union before and after removing duplicates, pairs "
+                               "shared by each two rankers, pooled pairs the log never judged, already labelled"),
+    ),
+    primary_key=("pool_id",),
 )
 
 # --------------------------------------------------------------------------- benchmark
@@ -532,6 +635,7 @@ RELATIONS: tuple[Relation, ...] = (
     LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS, LOG_DIRTY, QUERY_STATS,
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
+    LABEL_FILES, HUMAN_LABELS, LABEL_REJECTS, CURRENT_LABELS, LABELLING_QUEUE, POOL_RUNS,
     ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
     BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE, SCORE_CACHE,
 )
