@@ -598,7 +598,8 @@ def rates_figure(cal: Calibration):
 
     m = cal.measurement
     finite = [r for r in m.cutoffs if r.cutoff is not None]
-    xs = [r.cutoff for r in finite]
+    xs = [float(r.cutoff) for r in finite if r.cutoff is not None]
+    top = max(xs)
     fig = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(fig)  # no pyplot: nothing global, safe in a server or a test run
     ax = fig.add_subplot(1, 1, 1)
@@ -611,9 +612,9 @@ def rates_figure(cal: Calibration):
     if single is not None:
         ax.axvline(single, color="black", linestyle="--", label=f"single cutoff {single:.4g} (cost {m.single.cost})")
     else:
-        ax.axvline(max(xs), color="black", linestyle="--", label="single cutoff: none passes")
+        ax.axvline(top, color="black", linestyle="--", label="single cutoff: none passes")
     if m.band is not None:
-        right = m.band.high if m.band.high is not None else max(xs)
+        right = m.band.high if m.band.high is not None else top
         high = f"{m.band.high:.4g}" if m.band.high is not None else "none"
         ax.axvspan(m.band.low, right, color="orange", alpha=0.2,
                    label=f"review band [{m.band.low:.4g}, {high}): {m.band.review_share:.1%} of pairs")

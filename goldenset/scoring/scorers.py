@@ -190,6 +190,9 @@ class JudgeScorer:
             raise InvalidScore(got.reason, got.detail, got.raw)
         return Score(float(got.score), None, got.rationale, got.span)
 
+    def close(self) -> None:
+        self.client.close()
+
 
 class PluginScorer:
     """A `module:factory` scorer, with the cache identity the factory's spec and options give it."""
@@ -304,6 +307,11 @@ def _read_cache(con, key: CacheKey, passage_hashes: list[str]) -> dict[tuple[str
 
 
 def _write_cache(con, key: CacheKey, q: str, p: str, repeat: int, got: Cached) -> None:
+    value: float | None
+    label: str | None
+    rationale: str | None
+    span: str | None
+    invalid: str | None
     if isinstance(got, InvalidScore):
         # An invalid answer keeps what was wrong with it in `rationale` (the schema says so).
         value, label, rationale, span, invalid = None, None, got.detail, None, got.reason
@@ -430,12 +438,13 @@ def call_scorer(scorer: Any, query: str, passage: str, timeout: float) -> Score 
 
 
 def score_pairs(con, scorer: Any, pairs: Sequence[PairInput], repeats: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                progress: Callable[[int, int], None] | None = None) -> ScoreRun:
+                progress: Callable[[int, int], None] | None = None, write: bool = True) -> ScoreRun:
     """Score every pair `repeats` times through the cache; errors and invalid answers kept apart.
 
     A pair stops at its first error or invalid answer (its other repeats are not
     asked). Pairs with the same query and passage texts share cached scores.
-    `con` None scores without a cache.
+    `con` None scores without a cache; `write` False reads it without adding to
+    it (a read-only connection).
     """
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise UsageError(f"--repeats {repeats!r} is not a number of repeats; use a positive integer, e.g. 3")
@@ -465,7 +474,7 @@ def score_pairs(con, scorer: Any, pairs: Sequence[PairInput], repeats: int = 1, 
                 outcome = call_scorer(scorer, pair.query, pair.passage, timeout)
                 if not isinstance(outcome, str):
                     cache[(qh, ph, r)] = outcome
-                    if con is not None:
+                    if con is not None and write:
                         _write_cache(con, key, qh, ph, r, outcome)
             if isinstance(outcome, str):
                 run.errors.append(PairError(pair, outcome))
@@ -523,3 +532,25 @@ def golden_pairs(con, against: str = "human") -> tuple[list[PairInput], list[Err
             continue
         out.append(PairInput(qid, did, task, text, project, bool(acceptable), judged_at))
     return out, missing
+
+
+def project_traffic(con) -> dict[str, int]:
+    """Accepted serves per project: the weights of calibrate's traffic-weighted slice summary."""
+    rows = con.execute("SELECT project, count(*) FROM accepted_serves GROUP BY project ORDER BY project").fetchall()
+    return {p: int(n) for p, n in rows}
+
+
+def policy_scorer(policy: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The --scorer spec and --scorer-config options that rebuild a stored policy's scorer.
+
+    A judge policy's url, model, task and as_of are in its config; the caller
+    turns them into JudgeSettings.
+    """
+    config = policy.get("config") or {}
+    if isinstance(config, dict) and "factory" in config:
+        return str(config["factory"]), dict(config.get("options") or {})
+    name = policy.get("scorer")
+    if name not in BUILTINS:
+        raise UsageError(f"policy scorer {name!r} is neither built in nor a module:factory plug-in; "
+                         "write the policy again with `goldenset calibrate`")
+    return str(name), {}

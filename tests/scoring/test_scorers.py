@@ -23,6 +23,8 @@ from goldenset.scoring.scorers import (
     cache_key,
     golden_pairs,
     passages,
+    policy_scorer,
+    project_traffic,
     score_pairs,
 )
 
@@ -306,3 +308,29 @@ def test_golden_pairs_read_human_or_log_rows_with_their_passages(warehouse):
     log, _ = golden_pairs(warehouse, "log")
     assert [(p.query_id, p.doc_id, p.acceptable, p.labelled_at) for p in log] == [
         ("q3", "d1", True, datetime(2026, 11, 2)), ("q3", "d2", False, datetime(2026, 11, 2))]
+
+
+def test_traffic_is_accepted_serves_per_project(warehouse):
+    for line, (serve_id, project) in enumerate([("s1", "a"), ("s2", "a"), ("s3", "b"), ("s1", "b")], start=1):
+        warehouse.execute("INSERT INTO log_serves (source_file, dt, file_name, line, serve_id, project) "
+                          "VALUES ('dt=2026-11-01/x.jsonl', '2026-11-01', 'x.jsonl', ?, ?, ?)",
+                          [line, serve_id, project])
+    # s1's second line is a duplicate: only its first (project a) is accepted.
+    assert project_traffic(warehouse) == {"a": 2, "b": 1}
+
+
+def test_a_read_only_run_uses_the_cache_without_adding_to_it(warehouse):
+    scorer = plugin(warehouse, "counting")
+    score_pairs(warehouse, scorer, pairs_of(("q1", "p1")))
+    run = score_pairs(warehouse, scorer, pairs_of(("q1", "p1"), ("q2", "p2")), write=False)
+    assert (run.cache_hits, run.computed) == (1, 1)
+    assert len(cache_rows(warehouse)) == 1
+
+
+def test_a_policy_names_the_scorer_that_rebuilds_it():
+    assert policy_scorer({"scorer": "dense", "config": {"model": "m"}}) == ("dense", {})
+    assert policy_scorer({"scorer": "plugin", "config": {"factory": "score_plugins:constant",
+                                                         "options": {"value": 1}}}) == (
+        "score_plugins:constant", {"value": 1})
+    with pytest.raises(UsageError, match="policy scorer 'mystery' is neither built in"):
+        policy_scorer({"scorer": "mystery", "config": {}})
