@@ -38,6 +38,10 @@ Everything here works on typed records (`ScoredPair`), never on the warehouse.
   (single, band low and high) the report counts how many repeats pass. A pair
   with 0 < passes < N at any of them is unstable and goes to review: it is never
   re-asked until it passes.
+- outputs: `to_json` (the `--json` object; rates, shares and percentiles
+  rounded to 4 decimals half away from zero, cutoffs and cost exact),
+  `plot_rates` (PNG), `policy_manifest` / `write_policy` / `read_policy`, and
+  `check_policy` (a stored policy re-measured on today's pairs; see PolicyCheck).
 """
 
 from __future__ import annotations
@@ -310,11 +314,10 @@ def choose_band(rows: Sequence[CutoffRow], scores: Sequence[float], max_false_pa
     a, b = _dec(max_false_pass), _dec(max_false_fail)
     # The None row passes nothing, so its false-pass rate is 0 <= A: a high always exists.
     high = next((x for x in rows if x.exact_rates()[0] <= a), rows[-1])
-    lows = [x for x in rows if x.cutoff is not None and x.exact_rates()[1] <= b]
+    lows = [(x, x.cutoff) for x in rows if x.cutoff is not None and x.exact_rates()[1] <= b]
     if not lows:
         return high, None, None, NO_LOW
-    low = lows[-1]
-    lo = float(low.cutoff)  # type: ignore[arg-type]  # the None row was filtered out above
+    low, lo = lows[-1]
     if high.cutoff is None or lo < high.cutoff:
         s = np.asarray(scores, dtype=float)
         inside = (s >= lo) if high.cutoff is None else (s >= lo) & (s < high.cutoff)

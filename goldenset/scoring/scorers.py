@@ -398,9 +398,10 @@ class ScoreRun:
                                         s.pair.acceptable, s.pair.labelled_at) for s in self.scored]
 
     def error_pairs(self) -> list[ErrorPair]:
-        """Errors, then invalid answers (reason `invalid answer: <reason>`): the pairs calibrate counts as errors."""
-        return ([ErrorPair(e.pair.query_id, e.pair.doc_id, e.reason) for e in self.errors]
-                + [ErrorPair(i.pair.query_id, i.pair.doc_id, f"invalid answer: {i.reason}") for i in self.invalid])
+        """Errors and invalid answers (reason `invalid answer: <reason>`) by (query_id, doc_id): calibrate's errors."""
+        out = ([ErrorPair(e.pair.query_id, e.pair.doc_id, e.reason) for e in self.errors]
+               + [ErrorPair(i.pair.query_id, i.pair.doc_id, f"invalid answer: {i.reason}") for i in self.invalid])
+        return sorted(out, key=lambda e: (e.query_id, e.doc_id))
 
 
 def _first_line(exc: BaseException) -> str:

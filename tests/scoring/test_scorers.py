@@ -236,7 +236,8 @@ def test_judge_answers_invalid_answers_and_errors_are_kept_apart(warehouse, judg
     assert [e.pair.query_id for e in run.errors] == ["q02"]
     assert "HTTP 500" in run.errors[0].reason
     assert run.hallucinated_span_share == 0.5  # 1 of 2 answers; the error is not an answer
-    assert [e.reason for e in run.error_pairs()][1] == "invalid answer: hallucinated_span"
+    assert [(e.query_id, e.reason[:20]) for e in run.error_pairs()] == [
+        ("q01", "invalid answer: hall"), ("q02", "raised ScorerError: ")]
     # The answer and the invalid answer are cached; only the error is asked again.
     judge_stub.push(good(0))
     again = score_pairs(warehouse, scorer, pairs)
