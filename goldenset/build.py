@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from goldenset import history
+from goldenset import failpoints, history
 from goldenset.builds import BuildRecord, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.errors import BuildBlocked, UsageError
@@ -235,8 +235,10 @@ def build_golden_set(
             [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
              for i, s in enumerate(funnel)],
         )
+        failpoints.hit("build.before_history")
         hist = history.record_build(con, build_id) if computation != "repeat" else {
             "versions_closed": 0, "versions_opened": 0}
+        failpoints.hit("build.before_commit")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

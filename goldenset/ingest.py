@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from goldenset import failpoints
 from goldenset.bulk import parse_lines
 from goldenset.logfiles import list_files, list_partitions, read_file
 from goldenset.warehouse import transaction
@@ -201,6 +202,7 @@ def _ingest_files(con, todo: list) -> None:
                 con.unregister("_incoming")
         if replaced:
             con.execute("DELETE FROM log_files WHERE list_contains(?, source_file)", [replaced])
+        failpoints.hit("ingest.mid_transaction")
         for mark in _MARK_DIRTY:
             con.execute(mark, [every])
         con.executemany(
@@ -211,6 +213,7 @@ def _ingest_files(con, todo: list) -> None:
               c.lines_total, c.lines_read, per_file_rejects[no], now, now]
              for no, (f, c, _, _) in enumerate(todo)],
         )
+    failpoints.hit("ingest.after_batch")
     serves = _per_file(parsed.serves, len(todo))
     verdicts = _per_file(parsed.verdicts, len(todo))
     for no, (_, c, _, report) in enumerate(todo):
