@@ -1,0 +1,545 @@
+"""The labelling page (`goldenset label serve`, contract 7.6): walk the queue, append label lines.
+
+`open_session` reads everything the page needs once, at start: the labelling queue (7.4) in
+priority order with each document's title and text at the queued version, the rubric
+(refused when open or invalid), and the LABELS folder, to leave out the pairs this annotator
+already labelled. Then DuckDB is closed: the page never writes it and never holds it, so it
+keeps working while a build runs. `create_app` makes the Starlette app; each submission
+appends one label line (7.2) to `LABELS/dt=<UTC today>/page-<annotator>.jsonl` and fsyncs it.
+
+Decisions
+---------
+- **Already labelled** means a line in LABELS that the build would accept from this
+  annotator for the pair at the queued version: strict JSON, event `label`, `annotator`
+  equal to the name, kind `human` (or absent), a valid `ts` and 16-hex query_id, and no
+  rubric reason (7.2). A broken line does not hide a pair: its label would be lost.
+- **Annotator names** match `[A-Za-z0-9._-]{1,64}`: the name is part of a file name.
+- **Skipping** (`n`) is plain navigation and writes nothing; pairs passed over come back
+  the next time the page starts, or from the first page (`/`).
+- **Labelling a pair twice in one session** is refused (a double Enter must not write two
+  lines); a correction is a later line from another tool or a restart, and the latest ts wins.
+- **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
+  dimension in rubric order; for a pass-only label, the first dimension.
+- **A queued version no snapshot holds** is shown with a warning instead of text.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import duckdb
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from goldenset import logfiles
+from goldenset.errors import GoldensetError, InputError, UsageError
+from goldenset.jsonstrict import StrictJSONError, loads
+from goldenset.labelling.rubric import Rubric, load_rubric
+from goldenset.records import parse_ts
+from goldenset.warehouse import connect
+
+ANNOTATOR_PATTERN = "[A-Za-z0-9._-]{1,64}"
+_ANNOTATOR = re.compile(ANNOTATOR_PATTERN)
+_QUERY_ID = re.compile("[0-9a-f]{16}")
+MAX_NOTE_CHARS = 4000
+# A form holds a few short fields and one note; anything far larger is not from the page.
+_MAX_BODY_BYTES = 64 * 1024
+REASON_TEXT = {
+    "stale": "its label went stale: the document changed since it was labelled",
+    "successor": "it replaced a document that was judged for this query",
+    "pooled": "a ranker returned it and nobody has labelled it",
+}
+
+_QUEUE_SQL = """
+WITH latest_load AS (
+    SELECT content_sha256, max(load_id) AS load_id FROM corpus_loads GROUP BY content_sha256
+), docs AS (
+    SELECT d.doc_id, d.version, d.title, d.text,
+           row_number() OVER (PARTITION BY d.doc_id, d.version
+                              ORDER BY l.load_id DESC NULLS LAST, d.content_sha256) AS pick
+    FROM corpus_documents d LEFT JOIN latest_load l USING (content_sha256)
+)
+SELECT q.priority, q.query_id, q.doc_id, q.doc_version, q.reason, q.rankers, q.best_rank,
+       q.project, q.task, docs.title, docs.text, docs.doc_id IS NOT NULL AS found
+FROM labelling_queue q
+LEFT JOIN docs ON docs.doc_id = q.doc_id AND docs.version = q.doc_version AND docs.pick = 1
+ORDER BY q.priority, q.query_id, q.doc_id
+"""
+
+
+class SubmissionError(GoldensetError):
+    """A submission the page refuses; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One pair of the labelling queue, with the document as it reads at the queued version."""
+
+    priority: int
+    query_id: str
+    doc_id: str
+    doc_version: str
+    reason: str
+    rankers: tuple[str, ...]
+    best_rank: int | None
+    project: str | None
+    task: str | None
+    title: str | None
+    text: str | None
+    found: bool  # some snapshot holds doc_id at doc_version
+
+
+def check_annotator(name: str) -> str:
+    """Return `name` when it can name a label file; UsageError (exit 2) otherwise."""
+    if not _ANNOTATOR.fullmatch(name):
+        raise UsageError(
+            f"annotator name {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
+            "pass --annotator with such a name"
+        )
+    return name
+
+
+def load_queue(con: duckdb.DuckDBPyConnection) -> list[QueueItem]:
+    """The labelling queue in priority order, each document at its queued version."""
+    try:
+        rows = con.execute(_QUEUE_SQL).fetchall()
+    except duckdb.CatalogException as exc:
+        raise InputError(
+            f"the warehouse has no labelling queue ({str(exc).splitlines()[0]}); "
+            "run `goldenset build` and `goldenset pool` first"
+        ) from None
+    return [
+        QueueItem(int(r[0]), r[1], r[2], r[3], r[4], tuple(r[5] or ()), r[6], r[7], r[8], r[9], r[10], bool(r[11]))
+        for r in rows
+    ]
+
+
+def labelled_pairs(labels_dir: Path, annotator: str, rubric: Rubric) -> set[tuple[str, str, str]]:
+    """(query_id, doc_id, doc_version) of every label line in LABELS the build would accept from `annotator`."""
+    pairs: set[tuple[str, str, str]] = set()
+    for dt in logfiles.list_partitions(labels_dir):
+        for f in logfiles.list_files(labels_dir, dt):
+            for _, raw in logfiles.read_file(f).lines:
+                pair = _accepted_pair(raw, annotator, rubric)
+                if pair is not None:
+                    pairs.add(pair)
+    return pairs
+
+
+def _accepted_pair(raw: str | bytes, annotator: str, rubric: Rubric) -> tuple[str, str, str] | None:
+    try:
+        rec = loads(raw.encode("utf-8") if isinstance(raw, str) else raw)
+    except StrictJSONError:
+        return None
+    if not isinstance(rec, dict) or rec.get("event") != "label" or rec.get("annotator") != annotator:
+        return None
+    if rec.get("kind", "human") not in ("human", None):
+        return None
+    qid, doc_id, version = rec.get("query_id"), rec.get("doc_id"), rec.get("doc_version")
+    if not (
+        isinstance(qid, str)
+        and _QUERY_ID.fullmatch(qid)
+        and isinstance(doc_id, str)
+        and doc_id
+        and isinstance(version, str)
+        and version
+    ):
+        return None
+    try:
+        parse_ts(rec.get("ts"))
+    except ValueError:
+        return None
+    reason = rubric.label_line_reason(
+        rubric=rec.get("rubric"),
+        label=rec.get("label"),
+        decided_by=rec.get("decided_by"),
+        dimensions=rec.get("dimensions"),
+    )
+    return None if reason else (qid, doc_id, version)
+
+
+def decided_by_options(rubric: Rubric, label: str, failing: Iterable[str]) -> tuple[str, ...]:
+    """Dimensions that may decide `label` given the answers: failing clause dimensions, or any for pass-only."""
+    named = rubric.label(label).failing_dimensions
+    if not named:
+        return rubric.dimension_names
+    failed = set(failing)
+    return tuple(d for d in rubric.dimension_names if d in named and d in failed)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class LabelWriter:
+    """Appends label lines to LABELS/dt=<day>/page-<annotator>.jsonl, durably and one at a time."""
+
+    def __init__(self, labels_dir: Path, annotator: str):
+        self.labels_dir = labels_dir
+        self.annotator = check_annotator(annotator)
+        self._lock = threading.Lock()
+
+    def path_for(self, day: str) -> Path:
+        """The file a line written on UTC `day` (YYYY-MM-DD) goes to."""
+        return self.labels_dir / f"dt={day}" / f"page-{self.annotator}.jsonl"
+
+    def append(self, line: dict[str, Any], day: str) -> Path:
+        """Append one JSON line and fsync it (and the folders it created); return the file."""
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        path = self.path_for(day)
+        # The thread lock orders this process's submits; flock orders two pages of one annotator.
+        with self._lock:
+            _make_dirs(path.parent)
+            created = not path.exists()
+            with open(path, "ab") as fh:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+                try:
+                    end = fh.seek(0, os.SEEK_END)
+                    if end and _last_byte(path, end) != b"\n":
+                        # A torn earlier write: start a fresh line so only that line is lost.
+                        data = b"\n" + data
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            if created:
+                _fsync_dir(path.parent)
+        return path
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1)
+
+
+def _make_dirs(folder: Path) -> None:
+    """Create `folder` and missing parents, fsyncing each parent so the new entries survive a crash."""
+    missing: list[Path] = []
+    p = folder
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        _fsync_dir(d.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def utc_now() -> datetime:
+    """Now, in UTC."""
+    return datetime.now(UTC)
+
+
+# --------------------------------------------------------------------------- the session
+
+
+@dataclass
+class LabellingSession:
+    """What one run of the page knows: the queue left to label, the rubric, and what was saved."""
+
+    annotator: str
+    rubric: Rubric
+    items: list[QueueItem]
+    already_labelled: int  # queue rows left out: this annotator labelled them before
+    writer: LabelWriter
+    clock: Callable[[], datetime] = utc_now
+    on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    done: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> line written
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = {(it.query_id, it.doc_id): i for i, it in enumerate(self.items)}
+
+    def next_pending(self, after: int = -1) -> int | None:
+        """The first item after index `after` not yet labelled in this session."""
+        return next((i for i in range(after + 1, len(self.items)) if i not in self.done), None)
+
+    def find(self, query_id: str, doc_id: str) -> int:
+        """The index of the queued pair; SubmissionError when the loaded queue does not hold it."""
+        i = self._index.get((query_id, doc_id))
+        if i is None:
+            raise SubmissionError(
+                f"pair ({query_id!r}, {doc_id!r}) is not in the queue this page loaded; reload the page", 404
+            )
+        return i
+
+    def submit(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """Validate a form against the queue and the rubric, append its label line; (index, line)."""
+        i = self.find(form.get("query_id", ""), form.get("doc_id", ""))
+        item = self.items[i]
+        if form.get("doc_version") != item.doc_version:
+            raise SubmissionError(
+                f"{item.doc_id} is queued at version {item.doc_version!r}, the form says "
+                f"{form.get('doc_version')!r}; reload the page"
+            )
+        line = self.make_line(item, form)
+        with self._lock:
+            if i in self.done:
+                raise SubmissionError(
+                    f"{item.doc_id} for query {item.query_id} was already labelled in this session "
+                    f"({self.done[i]['label']}); its line is in {self.writer.path_for(self.done[i]['ts'][:10])}",
+                    409,
+                )
+            path = self.writer.append(line, line["ts"][:10])
+            self.done[i] = line
+        if self.on_saved is not None:
+            self.on_saved(item, line, path)
+        return i, line
+
+    def make_line(self, item: QueueItem, form: dict[str, str]) -> dict[str, Any]:
+        """The contract 7.2 line for a submitted form; SubmissionError when the rubric refuses it."""
+        rubric = self.rubric
+        answers = {d: form.get(f"dim_{d}", "") for d in rubric.dimension_names}
+        unanswered = [d for d, v in answers.items() if v not in ("pass", "fail")]
+        if unanswered:
+            raise SubmissionError(f"answer every question first: {', '.join(unanswered)} unanswered")
+        failing = [d for d, v in answers.items() if v == "fail"]
+        matched = rubric.labels_for(failing)
+        if len(matched) != 1:  # pragma: no cover - the session refuses open rubrics at start
+            raise SubmissionError(f"the rubric gives {len(matched)} labels for these answers")
+        label = form.get("label") or matched[0]
+        fails = f"with {', '.join(failing)} failing" if failing else "when every test passes"
+        if label != matched[0]:
+            raise SubmissionError(f"label {label!r} contradicts the answers: the rubric gives {matched[0]!r} {fails}")
+        decided_by = form.get("decided_by", "")
+        options = decided_by_options(rubric, label, failing)
+        if decided_by not in options:
+            raise SubmissionError(
+                f"decided_by {decided_by!r} cannot decide {label!r} {fails}; choose one of {', '.join(options)}"
+            )
+        if not _QUERY_ID.fullmatch(item.query_id) or not item.doc_id or not item.doc_version:
+            raise SubmissionError(
+                f"the queued pair ({item.query_id!r}, {item.doc_id!r}, {item.doc_version!r}) "
+                "breaks the label line rules; run `goldenset pool` again",
+                500,
+            )
+        note = form.get("note", "").strip()
+        if len(note) > MAX_NOTE_CHARS:
+            raise SubmissionError(f"the note has {len(note)} characters; keep it under {MAX_NOTE_CHARS}")
+        line: dict[str, Any] = {
+            "event": "label",
+            "query_id": item.query_id,
+            "doc_id": item.doc_id,
+            "doc_version": item.doc_version,
+            "label": label,
+            "decided_by": decided_by,
+            "annotator": self.annotator,
+            "rubric": rubric.name,
+            "ts": self.clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "dimensions": answers,
+        }
+        if note:
+            line["note"] = note
+        line["kind"] = "human"
+        # The rubric module is the one definition of a valid line; the checks above only word the refusal.
+        reason = rubric.label_line_reason(rubric=rubric.name, label=label, decided_by=decided_by, dimensions=answers)
+        if reason is not None:  # pragma: no cover - every way to reach this is refused above
+            raise SubmissionError(f"the rubric refuses this label ({reason})")
+        return line
+
+
+def open_session(
+    annotator: str,
+    *,
+    db: Path,
+    labels: Path,
+    rubric: Path,
+    wait: float = 0.0,
+    notify: Callable[[str], None] | None = None,
+) -> LabellingSession:
+    """Check the name, load the rubric, the queue and LABELS, and close DuckDB again."""
+    check_annotator(annotator)
+    rb = load_rubric(rubric).require_closed()
+    con = connect(db, read_only=True, wait=wait, notify=notify)
+    try:
+        queue = load_queue(con)
+    finally:
+        con.close()
+    seen = labelled_pairs(labels, annotator, rb)
+    items = [it for it in queue if (it.query_id, it.doc_id, it.doc_version) not in seen]
+    return LabellingSession(annotator, rb, items, len(queue) - len(items), LabelWriter(labels, annotator))
+
+
+# --------------------------------------------------------------------------- the web app
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("goldenset", "templates"),
+    autoescape=jinja2.select_autoescape(["html"]),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(name).render(**context), status_code=status)
+
+
+def _rubric_json(rubric: Rubric) -> dict[str, Any]:
+    """What the page's script needs to show the label live and offer admissible decided_by."""
+    return {
+        "dimensions": list(rubric.dimension_names),
+        "labels": [
+            {
+                "name": lab.name,
+                "grade": lab.grade,
+                "pass": list(lab.pass_),
+                "fail": list(lab.fail),
+                "any_fail": list(lab.any_fail),
+            }
+            for lab in rubric.labels
+        ],
+    }
+
+
+def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The labelling page: GET /, /pair/{i}, /done; POST /label appends one label line."""
+
+    def common(**extra: Any) -> dict[str, Any]:
+        return {
+            "s": session,
+            "rubric": session.rubric,
+            "queued": len(session.items),
+            "labelled": len(session.done),
+            **extra,
+        }
+
+    def pair_page(
+        i: int,
+        *,
+        answers: dict[str, str] | None = None,
+        error: str | None = None,
+        saved: dict[str, Any] | None = None,
+        status: int = 200,
+    ) -> HTMLResponse:
+        nxt = session.next_pending(i)
+        return _render(
+            "labelling_pair.html",
+            status,
+            **common(
+                i=i,
+                item=session.items[i],
+                reason_text=REASON_TEXT.get(session.items[i].reason, ""),
+                answers=answers or {},
+                error=error,
+                saved=saved,
+                rubric_json=_rubric_json(session.rubric),
+                next_url=f"/pair/{nxt}" if nxt is not None else "/done",
+            ),
+        )
+
+    async def index(request: Request) -> Response:
+        first = session.next_pending()
+        if first is None:
+            return _render("labelling_done.html", **common())
+        return RedirectResponse(f"/pair/{first}", status_code=303)
+
+    async def done(request: Request) -> Response:
+        return _render("labelling_done.html", **common())
+
+    async def pair(request: Request) -> Response:
+        i: int = request.path_params["i"]
+        if not 0 <= i < len(session.items):
+            return _render(
+                "labelling_error.html",
+                404,
+                **common(error=f"no pair #{i}: the queue holds {len(session.items)} pairs to label"),
+            )
+        if i in session.done:
+            nxt = session.next_pending(i)
+            return RedirectResponse(f"/pair/{nxt}" if nxt is not None else "/done", status_code=303)
+        saved_i = request.query_params.get("saved", "")
+        saved = session.done.get(int(saved_i)) if saved_i.isdigit() else None
+        return pair_page(i, saved=saved)
+
+    async def label(request: Request) -> Response:
+        try:
+            form = await _read_form(request)
+            _check_same_origin(request, form, session.token)
+        except SubmissionError as exc:
+            return _render("labelling_error.html", exc.status, **common(error=str(exc)))
+        try:
+            i, _ = await run_in_threadpool(session.submit, form)
+        except SubmissionError as exc:
+            if exc.status == 400:
+                # The pair is known: show it again with the answers given and the reason.
+                return pair_page(
+                    session.find(form["query_id"], form["doc_id"]), answers=form, error=str(exc), status=400
+                )
+            return _render("labelling_error.html", exc.status, **common(error=str(exc)))
+        nxt = session.next_pending(i)
+        return RedirectResponse(f"/pair/{nxt}?saved={i}" if nxt is not None else "/done", status_code=303)
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/done", done, methods=["GET"]),
+        Route("/pair/{i:int}", pair, methods=["GET"]),
+        Route("/label", label, methods=["POST"]),
+    ]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+    return Starlette(routes=routes, middleware=middleware)
+
+
+async def _read_form(request: Request) -> dict[str, str]:
+    """An urlencoded form, one value a field; the page needs no multipart and ships no parser for it."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise SubmissionError(f"expected a form (application/x-www-form-urlencoded), got {ctype or 'no type'!r}", 415)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_BODY_BYTES:
+            raise SubmissionError(f"the form is larger than {_MAX_BODY_BYTES} bytes", 413)
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise SubmissionError("the form is not UTF-8") from None
+    repeated = sorted(k for k, v in fields.items() if len(v) > 1)
+    if repeated:
+        raise SubmissionError(f"field {repeated[0]!r} is given more than once")
+    return {k: v[0] for k, v in fields.items()}
+
+
+def _check_same_origin(request: Request, form: dict[str, str], token: str) -> None:
+    """Refuse a POST another site made: the browser's Origin must be this host and the form must carry the token."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    if origin is not None and origin != f"{request.url.scheme}://{host}":
+        raise SubmissionError(f"refused a form posted from {origin!r}: only this page may submit labels", 403)
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        raise SubmissionError("refused a form posted from another site: only this page may submit labels", 403)
+    if not secrets.compare_digest(form.get("token", ""), token):
+        raise SubmissionError("the form's token is missing or from an earlier run of the page; reload the page", 403)
