@@ -1,0 +1,145 @@
+"""`goldenset label serve`: the labelling page (contract 7.6), which writes label lines only.
+
+The page loads the queue, the rubric and LABELS once, closes DuckDB, prints its URL and
+serves until interrupted. Library errors (an open rubric, a busy or missing warehouse, a bad
+annotator name) propagate as GoldensetError subclasses for goldenset/cli.py to turn into
+"Error: ..." and the exit code.
+"""
+
+from __future__ import annotations
+
+import getpass
+import ipaddress
+import socket
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from goldenset import settings
+from goldenset.errors import UsageError
+from goldenset.labelling.page import QueueItem, create_app, open_session
+
+DEFAULT_PORT = 8765
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+
+app = typer.Typer(
+    name="label",
+    help="Label queued pairs in a local web page; it appends label lines to LABELS and never writes DuckDB.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Label queued pairs."""
+    # A callback keeps `label` a command group, so `serve` is a subcommand even while it is the only one.
+
+
+def _default_annotator() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        raise UsageError("cannot tell who you are from the environment; pass --annotator NAME") from None
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before the URL is printed, so --port 0 prints the port it got."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host!r} cannot be resolved ({exc.strerror}); use 127.0.0.1") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pass another --port (0 picks a free one)"
+        ) from None
+    sock.listen(64)
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("serve")
+def serve(
+    annotator: Annotated[
+        str | None,
+        typer.Option("--annotator", help="Your name on every label line ([A-Za-z0-9._-]; else your login name)."),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks a free one).")] = DEFAULT_PORT,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; the page has no login, so keep it on loopback.")
+    ] = "127.0.0.1",
+    db: Annotated[
+        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
+    ] = None,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
+    ] = None,
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
+    ] = None,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+        ),
+    ] = None,
+) -> None:
+    """Walk the labelling queue in a local web page; each submission appends one label line to LABELS."""
+    import uvicorn
+
+    name = annotator if annotator is not None else _default_annotator()
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port must be 0 to 65535, got {port}")
+    labels_dir = settings.resolve("labels", labels)
+    session = open_session(
+        name,
+        db=settings.resolve("db", db),
+        labels=labels_dir,
+        rubric=settings.resolve("rubric", rubric),
+        wait=settings.lock_timeout(wait),
+        notify=lambda msg: typer.echo(msg, err=True),
+    )
+
+    def saved(item: QueueItem, line: dict[str, Any], path: Path) -> None:
+        typer.echo(
+            f"labelled {item.query_id} {item.doc_id}@{item.doc_version}: {line['label']} "
+            f"(decided by {line['decided_by']}) [{len(session.done)}/{len(session.items)}] -> {path}"
+        )
+
+    session.on_saved = saved
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    # A Host header check closes the page to DNS rebinding while it listens on loopback only.
+    allowed = list(_LOOPBACK_NAMES) if host in _LOOPBACK_NAMES else None
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"labelling page for {name}: http://{shown}:{bound}/")
+    typer.echo(
+        f"{len(session.items)} pairs queued, {session.already_labelled} skipped as already labelled by {name}; "
+        f"label lines go to {labels_dir}/dt=<UTC day>/page-{name}.jsonl"
+    )
+    if not _is_loopback(host):
+        typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
+    typer.echo("Ctrl+C stops the page.")
+    server = uvicorn.Server(uvicorn.Config(create_app(session, allowed_hosts=allowed), log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    typer.echo(f"stopped: {len(session.done)} pairs labelled this session")
