@@ -1,0 +1,636 @@
+"""The labelling page (`goldenset label serve`): loading, every route, the label line it writes, refusals."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from goldenset.cli import main
+from goldenset.commands.label import app as label_app
+from goldenset.errors import DatabaseBusy, UsageError
+from goldenset.labelling.page import LabelWriter, check_annotator, create_app, open_session
+from goldenset.labelling.rubric import RubricError
+from goldenset.warehouse import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+RUBRIC = ROOT / "tests" / "data" / "conformance" / "rubric.yaml"
+OPEN_RUBRIC = ROOT / "goldenset" / "data" / "open-rubric.yaml"
+DIMS = ("answerability", "authority", "recency", "coverage", "entity")
+Q1, Q2, Q3 = "0123456789abcdef", "fedcba9876543210", "00000000000000aa"
+NOW = datetime(2026, 12, 1, 10, 0, 5, tzinfo=UTC)
+BASE = "http://127.0.0.1"
+
+# (priority, query_id, doc_id, doc_version, reason, project, task)
+QUEUE = [
+    (1, Q1, "policies/refunds.md", "2023-03-14", "stale", "billing", "how long do refunds take"),
+    (2, Q1, "policies/refunds-v2.md", "v1", "successor", "billing", "how long do refunds take"),
+    (3, Q2, "legal/terms.md", "v3", "pooled", "search", "can I cancel my plan"),
+    (4, Q2, "policies/shipping.md", "v1", "pooled", "search", "can I cancel my plan"),
+    (5, Q3, "policies/plans.md", "v2", "pooled", "billing", "which plan has SSO"),
+]
+# (snapshot content, doc_id, version, title, text); snapshot "new" was loaded after "old"
+DOCS = [
+    ("old", "policies/refunds.md", "2023-03-14", "Refunds (old load)", "Refunds take 30 days."),
+    ("new", "policies/refunds.md", "2023-03-14", "Refunds", "Refunds take 14 days."),
+    ("new", "policies/refunds.md", "2022-01-01", "Refunds 2022", "Refunds took 60 days."),
+    ("new", "policies/refunds-v2.md", "v1", "Refunds, revised", "Refunds take 10 <b>business</b> days."),
+    ("new", "legal/terms.md", "v3", "Terms", "You may cancel at any time."),
+    ("new", "policies/shipping.md", "v1", "Shipping", "We ship worldwide."),
+    ("new", "policies/plans.md", "v2", "Plans", "SSO is on the Enterprise plan."),
+]
+
+
+def make_warehouse(path: Path, queue=QUEUE, docs=DOCS) -> Path:
+    """A warehouse with the schema, two corpus loads, their documents and a labelling queue."""
+    con = connect(path)
+    try:
+        for load_id, sha in ((1, "old"), (2, "new")):
+            con.execute(
+                "INSERT INTO corpus_loads (load_id, loaded_at, fingerprint, content_sha256, source) "
+                "VALUES (?, TIMESTAMP '2026-11-01 00:00:00' + to_days(?), ?, ?, 'corpus.jsonl')",
+                [load_id, load_id, f"fp-{sha}", sha],
+            )
+        for sha, doc_id, version, title, text in docs:
+            con.execute(
+                "INSERT INTO corpus_documents (content_sha256, doc_id, version, status, title, text) "
+                "VALUES (?, ?, ?, 'active', ?, ?)",
+                [sha, doc_id, version, title, text],
+            )
+        for priority, qid, doc_id, version, reason, project, task in queue:
+            con.execute(
+                "INSERT INTO labelling_queue (pool_id, query_id, doc_id, doc_version, reason, rankers, "
+                "best_rank, priority, pooled_at, project, task) VALUES "
+                "(1, ?, ?, ?, ?, ['lexical', 'dense'], ?, ?, TIMESTAMP '2026-11-30 00:00:00', ?, ?)",
+                [qid, doc_id, version, reason, priority, priority, project, task],
+            )
+    finally:
+        con.close()
+    return path
+
+
+def label_line(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
+    fails = {"relevant": [], "partial": ["coverage"], "irrelevant": ["answerability"]}[label]
+    return {
+        "event": "label",
+        "query_id": qid,
+        "doc_id": doc_id,
+        "doc_version": version,
+        "label": label,
+        "decided_by": decided_by,
+        "annotator": annotator,
+        "rubric": "support-policies",
+        "ts": "2026-11-20T09:00:00Z",
+        "dimensions": {d: "fail" if d in fails else "pass" for d in DIMS},
+        **extra,
+    }
+
+
+def write_labels(root: Path, dt: str, name: str, lines) -> Path:
+    folder = root / f"dt={dt}"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+    path = folder / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    return path
+
+
+@dataclass
+class World:
+    db: Path
+    labels: Path
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    """A warehouse with five queued pairs and an empty LABELS folder."""
+    return World(make_warehouse(tmp_path / "g.duckdb"), tmp_path / "labels")
+
+
+def start(world: World, annotator: str = "ana", **kw):
+    session = open_session(annotator, db=world.db, labels=world.labels, rubric=RUBRIC, **kw)
+    session.clock = lambda: NOW
+    return session
+
+
+@pytest.fixture
+def client(world):
+    """A TestClient on the page of annotator ana, its session as `client.session`."""
+    session = start(world)
+    with TestClient(create_app(session, allowed_hosts=["127.0.0.1"]), base_url=BASE) as c:
+        c.session = session  # type: ignore[attr-defined]
+        yield c
+
+
+def form(session, i: int, answers: str, decided_by: str = "answerability", **extra) -> dict:
+    """The form the page posts for item i; answers like 'pppfp' in rubric order."""
+    item = session.items[i]
+    data = {
+        "token": session.token,
+        "query_id": item.query_id,
+        "doc_id": item.doc_id,
+        "doc_version": item.doc_version,
+        "decided_by": decided_by,
+        "note": "",
+    }
+    data.update({f"dim_{d}": {"p": "pass", "f": "fail"}[a] for d, a in zip(DIMS, answers, strict=True)})
+    data.update(extra)
+    return data
+
+
+def written(world: World, dt: str = "2026-12-01", name: str = "ana") -> list[dict]:
+    path = world.labels / f"dt={dt}" / f"page-{name}.jsonl"
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_queue_loads_in_priority_order_with_the_text_of_the_latest_loaded_snapshot(world):
+    session = start(world)
+    assert [(it.priority, it.doc_id, it.reason, it.project) for it in session.items] == [
+        (p, d, r, proj) for p, _, d, _, r, proj, _ in QUEUE
+    ]
+    first = session.items[0]
+    assert (first.title, first.text, first.task) == ("Refunds", "Refunds take 14 days.", "how long do refunds take")
+    assert first.rankers == ("lexical", "dense") and first.best_rank == 1
+    assert session.already_labelled == 0
+
+
+def test_queue_order_follows_priority_not_insertion(tmp_path):
+    shuffled = [QUEUE[3], QUEUE[0], QUEUE[4], QUEUE[2], QUEUE[1]]
+    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=shuffled), tmp_path / "labels"))
+    assert [it.priority for it in session.items] == [1, 2, 3, 4, 5]
+
+
+def test_pairs_this_annotator_already_labelled_are_skipped(world):
+    write_labels(world.labels, "2026-11-20", "tool.jsonl.gz", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
+    write_labels(
+        world.labels,
+        "2026-11-21",
+        "other.jsonl",
+        [
+            label_line(Q1, "policies/refunds-v2.md", "v0"),  # an older version: the queued one still needs a label
+            label_line(Q2, "legal/terms.md", "v3", annotator="ben"),  # someone else's label
+            label_line(
+                Q2,
+                "policies/shipping.md",
+                "v1",
+                label="relevant",
+                decided_by="coverage",
+                dimensions={d: "fail" if d == "coverage" else "pass" for d in DIMS},
+            ),  # the build rejects it
+            label_line(Q3, "policies/plans.md", "v2", kind="judge"),  # a judge's line is not the annotator's
+            "not json",
+        ],
+    )
+    write_labels(
+        world.labels,
+        "2026-11-22",
+        "page-ana.jsonl",
+        [label_line(Q2, "legal/terms.md", "v3", label="partial", decided_by="coverage")],
+    )
+    session = start(world)
+    assert [it.doc_id for it in session.items] == [
+        "policies/refunds-v2.md",
+        "policies/shipping.md",
+        "policies/plans.md",
+    ]
+    assert session.already_labelled == 2
+    assert [it.doc_id for it in start(world, "ben").items] == [d for _, _, d, *_ in QUEUE if d != "legal/terms.md"]
+
+
+def test_labels_elsewhere_than_dt_partitions_are_not_read(world):
+    write_labels(world.labels, "2026-11-20", "notes.txt", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
+    (world.labels / "page-ana.jsonl").write_text(json.dumps(label_line(Q1, "policies/refunds.md", "2023-03-14")))
+    assert start(world).already_labelled == 0
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "../ana", "ana b", "ána", "a" * 65, "ana\n"])
+def test_annotator_names_that_are_not_plain_file_name_parts_are_refused(world, name):
+    with pytest.raises(UsageError, match=re.escape(repr(name))) as exc:
+        start(world, name)
+    assert exc.value.exit_code == 2
+
+
+def test_annotator_names_of_letters_digits_dots_dashes_and_underscores_are_accepted():
+    assert check_annotator("Ana.M_2-x") == "Ana.M_2-x"
+
+
+def test_open_rubric_is_refused_naming_the_file(world):
+    with pytest.raises(RubricError, match=re.escape(str(OPEN_RUBRIC))) as exc:
+        open_session("ana", db=world.db, labels=world.labels, rubric=OPEN_RUBRIC)
+    assert exc.value.exit_code == 1
+
+
+def test_page_waits_for_a_writer_at_start_and_says_so(world):
+    holder = _hold_for_writing(world.db)
+    try:
+        with pytest.raises(DatabaseBusy, match=r"database busy: held by PID \d+"):
+            start(world)
+        told = threading.Event()
+        result: dict = {}
+
+        def load() -> None:
+            result["session"] = start(world, wait=600, notify=lambda msg: (result.setdefault("msg", msg), told.set()))
+
+        loader = threading.Thread(target=load)
+        loader.start()
+        assert told.wait(120), "the page never said it was waiting"
+    finally:
+        _release(holder)
+    loader.join()
+    assert re.fullmatch(rf"waiting for PID {holder.pid} to finish writing .*g\.duckdb \(up to 600 s\)", result["msg"])
+    assert len(result["session"].items) == 5
+
+
+# --------------------------------------------------------------------------- routes
+
+
+def test_index_redirects_to_the_first_unlabelled_pair(client):
+    r = client.get("/", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, "/pair/0")
+
+
+def test_pair_page_shows_the_pair_the_rubric_and_the_keys(client):
+    r = client.get("/pair/1")
+    assert r.status_code == 200
+    page = r.text
+    for shown in (
+        "how long do refunds take",
+        "billing",
+        "policies/refunds-v2.md",
+        "Refunds, revised",
+        "successor",
+        "support-policies",
+        "as of 2026-08-01",
+        '<strong id="labelled-count">0</strong> labelled this session',
+        '<strong id="queued-count">5</strong>',
+        "skipped as already labelled",
+    ):
+        assert shown in page
+    # Document text is escaped, never markup.
+    assert "Refunds take 10 &lt;b&gt;business&lt;/b&gt; days." in page
+    for dim in client.session.rubric.dimensions:
+        assert dim.test in page
+        assert f'name="dim_{dim.name}" value="pass"' in page and f'name="dim_{dim.name}" value="fail"' in page
+    for key in ("<kbd>p</kbd>", "<kbd>f</kbd>", "<kbd>n</kbd>", "<kbd>Enter</kbd>"):
+        assert key in page
+    assert 'href="/pair/2" id="next"' in page
+    assert f'name="token" value="{client.session.token}"' in page
+    assert 'version <code id="doc-version">v1</code>' in page
+
+
+def test_pair_beyond_the_queue_is_404(client):
+    assert client.get("/pair/5").status_code == 404
+
+
+def test_last_pair_links_next_to_the_end_page(client):
+    assert 'href="/done" id="next"' in client.get("/pair/4").text
+
+
+def test_end_page_counts_pairs_passed_over(client):
+    r = client.get("/done")
+    assert r.status_code == 200
+    assert "0 of 5 queued pairs labelled this session" in r.text and "5 passed over" in r.text
+
+
+def test_label_only_accepts_post(client):
+    assert client.get("/label").status_code == 405
+
+
+def test_a_host_header_other_than_loopback_is_refused(client):
+    assert client.get("/", headers={"host": "attacker.example"}).status_code == 400
+
+
+def test_queued_version_no_snapshot_holds_is_shown_with_a_warning(tmp_path):
+    queue = [(1, Q1, "policies/gone.md", "v7", "pooled", "billing", "t")]
+    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=queue), tmp_path / "labels"))
+    with TestClient(create_app(session), base_url=BASE) as c:
+        assert "No corpus snapshot holds policies/gone.md at version v7" in c.get("/pair/0").text
+
+
+def test_empty_queue_shows_the_end_page(tmp_path):
+    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=[]), tmp_path / "labels"))
+    with TestClient(create_app(session), base_url=BASE) as c:
+        r = c.get("/")
+        assert r.status_code == 200 and "Every queued pair is labelled: 0 this session" in r.text
+
+
+# --------------------------------------------------------------------------- submitting
+
+
+def test_submission_appends_exactly_the_contract_line_and_fsyncs_it(client, world):
+    r = client.post(
+        "/label", data=form(client.session, 1, "pppfp", "coverage", note="  states 14 days "), follow_redirects=False
+    )
+    assert (r.status_code, r.headers["location"]) == (303, "/pair/2?saved=1")
+    path = world.labels / "dt=2026-12-01" / "page-ana.jsonl"
+    assert path.read_bytes() == (
+        b'{"event":"label","query_id":"0123456789abcdef","doc_id":"policies/refunds-v2.md","doc_version":"v1",'
+        b'"label":"partial","decided_by":"coverage","annotator":"ana","rubric":"support-policies",'
+        b'"ts":"2026-12-01T10:00:05Z","dimensions":{"answerability":"pass","authority":"pass","recency":"pass",'
+        b'"coverage":"fail","entity":"pass"},"note":"states 14 days","kind":"human"}\n'
+    )
+    (line,) = written(world)
+    assert (
+        client.session.rubric.label_line_reason(
+            rubric=line["rubric"], label=line["label"], decided_by=line["decided_by"], dimensions=line["dimensions"]
+        )
+        is None
+    )
+    page = client.get("/pair/2?saved=1").text
+    assert "Saved policies/refunds-v2.md as <strong>partial</strong>" in page
+    assert '<strong id="labelled-count">1</strong> labelled this session' in page
+
+
+def test_a_line_without_note_has_no_note_field_and_the_label_follows_from_the_answers(client, world):
+    client.post("/label", data=form(client.session, 0, "ppppp", "entity"))
+    client.post("/label", data=form(client.session, 2, "pfpff", "entity"))
+    assert [(x["label"], x["decided_by"], "note" in x) for x in written(world)] == [
+        ("relevant", "entity", False),
+        ("irrelevant", "entity", False),
+    ]
+
+
+def test_labelled_pairs_leave_the_walk_and_the_last_one_ends_it(client, world):
+    for i in range(5):
+        r = client.post("/label", data=form(client.session, i, "ppppp"), follow_redirects=False)
+    assert r.headers["location"] == "/done"
+    assert client.get("/pair/3", follow_redirects=False).headers["location"] == "/done"
+    assert "Every queued pair is labelled: 5 this session" in client.get("/").text
+    assert [x["doc_id"] for x in written(world)] == [d for _, _, d, *_ in QUEUE]
+    # A restart finds them labelled.
+    assert start(world).items == [] and start(world).already_labelled == 5
+
+
+def test_skipping_writes_nothing(client, world):
+    r = client.get("/pair/0")
+    assert 'href="/pair/1" id="next"' in r.text
+    client.get("/pair/1")
+    assert not world.labels.exists()
+
+
+@pytest.mark.parametrize(
+    ("answers", "decided_by", "extra", "message"),
+    [
+        (
+            "pppfp",
+            "coverage",
+            {"label": "relevant"},
+            "label 'relevant' contradicts the answers: the rubric gives 'partial' with coverage failing",
+        ),
+        (
+            "pppfp",
+            "authority",
+            {},
+            "decided_by 'authority' cannot decide 'partial' with coverage failing; choose one of coverage",
+        ),
+        (
+            "fpfpp",
+            "authority",
+            {},
+            "decided_by 'authority' cannot decide 'irrelevant' with answerability, recency failing; "
+            "choose one of answerability, recency",
+        ),
+        (
+            "ppppp",
+            "nonsense",
+            {},
+            "decided_by 'nonsense' cannot decide 'relevant' when every test passes; choose one of "
+            "answerability, authority, recency, coverage, entity",
+        ),
+        ("ppppp", "entity", {"dim_coverage": ""}, "answer every question first: coverage unanswered"),
+        ("ppppp", "entity", {"dim_coverage": "maybe"}, "answer every question first: coverage unanswered"),
+        (
+            "ppppp",
+            "entity",
+            {"doc_version": "v0"},
+            "policies/refunds-v2.md is queued at version 'v1', the form says 'v0'",
+        ),
+    ],
+)
+def test_a_submission_the_rubric_refuses_is_shown_again_with_the_reason_and_writes_nothing(
+    client, world, answers, decided_by, extra, message
+):
+    r = client.post("/label", data=form(client.session, 1, answers, decided_by, **extra))
+    assert r.status_code == 400
+    assert message.replace("'", "&#39;") in r.text
+    assert 'id="pair" data-item="1"' in r.text
+    assert not world.labels.exists() and client.session.done == {}
+
+
+def test_a_pair_not_in_the_loaded_queue_is_refused(client, world):
+    data = form(client.session, 0, "ppppp", doc_id="../../../etc/passwd")
+    r = client.post("/label", data=data)
+    assert r.status_code == 404 and "is not in the queue this page loaded" in r.text
+    assert not world.labels.exists()
+
+
+def test_a_pair_labelled_twice_in_one_session_is_refused(client, world):
+    assert client.post("/label", data=form(client.session, 0, "ppppp"), follow_redirects=False).status_code == 303
+    r = client.post("/label", data=form(client.session, 0, "ppppp"))
+    assert r.status_code == 409 and "already labelled in this session" in r.text
+    assert len(written(world)) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "data_change", "message"),
+    [
+        ({}, {"token": ""}, "token is missing"),
+        ({}, {"token": "x" * 43}, "token is missing"),
+        ({"origin": "http://attacker.example"}, {}, "refused a form posted from &#39;http://attacker.example&#39;"),
+        ({"sec-fetch-site": "cross-site"}, {}, "refused a form posted from another site"),
+    ],
+)
+def test_a_form_from_another_site_is_refused(client, world, headers, data_change, message):
+    data = form(client.session, 0, "ppppp") | data_change
+    r = client.post("/label", data=data, headers=headers)
+    assert r.status_code == 403 and message in r.text
+    assert not world.labels.exists()
+
+
+def test_a_form_from_the_page_itself_is_accepted(client, world):
+    headers = {"origin": BASE, "sec-fetch-site": "same-origin"}
+    assert client.post("/label", data=form(client.session, 0, "ppppp"), headers=headers).status_code == 200
+    assert len(written(world)) == 1
+
+
+def test_a_form_field_given_twice_or_a_non_form_body_is_refused(client, world):
+    body = "&".join(f"{k}={v}" for k, v in form(client.session, 0, "ppppp").items()) + "&decided_by=entity"
+    r = client.post("/label", content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 400 and "field &#39;decided_by&#39; is given more than once" in r.text
+    r = client.post("/label", json=form(client.session, 0, "ppppp"))
+    assert r.status_code == 415
+    assert not world.labels.exists()
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    writer = LabelWriter(tmp_path / "labels", "ana")
+    lines = [label_line(Q1, f"doc-{t}-{n}", "v1", note="x" * 5000) for t in range(8) for n in range(25)]
+
+    def append(chunk: list[dict]) -> None:
+        for line in chunk:
+            writer.append(line, "2026-12-01")
+
+    threads = [threading.Thread(target=append, args=(lines[t * 25 : (t + 1) * 25],)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [json.loads(x) for x in writer.path_for("2026-12-01").read_text(encoding="utf-8").splitlines()]
+    assert sorted(x["doc_id"] for x in got) == sorted(x["doc_id"] for x in lines)
+
+
+def test_a_torn_last_line_is_closed_before_the_next_line(tmp_path):
+    writer = LabelWriter(tmp_path / "labels", "ana")
+    path = writer.path_for("2026-12-01")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"event":"label","query_')
+    writer.append({"event": "label"}, "2026-12-01")
+    assert path.read_text().split("\n") == ['{"event":"label","query_', '{"event":"label"}', ""]
+
+
+def test_the_page_keeps_working_while_another_process_holds_the_warehouse(client, world):
+    holder = _hold_for_writing(world.db)
+    try:
+        with pytest.raises(DatabaseBusy):
+            connect(world.db, read_only=True)  # the holder really holds it
+        assert client.get("/pair/0").status_code == 200
+        assert client.post("/label", data=form(client.session, 0, "ppppp"), follow_redirects=False).status_code == 303
+        assert (
+            client.post("/label", data=form(client.session, 1, "ppppf", "entity"), follow_redirects=False).status_code
+            == 303
+        )
+    finally:
+        _release(holder)
+    assert [x["label"] for x in written(world)] == ["relevant", "irrelevant"]
+
+
+def _hold_for_writing(db: Path) -> subprocess.Popen:
+    """Another process that opens the DuckDB file for writing and keeps it until told to stop."""
+    code = (
+        "import sys, duckdb\ncon = duckdb.connect(sys.argv[1])\ncon.execute('CREATE TABLE IF NOT EXISTS t (x INT)')\n"
+        "print('holding', flush=True)\nsys.stdin.readline()\ncon.close()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+    return proc
+
+
+def _release(proc: subprocess.Popen) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write("\n")
+    proc.stdin.close()
+    assert proc.wait(120) == 0
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_serve_refuses_a_bad_annotator_name_with_exit_2(world, capsys):
+    code = main(
+        ["serve", "--annotator", "../x", "--db", str(world.db), "--labels", str(world.labels), "--rubric", str(RUBRIC)],
+        application=label_app,
+    )
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "Error: annotator name '../x' must match [A-Za-z0-9._-]{1,64} (letters, digits, '.', '_', '-'); "
+        "pass --annotator with such a name\n"
+    )
+
+
+def test_serve_refuses_an_open_rubric_with_exit_1_naming_the_file(world, capsys):
+    code = main(
+        ["serve", "--annotator", "ana", "--db", str(world.db), "--rubric", str(OPEN_RUBRIC)], application=label_app
+    )
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"Error: {OPEN_RUBRIC}: rubric 'onboarding-docs' is open: 2 assignments match no label and 1 match several; "
+        f"run `goldenset rubric check {OPEN_RUBRIC}` to list them\n"
+    )
+
+
+def test_serve_help_names_every_option():
+    result = CliRunner().invoke(label_app, ["serve", "--help"])
+    assert result.exit_code == 0
+    for option in ("--annotator", "--port", "--host", "--db", "--labels", "--rubric", "--wait"):
+        assert option in result.output
+
+
+def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
+    write_labels(world.labels, "2026-11-20", "x.jsonl", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
+    code = (
+        "import sys\nfrom goldenset.cli import main\nfrom goldenset.commands.label import app\n"
+        "sys.exit(main(sys.argv[1:], application=app))\n"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "serve",
+            "--annotator",
+            "ana",
+            "--port",
+            "0",
+            "--db",
+            str(world.db),
+            "--labels",
+            str(world.labels),
+            "--rubric",
+            str(RUBRIC),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        m = re.fullmatch(r"labelling page for ana: (http://127\.0\.0\.1:(\d+)/)\n", first)
+        assert m, first + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        assert proc.stdout.readline() == (
+            f"4 pairs queued, 1 skipped as already labelled by ana; label lines go to {world.labels}"
+            "/dt=<UTC day>/page-ana.jsonl\n"
+        )
+        assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
+        page = httpx.get(m.group(1) + "pair/0", timeout=60)
+        assert page.status_code == 200 and "policies/refunds-v2.md" in page.text
+        token = re.search(r'name="token" value="([^"]+)"', page.text)
+        assert token
+        data = {
+            "token": token.group(1),
+            "query_id": Q1,
+            "doc_id": "policies/refunds-v2.md",
+            "doc_version": "v1",
+            "decided_by": "authority",
+        } | {f"dim_{d}": "pass" for d in DIMS}
+        r = httpx.post(m.group(1) + "label", data=data, timeout=60)
+        assert r.status_code == 303
+        assert proc.stdout.readline().startswith(
+            f"labelled {Q1} policies/refunds-v2.md@v1: relevant (decided by authority) [1/4] -> "
+        )
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    lines = [
+        json.loads(x) for p in sorted(world.labels.glob("dt=*/page-ana.jsonl")) for x in p.read_text().splitlines()
+    ]
+    assert [(x["doc_id"], x["label"], x["kind"]) for x in lines] == [("policies/refunds-v2.md", "relevant", "human")]
