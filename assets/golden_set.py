@@ -11,12 +11,14 @@ from goldenset.build import TRIGGERS, BuildResult, FunnelStep, build_golden_set
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
 from goldenset.errors import BuildBlocked, GoldensetError
 from goldenset.export import export_build
+from goldenset.labelling.merge import JudgeGate
 from goldenset.neardup import plan_merges, query_map
 from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
 from goldenset_dagster.assets import fail_or_retry, percent, short_fingerprint
 from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
-from goldenset_dagster.resources import WarehouseResource
+from goldenset_dagster.resources import LabelSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
 _DEFAULTS = BuildChecks()
@@ -34,6 +36,12 @@ class GoldenSetConfig(dg.Config):
                                                              "query by embedding similarity.")
     near_duplicate_threshold: float = Field(default=0.92, description="Cosine similarity at or above which "
                                                                       "two tasks are one query.")
+    judge_min_pairs: int = Field(default_factory=lambda: JudgeGate.from_environment().min_pairs,
+                                 description="A judge's labels count only with at least this many pairs shared "
+                                             "with the human label (GOLDENSET_JUDGE_MIN_PAIRS, default 50).")
+    judge_min_kappa: float = Field(default_factory=lambda: JudgeGate.from_environment().min_kappa,
+                                   description="... and a Cohen's kappa against it of at least this "
+                                               "(GOLDENSET_JUDGE_MIN_KAPPA, default 0.6).")
 
 
 def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
@@ -47,7 +55,7 @@ def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
 
 
 @dg.asset(
-    deps=[serve_log, corpus_snapshot],
+    deps=[serve_log, human_labels, corpus_snapshot],
     pool="duckdb",
     group_name="golden_set",
     kinds={"duckdb"},
@@ -59,8 +67,9 @@ def golden_set(
     config: GoldenSetConfig,
     warehouse: WarehouseResource,
     embedder: EmbedderResource,
+    labels: LabelSource,
 ):
-    """Judgments through the four filters into labels, with history; one transaction.
+    """Judgments through the four filters into labels, merged with human labels, with history; one transaction.
 
     A failing blocking check (rejected share, funnel, labels without a document)
     keeps the build unpublished: the previous build stays current, and the check
@@ -85,6 +94,8 @@ def golden_set(
                 con, trigger=config.trigger,
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
+                judge_gate=JudgeGate(config.judge_min_pairs, config.judge_min_kappa),
+                rubric_sha256=labels.rubric().content_sha256 if labels.exists() else None,
             )
             drift = None
             if result.build_id > 1:

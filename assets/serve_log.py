@@ -7,7 +7,7 @@ import dagster as dg
 from goldenset.ingest import ingest_all
 from goldenset.status import partition_stats, rejected_sample
 from goldenset_dagster.assets import fail_or_retry
-from goldenset_dagster.partitions import log_days
+from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LogSource, WarehouseResource
 
 # A single-run backfill policy is what makes one run cover every log day; Dagster
@@ -16,7 +16,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_p
 
 
 @dg.asset(
-    partitions_def=log_days,
+    partitions_def=days,
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
     group_name="ingest",
@@ -50,14 +50,14 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
             "verdicts": st.verdicts,
             "rejected": st.rejected,
             "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-            "rejected_sample": dg.MetadataValue.md(_sample_md(samples.get(dt, []))),
+            "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
             "files_ingested_this_run": rep.files_ingested if rep else 0,
             "files_unchanged_this_run": rep.files_unchanged if rep else 0,
         }, partition_key=dt)
     return dg.MaterializeResult()
 
 
-def _sample_md(rows) -> str:
+def sample_md(rows) -> str:
     if not rows:
         return "No rejected lines."
     out = ["| file | line | reason | raw |", "| --- | --- | --- | --- |"]

@@ -17,6 +17,8 @@ from goldenset.builds import BuildRecord, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.ingest import utcnow
+from goldenset.labelling.ingest import labels_signature
+from goldenset.labelling.merge import JudgeGate, merge_labels
 from goldenset.schema import WINNING_VERDICT
 from goldenset.snapshots import require_current
 
@@ -165,9 +167,10 @@ SELECT
 """
 _LABEL_COUNTS = """
 SELECT count(DISTINCT query_id), count(DISTINCT project),
-       count(*) FILTER (WHERE verdict = 'helped'), count(*) FILTER (WHERE verdict = 'noise'),
-       count(*) FILTER (WHERE verdict = 'wrong'), count(*) FILTER (WHERE stale_reason IS NOT NULL)
-FROM build_labels WHERE build_id = ?
+       count(*) FILTER (WHERE source = 'log' AND verdict = 'helped'),
+       count(*) FILTER (WHERE source = 'log' AND verdict = 'noise'),
+       count(*) FILTER (WHERE source = 'log' AND verdict = 'wrong'), count(*) FILTER (WHERE stale_reason IS NOT NULL)
+FROM build_labels WHERE build_id = ? AND NOT coalesce(overridden, false)
 """
 
 
@@ -177,6 +180,8 @@ def build_golden_set(
     trigger: str = "manual",
     checks: BuildChecks | None = None,
     query_map: list[tuple[str, str, str]] | None = None,
+    judge_gate: JudgeGate | None = None,
+    rubric_sha256: str | None = None,
     now: datetime | None = None,
 ) -> BuildResult:
     """Rebuild the golden set from everything ingested and the current snapshot.
@@ -194,7 +199,9 @@ def build_golden_set(
         "SELECT count(*) FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'", [content_sha]
     ).fetchall()[0][0]
 
-    signature = input_signature(con, content_sha, query_map or [])
+    gate = judge_gate or JudgeGate()
+    label_sig = labels_signature(con)
+    signature = input_signature(con, content_sha, query_map or [], label_sig, gate)
     previous = latest_build_or_none(con)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -207,17 +214,22 @@ def build_golden_set(
         else:
             # Only new log lines since the last build, the same snapshot and no merging: the
             # queries those lines touched are all that can change.
+            # (The label files must be those of that build too: the agent labels agreement
+            # compares are carried over with the queries.)
             incremental = (previous is not None and previous.corpus_content_sha256 == content_sha
-                           and not query_map and not previous.near_duplicate_merges)
+                           and not query_map and not previous.near_duplicate_merges
+                           and previous.labels_signature == label_sig)
             computation, labels_build = ("incremental" if incremental else "full"), build_id
             funnel, counts = _compute(con, build_id, content_sha, query_map or [],
-                                      carry_from=previous.labels_build_id if incremental and previous else None)
+                                      carry_from=previous.labels_build_id if incremental and previous else None,
+                                      gate=gate)
         con.execute("DELETE FROM log_dirty")
         record = BuildRecord(
             build_id=build_id, built_at=now, trigger=trigger, corpus_fingerprint=fingerprint,
             corpus_active_docs=active_docs, near_duplicate_merges=_merged_queries(query_map or []),
             corpus_content_sha256=content_sha, input_signature=signature, labels_build_id=labels_build,
-            computation=computation, **counts,
+            computation=computation, rubric_sha256=rubric_sha256 if label_sig else None,
+            labels_signature=label_sig, **counts,
         )
         missing = con.execute(
             "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
@@ -245,7 +257,7 @@ def build_golden_set(
         raise
     finally:
         con.execute("DROP VIEW IF EXISTS _j2")
-        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map"):
+        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map", "_agent"):
             con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(record, funnel, outcomes, hist)
 
@@ -256,14 +268,20 @@ def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None)
     return "build not published: " + "; ".join(o.detail for o in blocking) + f"; {stays}"
 
 
-def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]) -> str:
-    """What a build's result depends on: every ingested file's content, the snapshot, the merges."""
+def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]], labels: str = "",
+                    gate: JudgeGate | None = None) -> str:
+    """What a build's result depends on: every ingested file's content, the snapshot, the merges, the labels."""
     files = con.execute(
         "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable'), "
         "chr(30) ORDER BY source_file)), '') FROM log_files"
     ).fetchall()[0][0]
     h = hashlib.sha256()
-    for part in (files, content_sha, *("\x1f".join(row) for row in sorted(query_map))):
+    parts = [files, content_sha, *("\x1f".join(row) for row in sorted(query_map))]
+    if labels:
+        # Known versions decide which label lines count: a new snapshot changes content_sha anyway.
+        g = gate or JudgeGate()
+        parts += ["labels", labels, f"{g.min_pairs}\x1f{g.min_kappa!r}"]
+    for part in parts:
         h.update(part.encode("utf-8") + b"\x1e")
     return h.hexdigest()
 
@@ -271,7 +289,8 @@ def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]
 # The golden_builds counts a build computes (the rest of its record is identity).
 _COUNT_COLUMNS = ("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale", "unjudged_items",
                   "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
-                  "conflicting_serves")
+                  "conflicting_serves", "n_human_labels", "n_judge_labels", "human_labels_unused",
+                  "log_labels_overridden", "judge_labels_held_back", "label_lines_read", "label_lines_rejected")
 
 
 def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
@@ -285,8 +304,8 @@ def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
     return funnel, dict(zip(_COUNT_COLUMNS, row, strict=True))
 
 
-def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | None = None
-             ) -> tuple[list[FunnelStep], dict]:
+def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | None = None,
+             gate: JudgeGate | None = None) -> tuple[list[FunnelStep], dict]:
     """Run the four filters and store the build's labels; return the funnel and counts.
 
     With `carry_from`, only the queries in log_dirty are recomputed; every other query's
@@ -308,18 +327,46 @@ def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | 
         con.execute("DELETE FROM query_stats")
     else:
         con.execute("DELETE FROM query_stats WHERE query_id IN (SELECT query_id FROM _scope)")
+        # Every query's log labels are carried over (those a human label replaced too: the
+        # merge below is recomputed from scratch for every build).
         con.execute(
-            "INSERT INTO build_labels BY NAME SELECT ? AS build_id, * EXCLUDE (build_id) FROM build_labels "
-            "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)", [build_id, carry_from])
+            "INSERT INTO build_labels BY NAME SELECT ? AS build_id, * EXCLUDE (build_id, overridden), "
+            "false AS overridden FROM build_labels "
+            "WHERE build_id = ? AND source = 'log' AND query_id NOT IN (SELECT query_id FROM _scope)",
+            [build_id, carry_from])
     con.execute("INSERT INTO query_stats BY NAME SELECT * FROM _qs")
     con.execute(_INSERT_LABELS, [build_id])
+    # The agent's labels after filters 1-3, for agreement: this build's for the queries it
+    # recomputed, the carried build's for the others.
+    con.execute("CREATE OR REPLACE TEMP TABLE _agent AS SELECT query_id, doc_id, doc_version, verdict FROM _j3")
+    if carry_from is not None:
+        con.execute("INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels "
+                    "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)", [carry_from])
+    merged = merge_labels(con, build_id, content_sha, gate, "SELECT * FROM _agent")
     funnel, unjudged, unserved = _funnel(con)
     orphans, lines_read, lines_rejected, conflicts = con.execute(_SIDE_COUNTS).fetchall()[0]
     labels = con.execute(_LABEL_COUNTS, [build_id]).fetchall()[0]
-    counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels))
+    counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels, strict=True))
     counts.update(unjudged_items=unjudged, orphan_verdicts=orphans, unserved_item_verdicts=unserved,
-                  lines_read=lines_read, lines_rejected=lines_rejected, conflicting_serves=conflicts)
+                  lines_read=lines_read, lines_rejected=lines_rejected, conflicting_serves=conflicts,
+                  n_human_labels=merged.n_human_labels, n_judge_labels=merged.n_judge_labels,
+                  human_labels_unused=merged.human_labels_unused,
+                  log_labels_overridden=merged.log_labels_overridden,
+                  judge_labels_held_back=merged.judge_labels_held_back)
+    counts.update(_label_line_counts(con, content_sha))
     return funnel, counts
+
+
+def _label_line_counts(con, content_sha: str) -> dict[str, int]:
+    """Label lines read, and rejected as this build sees them (unknown versions included)."""
+    read, rejected_at_ingest, unknown = con.execute(
+        """SELECT (SELECT coalesce(sum(lines_total), 0) FROM label_files),
+                  (SELECT count(*) FROM label_rejects),
+                  (SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (
+                     SELECT doc_id, version FROM corpus_documents
+                     WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
+                        OR content_sha256 = ?))""", [content_sha]).fetchone()
+    return {"label_lines_read": int(read), "label_lines_rejected": int(rejected_at_ingest + unknown)}
 
 
 def _merged_queries(query_map) -> int:

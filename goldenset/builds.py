@@ -56,6 +56,7 @@ class BuildRecord:
     label_lines_read: int = 0
     label_lines_rejected: int = 0
     rubric_sha256: str | None = None
+    labels_signature: str = ""
 
     @property
     def n_labels(self) -> int:

@@ -16,7 +16,7 @@ AND b.doc_version = h.doc_version AND b.stale_reason IS NOT DISTINCT FROM h.stal
 _CLOSE = f"""
 UPDATE label_history h SET valid_to_build = ?
 WHERE h.valid_to_build IS NULL AND NOT EXISTS (
-  SELECT 1 FROM build_labels b WHERE b.build_id = ? AND {_SAME_VERSION})
+  SELECT 1 FROM build_labels b WHERE b.build_id = ? AND NOT coalesce(b.overridden, false) AND {_SAME_VERSION})
 """
 # ...and labels with no identical open version start one.
 _OPEN = """
@@ -24,7 +24,7 @@ INSERT INTO label_history BY NAME
 SELECT b.query_id, b.doc_id, b.verdict, b.doc_version, b.stale_reason, b.build_id AS valid_from_build,
        NULL AS valid_to_build, b.source, b.label
 FROM build_labels b
-WHERE b.build_id = ? AND NOT EXISTS (
+WHERE b.build_id = ? AND NOT coalesce(b.overridden, false) AND NOT EXISTS (
   SELECT 1 FROM label_history h
   WHERE h.valid_to_build IS NULL AND h.query_id = b.query_id AND h.doc_id = b.doc_id)
 """

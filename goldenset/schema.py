@@ -218,6 +218,7 @@ GOLDEN_BUILDS = Relation(
         C("label_lines_read", "BIGINT", "label-file lines read in all, blank ones included"),
         C("label_lines_rejected", "BIGINT", "label lines in rejected_records at build time"),
         C("rubric_sha256", "VARCHAR", "sha256 of the rubric file the labels were checked against (null without labels)"),
+        C("labels_signature", "VARCHAR", "hash of every ingested label file's content and rubric"),
     ),
     primary_key=("build_id",),
 )
@@ -252,25 +253,30 @@ BUILD_LABELS = Relation(
         C("grade", "INTEGER", "the label's grade; log rows: 1 for helped, else 0"),
         C("decided_by", "VARCHAR", "the rubric dimension that decided the label (null for log rows)"),
         C("annotators", "INTEGER", "annotators with a current label on the pair, at any version (null for log rows)"),
+        # A log label a human (or judge) label replaced stays, flagged, so that an incremental
+        # build can carry every query's log labels over; the public views leave it out.
+        C("overridden", "BOOLEAN", "a log label replaced by a human or judge label (left out of golden_set)"),
     ),
     public=False,
 )
-_LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns if c.name != "build_id")
+_LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden"))
 # An unchanged rebuild stores no labels of its own: it points at the build it repeats.
 GOLDEN_SET_BY_BUILD = Relation(
     "golden_set_by_build", "label in a committed build",
-    BUILD_LABELS.columns,
+    tuple(c for c in BUILD_LABELS.columns if c.name != "overridden"),
     view_sql=(
-        "SELECT b.build_id, " + ", ".join("l." + c.name for c in BUILD_LABELS.columns if c.name != "build_id")
+        "SELECT b.build_id, " + ", ".join("l." + c for c in _LABEL_COLUMNS.split(", "))
         + " FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
+        " WHERE NOT coalesce(l.overridden, false)"
     ),
 )
 GOLDEN_SET = Relation(
     "golden_set", "label in the latest build",
-    tuple(c for c in BUILD_LABELS.columns if c.name != "build_id"),
+    tuple(c for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden")),
     view_sql=(
         f"SELECT {_LABEL_COLUMNS} FROM build_labels WHERE build_id = ("
         "SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
+        " AND NOT coalesce(overridden, false)"
     ),
 )
 QUERY_STATS = Relation(
@@ -447,10 +453,11 @@ SELECT * EXCLUDE (rn) FROM (
 # Contract section 1: of several verdicts for one (serve_id, doc_id) the latest ts wins;
 # on a tie the later line in (dt, file name, line) order. The one definition of that
 # rule: the `judgments` view and the build both append it to a query over log_verdicts.
-WINNING_VERDICT = (
-    "QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id "
-    "ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1"
-)
+LATEST_LINE = "ts DESC, dt DESC, file_name DESC, line DESC"
+WINNING_VERDICT = f"QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id ORDER BY {LATEST_LINE}) = 1"
+# Contract 7.2: an annotator's current label on a pair is their accepted line with the
+# latest ts; on a tie the later one in (dt, file name, line) order. Same shape, one rule.
+CURRENT_LABEL = f"QUALIFY row_number() OVER (PARTITION BY annotator, query_id, doc_id ORDER BY {LATEST_LINE}) = 1"
 
 JUDGMENTS = Relation(
     "judgments", "served item of an accepted serve with its winning verdict",
@@ -508,6 +515,7 @@ HUMAN_LABELS = Relation(
         C("doc_id", "VARCHAR", "document labelled"),
         C("doc_version", "VARCHAR", "version the annotator saw"),
         C("label", "VARCHAR", "the rubric label"),
+        C("grade", "INTEGER", "the label's grade in the rubric the line was checked against"),
         C("decided_by", "VARCHAR", "the dimension that decided it"),
         C("annotator", "VARCHAR", "who labelled"),
         C("kind", "VARCHAR", "human or judge"),
@@ -529,8 +537,7 @@ CURRENT_LABELS = Relation(
     view_sql=f"""
 SELECT * FROM human_labels h
 WHERE (h.doc_id, h.doc_version) IN ({KNOWN_VERSIONS_SQL})
-QUALIFY row_number() OVER (PARTITION BY annotator, query_id, doc_id
-                           ORDER BY ts DESC, dt DESC, file_name DESC, line DESC) = 1
+{CURRENT_LABEL}
 """,
 )
 LABELLING_QUEUE = Relation(
@@ -564,6 +571,50 @@ POOL_RUNS = Relation(
     primary_key=("pool_id",),
 )
 
+BUILD_HUMAN_LABELS = Relation(
+    "build_human_labels", "(build, pair): the human label of contract 7.3, for every pair that takes part",
+    (
+        C("build_id", "BIGINT", "the build that computed it"),
+        C("query_id", "VARCHAR", "golden query"),
+        C("doc_id", "VARCHAR", "active document"),
+        C("source", "VARCHAR", "human, or judge for a gated judge's label"),
+        C("doc_version", "VARCHAR", "from the latest voting line with the winning label"),
+        C("label", "VARCHAR", "the winning label"),
+        C("grade", "INTEGER", "its grade"),
+        C("decided_by", "VARCHAR", "from the latest voting line with the winning label"),
+        C("judged_at", "TIMESTAMP", "that line's ts (UTC)"),
+        C("annotators", "INTEGER", "annotators with a current label on the pair, at any version"),
+        C("stale_reason", "VARCHAR", "section 3's rule applied to doc_version"),
+        C("in_golden_set", "BOOLEAN", "false when a log label that is not stale outranks this stale one"),
+    ),
+    public=False,
+)
+BUILD_AGENT_LABELS = Relation(
+    "build_agent_labels", "(build, pair) an annotator labelled: the agent's judgment after filters 1-3",
+    (
+        C("build_id", "BIGINT", "the build that computed it"),
+        C("query_id", "VARCHAR", "query (golden or dropped by no_positive)"),
+        C("doc_id", "VARCHAR", "document"),
+        C("doc_version", "VARCHAR", "version the winning serve served"),
+        C("verdict", "VARCHAR", "helped, noise or wrong"),
+    ),
+    public=False,
+)
+BUILD_JUDGES = Relation(
+    "build_judges", "(build, judge annotator): the kappa gate of contract 8.3",
+    (
+        C("build_id", "BIGINT", "the build that gated it"),
+        C("annotator", "VARCHAR", "the judge"),
+        C("n", "BIGINT", "pairs shared with the human label at the same doc_version"),
+        C("kappa", "DOUBLE", "Cohen's kappa over the rubric's labels (null when pe = 1 or n = 0)"),
+        C("passed", "BOOLEAN", "took part in the golden set"),
+        C("labels", "BIGINT", "the judge's current labels (one per pair)"),
+        C("min_pairs", "BIGINT", "the gate's minimum shared pairs"),
+        C("min_kappa", "DOUBLE", "the gate's minimum kappa"),
+    ),
+    public=False,
+)
+
 # --------------------------------------------------------------------------- benchmark
 BENCHMARK_RUNS = Relation(
     "benchmark_runs", "benchmark run",
@@ -574,7 +625,7 @@ BENCHMARK_RUNS = Relation(
         C("corpus_fingerprint", "VARCHAR", "fingerprint of the corpus the retriever searched"),
         C("retriever", "VARCHAR", "retriever name or import path"),
         C("retriever_config", "VARCHAR", "its configuration as JSON"),
-        C("degraded", "BOOLEAN", "ran with a component down (--allow-degraded)"),
+        C("degraded", "BOOLEAN", "ran with a component of the retriever down (--allow-degraded)"),
         C("warnings", "VARCHAR", "JSON list of warnings printed"),
         C("k_values", "VARCHAR", "JSON list of the k of recall@k, precision@k, noise@k, hole@k"),
         C("depth", "INTEGER", "documents asked per query (MRR and MAP read this deep)"),
@@ -582,8 +633,13 @@ BENCHMARK_RUNS = Relation(
         C("n_queries", "BIGINT", "queries scored in the deciding row"),
         C("stale_labels", "BIGINT", "stale labels in the golden set (used unless exclude_stale)"),
         C("corpus_drift", "DOUBLE", "drift from the build's corpus to the one searched"),
-        C("down_components", "VARCHAR", "JSON list of components down at the probe"),
+        C("down_components", "VARCHAR", "JSON list of the retriever's components down at the probe"),
         C("metrics", "VARCHAR", "JSON list of the canonical metric names measured"),
+        C("labels_build_id", "BIGINT", "the build whose labels were measured: golden_builds.labels_build_id of "
+                                        "build_id (a repeat build shares an earlier build's labels); null for runs "
+                                        "stored before it was kept"),
+        C("skipped_queries", "BIGINT", "golden queries skipped: no label with grade >= 1 in the qrels (null for "
+                                        "runs stored before it was kept)"),
     ),
     primary_key=("run_id",),
 )
@@ -591,7 +647,8 @@ BENCHMARK_RESULTS = Relation(
     "benchmark_results", "(run, row, query, metric)",
     (
         C("run_id", "VARCHAR", "run"),
-        C("row_name", "VARCHAR", "core, +graph, +graph+boosts, +graph+boosts honest"),
+        C("row_name", "VARCHAR", "core, +graph, +graph+boosts, +graph+boosts honest (a reference row is "
+                                 "absent when graph or boosts had nothing to learn from)"),
         C("query_id", "VARCHAR", "query; 'all' for the mean"),
         C("metric", "VARCHAR", "canonical metric name, e.g. recall@5"),
         C("value", "DOUBLE", "value"),
@@ -636,6 +693,7 @@ RELATIONS: tuple[Relation, ...] = (
     CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
     GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
     LABEL_FILES, HUMAN_LABELS, LABEL_REJECTS, CURRENT_LABELS, LABELLING_QUEUE, POOL_RUNS,
+    BUILD_HUMAN_LABELS, BUILD_AGENT_LABELS, BUILD_JUDGES,
     ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
     BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE, SCORE_CACHE,
 )

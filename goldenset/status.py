@@ -105,17 +105,23 @@ def funnel_steps(con, build_id: int) -> list[FunnelStep]:
         "WHERE build_id = ? ORDER BY step_order", [build_id]).fetchall()]
 
 
-def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20) -> list[tuple]:
-    """(source_file, line, reason, raw prefix) of rejected lines, newest first, optionally of some days."""
+def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20, *,
+                    labels: bool = False) -> list[tuple]:
+    """(source_file, line, reason, raw prefix) of rejected lines, newest first, optionally of some days.
+
+    `labels` picks the label files' rejects (source_file under `labels/`) instead of the log's.
+    """
+    prefix = "labels/" if labels else ""
     if partitions is None:
         return con.execute(
             "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
-            "ORDER BY rejected_at DESC, source_file, line LIMIT ?", [limit]).fetchall()
+            "WHERE starts_with(source_file, 'labels/') = ? "
+            "ORDER BY rejected_at DESC, source_file, line LIMIT ?", [labels, limit]).fetchall()
     return con.execute(
         "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
-        "WHERE list_contains(?, split_part(source_file, '/', 1)) "
+        "WHERE list_contains(?, regexp_extract(source_file, '^(labels/)?(dt=[^/]*)', 0)) "
         "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
-        [[f"dt={p}" for p in partitions], limit]).fetchall()
+        [[f"{prefix}dt={p}" for p in partitions], limit]).fetchall()
 
 
 def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
@@ -167,3 +173,39 @@ def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
         reasons.setdefault(d, {})[reason] = n
     return {d: PartitionStats(d, files.get(d, (0, 0))[0], int(files.get(d, (0, 0))[1]), serves.get(d, 0),
                               verdicts.get(d, 0), reasons.get(d, {})) for d in dts}
+
+
+@dataclass(frozen=True)
+class LabelPartitionStats:
+    """What the warehouse holds of one day of label files."""
+
+    dt: str
+    files: int
+    lines_read: int
+    labels: int
+    by_annotator: dict[str, int]
+    rejected_by_reason: dict[str, int]
+
+    @property
+    def rejected(self) -> int:
+        return sum(self.rejected_by_reason.values())
+
+
+def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]:
+    """Per label day: files, lines, accepted label lines (by annotator), rejected lines by reason."""
+    files = {d: (n, lines) for d, n, lines in con.execute(
+        "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM label_files WHERE list_contains(?, dt) "
+        "GROUP BY dt", [dts]).fetchall()}
+    annotators: dict[str, dict[str, int]] = {}
+    for d, who, n in con.execute(
+            "SELECT dt, annotator, count(*) FROM human_labels WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL",
+            [dts]).fetchall():
+        annotators.setdefault(d, {})[who] = n
+    reasons: dict[str, dict[str, int]] = {}
+    for d, reason, n in con.execute(
+            "SELECT regexp_extract(source_file, '^labels/dt=([^/]*)', 1) AS dt, reason, count(*) "
+            "FROM rejected_records WHERE starts_with(source_file, 'labels/') GROUP BY ALL ORDER BY ALL").fetchall():
+        reasons.setdefault(d, {})[reason] = n
+    return {d: LabelPartitionStats(d, files.get(d, (0, 0))[0], int(files.get(d, (0, 0))[1]),
+                                   sum(annotators.get(d, {}).values()), annotators.get(d, {}), reasons.get(d, {}))
+            for d in dts}

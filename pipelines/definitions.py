@@ -9,10 +9,11 @@ import dagster as dg
 from goldenset import settings
 from goldenset_dagster.assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
 from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.jobs import rebuild_golden_set, refresh_golden_set
-from goldenset_dagster.resources import CorpusSource, LogSource, WarehouseResource
+from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_golden_set
 from goldenset_dagster.sensors import corpus_reindex_sensor
@@ -27,7 +28,7 @@ def _path(name: str) -> str | dg.EnvVar:
 
 def build_definitions() -> dg.Definitions:
     return dg.Definitions(
-        assets=[serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export, *BENCHMARK_ASSETS],
+        assets=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export, *BENCHMARK_ASSETS],
         jobs=[refresh_golden_set, rebuild_golden_set, *BENCHMARK_JOBS],
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],
@@ -35,6 +36,7 @@ def build_definitions() -> dg.Definitions:
             "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
             "logs": LogSource(path=_path("logs")),
             "corpus_source": CorpusSource(path=_path("corpus")),
+            "labels": LabelSource(path=_path("labels"), rubric_path=_path("rubric")),
             "embedder": EmbedderResource(model_path=os.environ.get("GOLDENSET_DENSE_MODEL", "")),
         },
     )

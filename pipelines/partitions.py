@@ -1,4 +1,4 @@
-"""Log days as Dagster partitions."""
+"""Days as Dagster partitions: every dt= folder of LOGS or LABELS is one."""
 
 from __future__ import annotations
 
@@ -6,19 +6,22 @@ import dagster as dg
 
 # Dynamic, not daily: every dt= folder present is a partition whatever its date, while
 # DailyPartitionsDefinition leaves out today, future days and days before its start.
-log_days = dg.DynamicPartitionsDefinition(name="log_days")
+# One definition for both inputs, because a Dagster job runs one partitions definition:
+# serve_log(day) reads LOGS/dt=day, human_labels(day) reads LABELS/dt=day, and a day
+# that one of them lacks is materialized with "no folder" in its metadata.
+days = dg.DynamicPartitionsDefinition(name="days")
 
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 
 
-def register_log_days(instance: dg.DagsterInstance, days: list[str]) -> list[str]:
+def register_days(instance: dg.DagsterInstance, present: list[str]) -> list[str]:
     """Add the days not yet known as partitions; return every known day in Dagster's order."""
-    known = instance.get_dynamic_partitions(log_days.name)
-    new = [d for d in days if d not in set(known)]
+    known = instance.get_dynamic_partitions(days.name)
+    new = sorted(set(present) - set(known))
     if new:
-        instance.add_dynamic_partitions(log_days.name, new)
-    return instance.get_dynamic_partitions(log_days.name)
+        instance.add_dynamic_partitions(days.name, new)
+    return instance.get_dynamic_partitions(days.name)
 
 
 def range_tags(keys: list[str]) -> dict[str, str]:

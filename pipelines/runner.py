@@ -13,6 +13,7 @@ import dagster as dg
 from goldenset import layout, settings
 from goldenset.corpus import read_corpus
 from goldenset.errors import GoldensetError, InputError
+from goldenset.labelling.rubric import load_rubric
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
 from goldenset.checks import empty_reason
@@ -20,7 +21,7 @@ from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.jobs import build_run_config, trigger_tags
-from goldenset_dagster.partitions import range_tags, register_log_days
+from goldenset_dagster.partitions import range_tags, register_days
 
 EXAMPLE_SQL = """\
 -- What changed between the last two builds, and why?
@@ -90,12 +91,19 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
         # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
         # warehouse; before that, a LOGS with nothing the contract reads is a mistake.
         layout.require_files(logs, "log", "--logs or GOLDENSET_LOGS")
+    labels = Path(paths.labels) if paths.labels is not None else None
+    if labels is not None and labels.exists():
+        if not labels.is_dir():
+            raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
+        # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
+        load_rubric(paths.rubric or settings.default_path("rubric")).require_closed()
+        days = sorted(set(days) | set(list_partitions(labels)))
     _environment(paths, wait)
     from goldenset_dagster.definitions import build_definitions  # reads the variables just set
 
     defs = build_definitions()
     with get_instance() as instance:
-        keys = register_log_days(instance, days) if days else []
+        keys = register_days(instance, days) if days else []
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         try:
             job.execute_in_process(

@@ -11,8 +11,8 @@ import dagster as dg
 
 from goldenset.errors import CorpusError
 from goldenset_dagster.jobs import build_run_config, refresh_golden_set, trigger_tags
-from goldenset_dagster.partitions import log_days, range_tags
-from goldenset_dagster.resources import CorpusSource, LogSource
+from goldenset_dagster.partitions import days, range_tags
+from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource
 
 
 def decide(cursor: dict, stat: tuple[int, float] | None, read_fingerprint) -> tuple[dict, str | None, str]:
@@ -45,21 +45,22 @@ def decide(cursor: dict, stat: tuple[int, float] | None, read_fingerprint) -> tu
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Rebuild the golden set (trigger reindex) each time the corpus fingerprint changes.",
 )
-def corpus_reindex_sensor(context: dg.SensorEvaluationContext, corpus_source: CorpusSource, logs: LogSource):
+def corpus_reindex_sensor(context: dg.SensorEvaluationContext, corpus_source: CorpusSource, logs: LogSource,
+                          labels: LabelSource):
     cursor = json.loads(context.cursor) if context.cursor else {}
     new_cursor, run_key, why = decide(cursor, corpus_source.stat(), lambda: corpus_source.read().fingerprint)
     if run_key is None:
         context.update_cursor(json.dumps(new_cursor))
         return dg.SkipReason(why)
-    days = logs.partitions()
-    known = context.instance.get_dynamic_partitions(log_days.name)
-    new_days = [d for d in days if d not in set(known)]
+    present = sorted(set(logs.partitions()) | set(labels.partitions()))
+    known = context.instance.get_dynamic_partitions(days.name)
+    new_days = [d for d in present if d not in set(known)]
     keys = known + new_days
     return dg.SensorResult(
         run_requests=[dg.RunRequest(run_key=run_key, run_config=build_run_config("reindex"),
                                     tags={**range_tags(keys), **trigger_tags("reindex")})]
         if keys else [],
-        dynamic_partitions_requests=[log_days.build_add_request(new_days)] if new_days else [],
+        dynamic_partitions_requests=[days.build_add_request(new_days)] if new_days else [],
         cursor=json.dumps(new_cursor),
         skip_reason=None if keys else dg.SkipReason("no log days to build from yet"),
     )

@@ -1,7 +1,8 @@
 """Dagster resources: the seams between the pipeline and the outside (files, DuckDB, models)."""
 
 from goldenset_dagster.resources.corpus_source import CorpusSource
+from goldenset_dagster.resources.label_source import LabelSource
 from goldenset_dagster.resources.log_source import LogSource
 from goldenset_dagster.resources.warehouse import WarehouseResource
 
-__all__ = ["CorpusSource", "LogSource", "WarehouseResource"]
+__all__ = ["CorpusSource", "LabelSource", "LogSource", "WarehouseResource"]

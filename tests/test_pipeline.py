@@ -14,15 +14,17 @@ from goldenset_dagster.assets.serve_log import serve_log
 from goldenset.warehouse import connect
 from goldenset_dagster.definitions import build_definitions
 from goldenset_dagster.jobs import build_run_config
-from goldenset_dagster.partitions import log_days, range_tags
+from goldenset_dagster.partitions import days as day_partitions
+from goldenset_dagster.partitions import range_tags
 from goldenset_dagster.schedules import nightly_golden_set
 from goldenset_dagster.sensors import corpus_reindex_sensor, decide
-from goldenset_dagster.resources import CorpusSource, LogSource, WarehouseResource
+from goldenset_dagster.assets.labels import human_labels
+from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
-ALL_ASSETS = [serve_log, corpus_snapshot, golden_set, relabel_queue, golden_set_export]
+ALL_ASSETS = [serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export]
 
 
 @pytest.fixture
@@ -32,12 +34,13 @@ def resources(tmp_path):
         "logs": LogSource(path=str(DATA / "logs")),
         "corpus_source": CorpusSource(path=str(DATA / "corpus.jsonl")),
         "embedder": EmbedderResource(),
+        "labels": LabelSource(path=str(tmp_path / "no-labels"), rubric_path=str(tmp_path / "no-rubric.yaml")),
     }
 
 
 def _materialize(instance, resources, tmp_path, trigger="manual", **config):
     days = ["2026-11-01", "2026-11-02"]
-    instance.add_dynamic_partitions(log_days.name, [d for d in days if d not in instance.get_dynamic_partitions(log_days.name)])
+    instance.add_dynamic_partitions(day_partitions.name, [d for d in days if d not in instance.get_dynamic_partitions(day_partitions.name)])
     run_config = build_run_config(trigger, **config)
     run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
     return dg.materialize(
@@ -87,7 +90,7 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
         shutil.copytree(DATA / "logs", logs)
         write_log(logs, "2026-11-03", "part-0001.jsonl", ["not json"] * 10)
         resources["logs"] = LogSource(path=str(logs))
-        instance.add_dynamic_partitions(log_days.name, ["2026-11-03"])
+        instance.add_dynamic_partitions(day_partitions.name, ["2026-11-03"])
         run_config = build_run_config("manual")
         run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
         result = dg.materialize(
@@ -132,7 +135,8 @@ def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
     logs = tmp_path / "logs"
     write_log(logs, "2026-11-01", "part-0001.jsonl", [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])])
     defs = build_definitions()
-    res = {"corpus_source": CorpusSource(path=str(corpus)), "logs": LogSource(path=str(logs))}
+    res = {"corpus_source": CorpusSource(path=str(corpus)), "logs": LogSource(path=str(logs)),
+           "labels": LabelSource(path=str(tmp_path / "no-labels"))}
     with dg.instance_for_test() as instance:
         ctx = dg.build_sensor_context(instance=instance, resources=res, definitions=defs)
         first = corpus_reindex_sensor(ctx)
@@ -155,9 +159,10 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
     for day in ("2026-11-01", "2026-11-02"):
         write_log(logs, day, "part-0001.jsonl", [verdict("s1", "d1", "helped", f"{day}T09:00:00Z")])
     with dg.instance_for_test() as instance:
-        ctx = dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(logs))})
+        ctx = dg.build_schedule_context(instance=instance, resources={
+            "logs": LogSource(path=str(logs)), "labels": LabelSource(path=str(tmp_path / "no-labels"))})
         req = nightly_golden_set(ctx)
-        assert instance.get_dynamic_partitions(log_days.name) == ["2026-11-01", "2026-11-02"]
+        assert instance.get_dynamic_partitions(day_partitions.name) == ["2026-11-01", "2026-11-02"]
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
         assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"
         assert req.run_config["ops"]["golden_set"]["config"]["trigger"] == "schedule"

@@ -1,0 +1,60 @@
+"""Label-file ingestion, one partition per dt= folder of LABELS (contract 7.2)."""
+
+import dagster as dg
+
+from goldenset.labelling.ingest import ingest_labels
+from goldenset.status import label_partition_stats, rejected_sample
+from goldenset_dagster.assets import fail_or_retry
+from goldenset_dagster.assets.serve_log import sample_md
+from goldenset_dagster.partitions import days
+from goldenset_dagster.resources import LabelSource, WarehouseResource
+
+
+@dg.asset(
+    partitions_def=days,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    pool="duckdb",
+    group_name="ingest",
+    kinds={"duckdb", "python"},
+)
+def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource, labels: LabelSource):
+    """Label lines of one day (people's, and judges'), checked against the rubric; bad lines quarantined.
+
+    Read like the serve log: a file is read again when its bytes change, or when the
+    rubric's content changed (every file is then checked again). Without a LABELS
+    directory nothing is read, not even the rubric; with one, the rubric must be valid
+    and closed. Lines whose document version no build's snapshot holds yet are kept and
+    shown as `unknown_document_version` until one does.
+    """
+    keys = list(context.partition_keys)
+    if not labels.exists():
+        for dt in keys:
+            context.add_asset_metadata({"files": 0, "note": f"no LABELS directory at {labels.root}"},
+                                       partition_key=dt)
+        return dg.MaterializeResult()
+    try:
+        rubric = labels.rubric()
+        con = warehouse.connect()
+        try:
+            reports = {r.dt: r for r in ingest_labels(con, labels.root, rubric, keys)}
+            stats = label_partition_stats(con, keys)
+            samples = {dt: rejected_sample(con, [dt], limit=10, labels=True) for dt in keys if stats[dt].rejected}
+        finally:
+            con.close()
+    except Exception as exc:
+        raise fail_or_retry(exc) from exc
+    for dt in keys:
+        st, rep = stats[dt], reports.get(dt)
+        context.add_asset_metadata({
+            "files": st.files,
+            "lines_read": st.lines_read,
+            "labels": st.labels,
+            "annotators": dg.MetadataValue.json(st.by_annotator),
+            "rejected": st.rejected,
+            "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
+            "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
+            "files_ingested_this_run": rep.files_ingested if rep else 0,
+            "files_unchanged_this_run": rep.files_unchanged if rep else 0,
+            "rubric": rubric.name,
+        }, partition_key=dt)
+    return dg.MaterializeResult()

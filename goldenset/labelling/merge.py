@@ -1,0 +1,209 @@
+"""Human (and gated judge) labels into the build (contract 7.3 and 8.3).
+
+Runs inside the build's transaction, after the four filters have stored the log
+labels of build `build_id` in `build_labels`:
+
+1. Current labels whose version a snapshot of a committed build (or of this build)
+   holds; of those, the pairs whose query is golden in this build and whose document
+   is active take part. The others are kept and counted (`human_labels_unused`).
+2. The human label of a pair: if some current label is at the document's current
+   version only those vote, else all do; most votes wins; a tie goes to the label
+   whose latest voting line is later. Its version, decided_by and judged_at come from
+   that latest voting line.
+3. It replaces the log label of the pair unless it is stale and the log label is not.
+   Replaced log labels stay in `build_labels`, flagged `overridden`.
+4. A judge annotator takes part only while its kappa against the human label, on at
+   least `min_pairs` shared pairs at the same version, is at least `min_kappa`; then
+   it votes (as in 2) on the pairs no human current label covers.
+
+The no_positive filter is not applied again: a query whose positives were all
+overruled stays in the set.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+
+from goldenset.errors import UsageError
+from goldenset.labelling.agreement import cohen_kappa
+from goldenset.schema import CURRENT_LABEL
+
+ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
+ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
+
+
+@dataclass(frozen=True)
+class JudgeGate:
+    """When a judge's labels may join the golden set (contract 8.3)."""
+
+    min_pairs: int = 50
+    min_kappa: float = 0.6
+
+    @classmethod
+    def from_environment(cls, min_pairs: int | None = None, min_kappa: float | None = None) -> JudgeGate:
+        """Flags if given, else GOLDENSET_JUDGE_MIN_PAIRS / _MIN_KAPPA, else 50 and 0.6."""
+        def read(value, env, cast, default):
+            if value is not None:
+                return value
+            text = os.environ.get(env)
+            if not text:
+                return default
+            try:
+                return cast(text)
+            except ValueError:
+                raise UsageError(f"{env} must be a number, got {text!r}") from None
+        gate = cls(read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs), read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa))
+        if gate.min_pairs < 0:
+            raise UsageError(f"--judge-min-pairs must be 0 or more, got {gate.min_pairs}")
+        return gate
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """One judge annotator at the gate."""
+
+    annotator: str
+    n: int
+    kappa: float | None
+    passed: bool
+    labels: int
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    """What the merge added to the build's counts."""
+
+    n_human_labels: int
+    n_judge_labels: int
+    human_labels_unused: int
+    log_labels_overridden: int
+    judge_labels_held_back: int
+    judges: tuple[JudgeOutcome, ...]
+
+
+_STAGE = (
+    # Versions a snapshot of a committed build, or of this build, holds.
+    """CREATE OR REPLACE TEMP TABLE _mk AS
+       SELECT DISTINCT doc_id, version FROM corpus_documents
+       WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds) OR content_sha256 = $sha""",
+    f"""CREATE OR REPLACE TEMP TABLE _mcur AS
+        SELECT h.* FROM human_labels h SEMI JOIN _mk k ON k.doc_id = h.doc_id AND k.version = h.doc_version
+        {CURRENT_LABEL}""",
+    """CREATE OR REPLACE TEMP TABLE _mgq AS
+       SELECT query_id, any_value(project) AS project, any_value(task) AS task
+       FROM build_labels WHERE build_id = $build GROUP BY query_id""",
+    """CREATE OR REPLACE TEMP TABLE _mpart AS
+       SELECT c.*, a.version AS current_version, a.superseded_by
+       FROM _mcur c JOIN _mgq g USING (query_id)
+       JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
+             WHERE content_sha256 = $sha AND status = 'active') a USING (doc_id)""",
+)
+
+# The vote of 7.3 step 2 over the voters in _mvoters; `seq` orders a pair's lines by
+# (ts, dt, file name, line), so the larger seq is the later line.
+_VOTE = """
+CREATE OR REPLACE TEMP TABLE {out} AS
+WITH v AS (
+  SELECT *, bool_or(doc_version = current_version) OVER (PARTITION BY query_id, doc_id) AS any_current,
+         count(*) OVER (PARTITION BY query_id, doc_id) AS n_annotators,
+         row_number() OVER (PARTITION BY query_id, doc_id ORDER BY ts, dt, file_name, line) AS seq
+  FROM _mvoters
+), voting AS (SELECT * FROM v WHERE NOT any_current OR doc_version = current_version),
+tally AS (SELECT query_id, doc_id, label, count(*) AS votes, max(seq) AS last_seq FROM voting GROUP BY ALL),
+win AS (SELECT * FROM tally QUALIFY row_number() OVER (PARTITION BY query_id, doc_id
+                                                       ORDER BY votes DESC, last_seq DESC) = 1)
+SELECT w.query_id, w.doc_id, l.doc_version, w.label, l.grade, l.decided_by, l.ts AS judged_at,
+       l.n_annotators AS annotators,
+       CASE WHEN l.superseded_by IS NOT NULL THEN 'superseded'
+            WHEN l.current_version <> l.doc_version THEN 'version_changed' END AS stale_reason
+FROM win w JOIN voting l ON l.query_id = w.query_id AND l.doc_id = w.doc_id AND l.seq = w.last_seq
+"""
+
+_COMBINE = """
+CREATE OR REPLACE TEMP TABLE _mall AS
+SELECT x.*, NOT (x.stale_reason IS NOT NULL AND g.query_id IS NOT NULL AND g.stale_reason IS NULL) AS in_golden_set
+FROM (SELECT 'human' AS source, * FROM _mhl UNION ALL SELECT 'judge' AS source, * FROM _mjl) x
+LEFT JOIN (SELECT query_id, doc_id, stale_reason FROM build_labels WHERE build_id = $build AND source = 'log') g
+  ON g.query_id = x.query_id AND g.doc_id = x.doc_id
+"""
+_WRITE = (
+    """INSERT INTO build_human_labels BY NAME
+       SELECT $build AS build_id, query_id, doc_id, source, doc_version, label, grade, decided_by, judged_at,
+              annotators, stale_reason, in_golden_set FROM _mall""",
+    """UPDATE build_labels SET overridden = true
+       WHERE build_id = $build AND source = 'log'
+         AND (query_id, doc_id) IN (SELECT query_id, doc_id FROM _mall WHERE in_golden_set)""",
+    """INSERT INTO build_labels BY NAME
+       SELECT $build AS build_id, m.query_id, g.project, g.task, m.doc_id, m.doc_version, NULL AS verdict,
+              CASE WHEN m.grade >= 1 THEN 1 ELSE 0 END AS relevance, NULL AS serve_id, m.judged_at,
+              m.stale_reason, m.source, m.label, m.grade, m.decided_by, m.annotators, false AS overridden
+       FROM _mall m JOIN _mgq g USING (query_id) WHERE m.in_golden_set""",
+)
+_TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
+
+
+def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sql: str) -> MergeCounts:
+    """Merge current human and judge labels into build `build_id` (inside the caller's transaction).
+
+    `agent_sql` selects (query_id, doc_id, doc_version, verdict) of the judgments that
+    survived filters 1-3 (the agent's labels, for agreement).
+    """
+    params = {"build": build_id, "sha": content_sha}
+    try:
+        for stmt in _STAGE:
+            con.execute(stmt, {k: v for k, v in params.items() if "$" + k in stmt})
+        con.execute("CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart WHERE kind = 'human'")
+        con.execute(_VOTE.format(out="_mhl"))
+        judges = _gate_judges(con, gate)
+        passing = [j.annotator for j in judges if j.passed]
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart p WHERE kind = 'judge' "
+            "AND list_contains(?, annotator) AND NOT EXISTS (SELECT 1 FROM _mpart h WHERE h.kind = 'human' "
+            "AND h.query_id = p.query_id AND h.doc_id = p.doc_id)", [passing])
+        con.execute(_VOTE.format(out="_mjl"))
+        con.execute(_COMBINE, {"build": build_id})
+        for stmt in _WRITE:
+            con.execute(stmt, {"build": build_id})
+        con.execute(
+            "INSERT INTO build_agent_labels BY NAME SELECT ? AS build_id, a.query_id, a.doc_id, a.doc_version, "
+            f"a.verdict FROM ({agent_sql}) a WHERE (a.query_id, a.doc_id) IN "
+            "(SELECT query_id, doc_id FROM _mcur WHERE kind = 'human')", [build_id])
+        if judges:
+            con.executemany(
+                "INSERT INTO build_judges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [[build_id, j.annotator, j.n, j.kappa, j.passed, j.labels, gate.min_pairs, gate.min_kappa]
+                 for j in judges])
+        (human, judge, overridden, unused, held) = con.execute(
+            """SELECT (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'human'),
+                      (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'judge'),
+                      (SELECT count(*) FROM build_labels WHERE build_id = ? AND overridden),
+                      (SELECT count(*) FROM _mcur WHERE kind = 'human')
+                        - (SELECT count(*) FROM _mpart WHERE kind = 'human'),
+                      (SELECT count(*) FROM _mcur WHERE kind = 'judge' AND NOT list_contains(?, annotator))""",
+            [build_id, passing]).fetchone()
+    finally:
+        for t in _TEMPS:
+            con.execute("DROP TABLE IF EXISTS " + t)
+    return MergeCounts(human, judge, unused, overridden, held, tuple(judges))
+
+
+def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
+    """Each judge's kappa against the human label (from human lines alone), at the same version."""
+    names = [r[0] for r in con.execute(
+        "SELECT DISTINCT annotator FROM _mcur WHERE kind = 'judge' ORDER BY annotator").fetchall()]
+    out = []
+    for name in names:
+        pairs = con.execute(
+            "SELECT j.label, h.label FROM _mpart j JOIN _mhl h ON h.query_id = j.query_id AND h.doc_id = j.doc_id "
+            "AND h.doc_version = j.doc_version WHERE j.kind = 'judge' AND j.annotator = ? "
+            "ORDER BY j.query_id, j.doc_id", [name]).fetchall()
+        labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchone()[0]
+        kappa: Fraction | None = None
+        if pairs:
+            kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]).kappa
+        # Compared exactly: a kappa of 0.6 passes a 0.6 gate, whatever floats make of it.
+        passed = len(pairs) >= gate.min_pairs and kappa is not None and kappa >= Fraction(str(gate.min_kappa))
+        out.append(JudgeOutcome(name, len(pairs), None if kappa is None else float(kappa), passed, labels))
+    return out

@@ -1,0 +1,118 @@
+"""The labelling loop's worked example (tests/data/conformance: rubric.yaml, labels/, labels-expected.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from goldenset.build import build_golden_set
+from goldenset.corpus import read_corpus
+from goldenset.ingest import ingest_all
+from goldenset.labelling.ingest import ingest_labels
+from goldenset.labelling.rubric import load_rubric
+from goldenset.snapshots import store_snapshot
+from goldenset.warehouse import connect
+
+DATA = Path(__file__).parent / "data" / "conformance"
+EXPECTED = json.loads((DATA / "labels-expected.json").read_text())
+
+
+def _iso(v):
+    return v.isoformat().replace("+00:00", "") + "Z" if hasattr(v, "isoformat") else v
+
+
+def _rows(con, sql, params=()):
+    cur = con.execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [{k: _iso(v) for k, v in zip(names, row, strict=True)} for row in cur.fetchall()]
+
+
+def _two_builds(tmp_path):
+    con = connect(tmp_path / "g.duckdb")
+    ingest_all(con, DATA / "logs")
+    store_snapshot(con, read_corpus(DATA / "corpus.jsonl"))
+    build_golden_set(con)
+    ingest_labels(con, DATA / "labels", load_rubric(DATA / "rubric.yaml"))
+    build_golden_set(con)
+    return con
+
+
+def assert_matches_labels_expected(con):
+    build = _rows(con, "SELECT * FROM golden_builds ORDER BY build_id DESC LIMIT 1")[0]
+    assert build["build_id"] == EXPECTED["build"]
+    assert {k: build[k] for k in EXPECTED["golden_builds"]} == EXPECTED["golden_builds"]
+    golden = _rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
+    keys = list(EXPECTED["golden_set"][0])
+    assert [{k: row[k] for k in keys} for row in golden] == EXPECTED["golden_set"]
+    queue = _rows(con, "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason "
+                       "FROM relabel_queue ORDER BY query_id, doc_id")
+    assert queue == EXPECTED["relabel_queue"]
+    rejected = _rows(con, "SELECT source_file, line, reason FROM rejected_records "
+                          "WHERE starts_with(source_file, 'labels/') ORDER BY source_file, line")
+    assert rejected == EXPECTED["rejected_records"]
+
+
+def test_library_build_with_labels_matches_the_worked_example(tmp_path):
+    con = _two_builds(tmp_path)
+    assert_matches_labels_expected(con)
+
+
+def test_label_lines_do_not_count_toward_the_logs_rejected_share(tmp_path):
+    con = _two_builds(tmp_path)
+    first, second = _rows(con, "SELECT lines_rejected, label_lines_rejected FROM golden_builds ORDER BY build_id")
+    assert first == {"lines_rejected": 2, "label_lines_rejected": 0}
+    assert second == {"lines_rejected": 2, "label_lines_rejected": 8}
+
+
+def test_an_unknown_version_joins_once_a_snapshot_holds_it(tmp_path):
+    con = _two_builds(tmp_path)
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    for d in corpus:
+        if d["doc_id"] == "d2":
+            d["version"] = "v1"  # line 15 labels d2 at v1, which no snapshot held so far
+    path = tmp_path / "corpus-d2-v1.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    store_snapshot(con, read_corpus(path))
+    build_golden_set(con)
+    rejected = _rows(con, "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/') "
+                          "ORDER BY line")
+    assert {"line": 15, "reason": "unknown_document_version"} not in rejected
+    d2 = _rows(con, "SELECT doc_version, label, source FROM golden_set WHERE doc_id = 'd2'")
+    # ana's lines 4 (v2) and 15 (v1) share ts 10:00: once both count, the later line is current.
+    assert d2 == [{"doc_version": "v1", "label": "relevant", "source": "human"}]
+
+
+def _cli_build(tmp_path, *extra):
+    from goldenset_dagster.cli import main
+
+    return main(["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"),
+                 "--db", str(tmp_path / "g.duckdb"), *extra])
+
+
+def test_cli_build_with_labels_matches_the_worked_example(tmp_path):
+    assert _cli_build(tmp_path) == 0
+    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
+    con = connect(tmp_path / "g.duckdb", read_only=True)
+    assert_matches_labels_expected(con)
+
+
+def test_a_labels_directory_without_a_rubric_is_an_error_naming_the_rubric_file(tmp_path, capsys):
+    missing = tmp_path / "nope.yaml"
+    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(missing)) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"Error: {missing}: cannot read the rubric file")
+    assert not (tmp_path / "g.duckdb").exists() or connect(tmp_path / "g.duckdb", read_only=True).execute(
+        "SELECT count(*) FROM golden_builds").fetchone() == (0,)
+
+
+def test_an_open_rubric_is_refused_before_anything_is_ingested(tmp_path, capsys):
+    from importlib.resources import files
+
+    open_rubric = files("goldenset") / "data" / "open-rubric.yaml"
+    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(open_rubric)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "is open:" in err and "goldenset rubric check" in err
+
+
+def test_without_a_labels_directory_the_rubric_is_not_read(tmp_path):
+    assert _cli_build(tmp_path, "--labels", str(tmp_path / "no-labels"), "--rubric", str(tmp_path / "absent")) == 0
