@@ -1,0 +1,198 @@
+"""The labelling page end to end in a real headless Chromium: three pairs labelled with the keyboard only."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+# Importable because pytest puts this folder on sys.path; the warehouse is the one the page tests use.
+from test_page import DIMS, QUEUE, RUBRIC, label_line, make_warehouse, write_labels
+
+from goldenset.labelling.page import LabellingSession, create_app, open_session
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WAIT_SECONDS = 60  # an upper bound on each wait, never a measured duration
+_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _require_browser() -> None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not (p.is_file() and os.access(p, os.X_OK))]
+    if not missing:
+        return
+    why = f"{' and '.join(missing)} missing: `apt-get install chromium chromium-driver` (Debian) installs them"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the browser test: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture
+def page_server(tmp_path) -> Iterator[tuple[str, LabellingSession, Path]]:
+    """The page of annotator ana on 127.0.0.1 and a free port, served by uvicorn in a thread."""
+    db = make_warehouse(tmp_path / "g.duckdb")
+    labels = tmp_path / "labels"
+    # The first queued pair was labelled before: the page leaves it out.
+    write_labels(labels, "2026-11-20", "earlier.jsonl", [label_line(*QUEUE[0][1:4])])
+    session = open_session("ana", db=db, labels=labels, rubric=RUBRIC)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = uvicorn.Server(uvicorn.Config(create_app(session, allowed_hosts=["127.0.0.1"]), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", session, labels
+    finally:
+        server.should_exit = True
+        thread.join(WAIT_SECONDS)
+        sock.close()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Debian Chromium through chromedriver, with a fresh profile and no network of its own."""
+    _require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        options.add_argument(flag)
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+def _wait(driver, condition, what: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_SECONDS).until(lambda d: condition(d), message=f"waited for {what}")
+
+
+def _shown_item(driver) -> str | None:
+    return driver.execute_script("const p = document.getElementById('pair'); return p ? p.dataset.item : null;")
+
+
+def _keys(driver, keys: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.TAG_NAME, "body").send_keys(keys)
+
+
+def _text(driver, element_id: str) -> str:
+    return driver.execute_script(f"const e = document.getElementById('{element_id}'); return e ? e.textContent : null;")
+
+
+def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_writes_nothing(page_server, browser):
+    from selenium.webdriver.common.keys import Keys
+
+    url, session, labels = page_server
+    browser.get(url + "/")
+    _wait(browser, lambda d: _shown_item(d) == "0", "the first unlabelled pair")
+    assert _text(browser, "already-count") == "1" and _text(browser, "queued-count") == "4"
+    assert _text(browser, "doc-id") == "policies/refunds-v2.md" and _text(browser, "reason") == "successor"
+
+    # Pair 1: every test passes -> relevant, decided_by defaults to the first dimension.
+    _keys(browser, "pppp")
+    _wait(browser, lambda d: _text(d, "label-shown") == "relevant or irrelevant", "the labels still possible")
+    _keys(browser, "p")
+    _wait(browser, lambda d: _text(d, "label-shown") == "relevant", "the live label")
+    _keys(browser, Keys.ENTER)
+    _wait(browser, lambda d: _shown_item(d) == "1", "the second pair")
+    assert _text(browser, "labelled-count") == "1"
+
+    # Pair 2: coverage fails -> partial, decided by coverage (the only admissible one); a note typed in.
+    _keys(browser, "pppfp")
+    _wait(browser, lambda d: _text(d, "label-shown") == "partial", "the live label")
+    assert browser.execute_script("return [...document.getElementById('decided-by').options].map(o => o.value)") == [
+        "coverage"
+    ]
+    _keys(browser, "c")
+    _wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "note", "the note to take focus")
+    browser.switch_to.active_element.send_keys("states 10 business days", Keys.ESCAPE)
+    _wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") != "note", "the note to let go")
+    _keys(browser, Keys.ENTER)
+    _wait(browser, lambda d: _shown_item(d) == "2", "the third pair")
+
+    # Pair 3: answerability and recency fail -> irrelevant; `d` moves decided_by to recency.
+    _keys(browser, "fpf")
+    # Enter before every test is answered submits nothing and says what is left.
+    _keys(browser, Keys.ENTER)
+    _wait(browser, lambda d: "coverage, entity unanswered" in _text(d, "hint"), "the unanswered hint")
+    assert _shown_item(browser) == "2"
+    _keys(browser, "pp")
+    _wait(browser, lambda d: _text(d, "label-shown") == "irrelevant", "the live label")
+    _keys(browser, "d")
+    _wait(
+        browser,
+        lambda d: d.execute_script("return document.getElementById('decided-by').value") == "recency",
+        "decided_by to move",
+    )
+    _keys(browser, Keys.ENTER)
+    _wait(browser, lambda d: _shown_item(d) == "3", "the fourth pair")
+
+    # Pair 4: n passes over it without a line.
+    _keys(browser, "pf")
+    _keys(browser, "n")
+    _wait(browser, lambda d: d.execute_script("return !!document.getElementById('done')"), "the end page")
+    assert "3 of 4 queued pairs labelled this session; 1 passed over" in " ".join(_text(browser, "done").split())
+
+    files = sorted(labels.glob("dt=*/page-ana.jsonl"))
+    assert len(files) == 1
+    lines = [json.loads(x) for x in files[0].read_text(encoding="utf-8").splitlines()]
+    stamps = [line.pop("ts") for line in lines]
+    assert all(_TS.fullmatch(ts) for ts in stamps), stamps
+    assert {files[0].parent.name} == {f"dt={ts[:10]}" for ts in stamps}
+
+    def expect(item: int, label: str, decided_by: str, fails: str, note: str | None = None) -> dict:
+        _, qid, doc_id, version, *_ = QUEUE[item + 1]
+        line = {
+            "event": "label",
+            "query_id": qid,
+            "doc_id": doc_id,
+            "doc_version": version,
+            "label": label,
+            "decided_by": decided_by,
+            "annotator": "ana",
+            "rubric": "support-policies",
+            "dimensions": {d: "fail" if d in fails.split() else "pass" for d in DIMS},
+        }
+        return line | ({"note": note} if note else {}) | {"kind": "human"}
+
+    expected = [
+        expect(0, "relevant", "answerability", ""),
+        expect(1, "partial", "coverage", "coverage", "states 10 business days"),
+        expect(2, "irrelevant", "recency", "answerability recency"),
+    ]
+    assert lines == expected
+    # Fields in the contract's order (ts sits between rubric and dimensions).
+    assert [list(x) for x in lines] == [list(e) for e in expected]
