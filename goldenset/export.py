@@ -69,7 +69,8 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     _prepare(out)
     manifest = build_manifest(con, build)
     labels = con.execute(
-        "SELECT query_id, doc_id, relevance FROM golden_set_by_build WHERE build_id = ? "
+        # The grade, so human labels keep their scale; a log-only set exports 1 and 0 as before.
+        "SELECT query_id, doc_id, grade FROM golden_set_by_build WHERE build_id = ? "
         "ORDER BY query_id, doc_id",
         [build_id],
     ).fetchall()

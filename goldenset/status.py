@@ -88,8 +88,19 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
         "SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason").fetchall())
     relabel = dict(con.execute(
         "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+    judges = [
+        {"annotator": a, "n": n, "kappa": k, "min_pairs": mp, "min_kappa": mk, "labels": labels,
+         "why": f"kappa {'n/a' if k is None else f'{k:.4f}'} on {n} shared pairs "
+                f"(needs >= {mk:g} on >= {mp} pairs); {labels} labels held back"}
+        for a, n, k, mp, mk, labels in con.execute(
+            "SELECT annotator, n, kappa, min_pairs, min_kappa, labels FROM build_judges "
+            "WHERE build_id = ? AND NOT passed ORDER BY annotator", [build.labels_build_id]).fetchall()]
+    queue = dict(con.execute(
+        "SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
     return Status(
         build=build,
+        judges_held_back=judges,
+        labelling_queue_by_reason=queue,
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),
         corpus=corpus,
         funnel=manifest["funnel"],

@@ -116,3 +116,19 @@ def test_an_open_rubric_is_refused_before_anything_is_ingested(tmp_path, capsys)
 
 def test_without_a_labels_directory_the_rubric_is_not_read(tmp_path):
     assert _cli_build(tmp_path, "--labels", str(tmp_path / "no-labels"), "--rubric", str(tmp_path / "absent")) == 0
+
+
+def test_agreement_over_the_warehouse_matches_the_worked_example(tmp_path):
+    from goldenset.labelling.agreement import agreement_report
+    from goldenset.labelling.store import agreement_inputs
+
+    con = _two_builds(tmp_path)
+    inputs = agreement_inputs(con)
+    report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels,
+                              load_rubric(DATA / "rubric.yaml"))
+    assert {k: report[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
+    # The conformance README: ana and ben disagree on d1 and d5 (ben: partial, irrelevant).
+    assert [(d["doc_id"], d["labels"]) for d in report["disagreements"]] == [
+        ("d1", {"ana": "relevant", "ben": "partial", "cy": "relevant"}),
+        ("d5", {"ana": "relevant", "ben": "irrelevant"}),
+    ]
