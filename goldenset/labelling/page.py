@@ -9,10 +9,9 @@ appends one label line (7.2) to `LABELS/dt=<UTC today>/page-<annotator>.jsonl` a
 
 Decisions
 ---------
-- **Already labelled** means a line in LABELS that the build would accept from this
-  annotator for the pair at the queued version: strict JSON, event `label`, `annotator`
-  equal to the name, kind `human` (or absent), a valid `ts` and 16-hex query_id, and no
-  rubric reason (7.2). A broken line does not hide a pair: its label would be lost.
+- **Already labelled** means a line under `LABELS/dt=*/` that the build accepts
+  (`parse_label_line`, the ingest's own rules) with this annotator and kind `human`, for the
+  pair at the queued version. A broken line does not hide a pair: its label would be lost.
 - **Annotator names** match `[A-Za-z0-9._-]{1,64}`: the name is part of a file name.
 - **Skipping** (`n`) is plain navigation and writes nothing; pairs passed over come back
   the next time the page starts, or from the first page (`/`).
@@ -50,9 +49,9 @@ from starlette.routing import Route
 
 from goldenset import logfiles
 from goldenset.errors import GoldensetError, InputError, UsageError
-from goldenset.jsonstrict import StrictJSONError, loads
+from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric, load_rubric
-from goldenset.records import parse_ts
+from goldenset.records import Rejected
 from goldenset.warehouse import connect
 
 ANNOTATOR_PATTERN = "[A-Za-z0-9._-]{1,64}"
@@ -149,34 +148,12 @@ def labelled_pairs(labels_dir: Path, annotator: str, rubric: Rubric) -> set[tupl
 
 def _accepted_pair(raw: str | bytes, annotator: str, rubric: Rubric) -> tuple[str, str, str] | None:
     try:
-        rec = loads(raw.encode("utf-8") if isinstance(raw, str) else raw)
-    except StrictJSONError:
+        rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric)
+    except Rejected:
         return None
-    if not isinstance(rec, dict) or rec.get("event") != "label" or rec.get("annotator") != annotator:
+    if rec.annotator != annotator or rec.kind != "human":
         return None
-    if rec.get("kind", "human") not in ("human", None):
-        return None
-    qid, doc_id, version = rec.get("query_id"), rec.get("doc_id"), rec.get("doc_version")
-    if not (
-        isinstance(qid, str)
-        and _QUERY_ID.fullmatch(qid)
-        and isinstance(doc_id, str)
-        and doc_id
-        and isinstance(version, str)
-        and version
-    ):
-        return None
-    try:
-        parse_ts(rec.get("ts"))
-    except ValueError:
-        return None
-    reason = rubric.label_line_reason(
-        rubric=rec.get("rubric"),
-        label=rec.get("label"),
-        decided_by=rec.get("decided_by"),
-        dimensions=rec.get("dimensions"),
-    )
-    return None if reason else (qid, doc_id, version)
+    return rec.query_id, rec.doc_id, rec.doc_version
 
 
 def decided_by_options(rubric: Rubric, label: str, failing: Iterable[str]) -> tuple[str, ...]:
