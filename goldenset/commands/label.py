@@ -12,13 +12,15 @@ import getpass
 import ipaddress
 import socket
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from goldenset import settings
 from goldenset.errors import UsageError
-from goldenset.labelling.page import QueueItem, create_app, open_session
+
+if TYPE_CHECKING:
+    from goldenset.labelling.page import QueueItem
 
 DEFAULT_PORT = 8765
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
@@ -102,7 +104,10 @@ def serve(
     ] = None,
 ) -> None:
     """Walk the labelling queue in a local web page; each submission appends one label line to LABELS."""
+    # Imported here: Starlette, Jinja2 and uvicorn cost every other command's start-up otherwise.
     import uvicorn
+
+    from goldenset.labelling.page import create_app, open_session
 
     name = annotator if annotator is not None else _default_annotator()
     if not 0 <= port <= 65535:

@@ -637,3 +637,17 @@ def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
         json.loads(x) for p in sorted(world.labels.glob("dt=*/page-ana.jsonl")) for x in p.read_text().splitlines()
     ]
     assert [(x["doc_id"], x["label"], x["kind"]) for x in lines] == [("policies/refunds-v2.md", "relevant", "human")]
+
+
+def test_label_app_mounts_as_goldenset_label():
+    import typer
+
+    parent = typer.Typer()
+    parent.add_typer(label_app)
+
+    @parent.command()
+    def other() -> None:  # a second command, so the parent is a group like the real CLI
+        """Another command."""
+
+    result = CliRunner().invoke(parent, ["label", "serve", "--help"])
+    assert result.exit_code == 0 and "Usage: root label serve [OPTIONS]" in result.output
