@@ -325,7 +325,7 @@ class LabellingSession:
             )
         note = form.get("note", "").strip()
         if len(note) > MAX_NOTE_CHARS:
-            raise SubmissionError(f"the note has {len(note)} characters; keep it under {MAX_NOTE_CHARS}")
+            raise SubmissionError(f"the note has {len(note)} characters; keep it to {MAX_NOTE_CHARS} at most")
         line: dict[str, Any] = {
             "event": "label",
             "query_id": item.query_id,
