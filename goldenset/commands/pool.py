@@ -1,0 +1,115 @@
+"""`goldenset pool`: fill the labelling queue from the rankers (contract 7.4), and export it.
+
+`goldenset pool` alone runs the pool over the latest build and prints its report (a table
+and the arithmetic, or `--json`); `goldenset pool export --out FILE` writes the queue for
+annotators, as JSON Lines or as Label Studio tasks plus a labelling config. Library errors
+propagate as GoldensetError subclasses; goldenset/cli.py turns them into "Error: ..." and
+the exit code (1: no build yet, a ranker that fails, an open or invalid rubric; 2: an
+unknown ranker or a bad option).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from goldenset import settings
+from goldenset.errors import NoBuild
+
+app = typer.Typer(
+    name="pool",
+    help="Pool the rankers over the golden queries into the labelling queue, and export the queue.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    rich_markup_mode=None,
+)
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
+WaitOpt = Annotated[float | None, typer.Option(
+    "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")]
+
+
+def _connect(db: str | None, wait: float | None, *, read_only: bool):
+    from goldenset.warehouse import connect
+
+    path = settings.resolve("db", db)
+    if not path.exists():
+        # Opening for writing would create an empty warehouse; say what to run instead.
+        raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
+    err = Console(stderr=True, highlight=False)
+    return connect(path, read_only=read_only, wait=settings.lock_timeout(wait),
+                   notify=lambda msg: err.print(msg, markup=False))
+
+
+@app.callback(invoke_without_command=True)
+def pool(
+    ctx: typer.Context,
+    rankers: Annotated[str, typer.Option(
+        "--rankers", help="Rankers, comma-separated: lexical, dense, core (the reference retriever's parts and "
+                          "the whole of it) or a retriever as module:factory.")] = "lexical,dense,core",
+    depth: Annotated[int, typer.Option("--depth", help="Documents asked of each ranker per query.")] = 5,
+    db: DbOpt = None,
+    index_dir: Annotated[Path | None, typer.Option(
+        "--index-dir", help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the pool's report as one JSON object.")] = False,
+    wait: WaitOpt = None,
+) -> None:
+    """Ask each ranker for its top documents on every golden query of the latest build, replace the
+    labelling queue (stale, then successor, then pooled pairs) and print the pool's arithmetic."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from goldenset.labelling.pool import run_pool
+
+    con = _connect(db, wait, read_only=False)
+    try:
+        # The names are checked after the build is found: with no build the lower exit code (1) wins.
+        result = run_pool(con, rankers=rankers, depth=depth, index_dir=index_dir or settings.resolve("bench_index"))
+    finally:
+        con.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_json()))
+        return
+    out = Console(highlight=False)
+    report = result.report
+    t = Table(title=f"pool {result.pool_id} over golden build {result.build_id}: pairs returned and shared",
+              title_justify="left")
+    t.add_column("ranker")
+    t.add_column("returned", justify="right")
+    for name in report.rankers:
+        t.add_column(f"shared with {name}", justify="right")
+    shared = {(a, b): n for a, b, n in report.shared}
+    for a in report.rankers:
+        cells = ["-" if a == b else str(shared.get((a, b), shared.get((b, a), 0))) for b in report.rankers]
+        t.add_row(a, str(report.returned[a]), *cells)
+    out.print(t)
+    for line in report.lines():
+        out.print(line, markup=False)
+
+
+@app.command("export")
+def export(
+    out: Annotated[Path, typer.Option("--out", help="File to write (Label Studio: its config goes to FILE.config.xml).")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (one task a line) or label-studio (tasks JSON + labelling config).")] = "jsonl",
+    rubric: Annotated[str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
+) -> None:
+    """Write the labelling queue for annotators, in priority order, with the rubric they label by."""
+    from goldenset.labelling.pool import export_queue
+    from goldenset.labelling.rubric import load_rubric
+
+    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    con = _connect(db, wait, read_only=True)
+    try:
+        result = export_queue(con, out, closed, fmt)
+    finally:
+        con.close()
+    typer.echo(f"wrote {result.n_tasks} task{'s' if result.n_tasks != 1 else ''} to {result.files[0]}"
+               + (f" and the labelling config to {result.files[1]}" if len(result.files) > 1 else ""))

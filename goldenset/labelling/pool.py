@@ -1,0 +1,629 @@
+"""The pool and the labelling queue (contract 7.4): rank, pool, queue what needs a label.
+
+`run_pool` asks each ranker for its top `depth` documents for every golden query of the
+latest build (query text: the golden set's `task`) over the active documents of that
+build's own snapshot (read back from `corpus_documents`, never the corpus file, so the
+pool matches the build). Rankers: `lexical` and `dense` (the reference retriever's
+components, `search_component`), `core` (the reference retriever's `search`: it has no
+graph or boosts inside, those are the benchmark's re-ranking rows), or `module:factory`
+(another retriever: its `search`). It then replaces `labelling_queue`, in one transaction
+with its `pool_runs` row, by
+
+- `stale`: each `relabel_queue` row with reason `version_changed`, at the current version;
+- `successor`: (query, S) for a golden query holding a ranked-channel judgment (any
+  verdict, before the `retired` filter: the `judgments` view's `channel = 'ranked'` rows of
+  that query_id, near-duplicate merges not applied) or an annotator's current label
+  (`current_labels`, any kind) on a document D that the snapshot gives `superseded_by` S,
+  S active, and no golden_set row for (query, S) at any version;
+- `pooled`: every other returned pair without a golden_set row at the document's current
+  version.
+
+A pair appears once, under the first reason that applies; priority orders reason (stale,
+successor, pooled), best_rank ascending with nulls last, more rankers first, query_id,
+doc_id (code-point order).
+
+Decisions
+---------
+- **What a ranker returned.** Its list is cut to `depth` after dropping repeats of a
+  document (the first place counts); rank is the 1-based place in that list. Documents that
+  are not active in the build's snapshot (a plug-in searching its own index) cannot be
+  queued: they are left out and counted per ranker as `outside_snapshot`.
+- **Left out as already labelled** (`already_labelled`) counts the distinct returned pairs
+  that have a golden_set row at the document's current version. Every distinct returned
+  pair is exactly one of `returned_stale`, `returned_successor`, `already_labelled` or
+  `pooled`, so those four add up to `returned_distinct`.
+- **Never judged** (`pooled_never_judged`) counts pooled pairs (query_id, doc_id) for which
+  no serve of that query_id holds a winning verdict on that document, on either channel.
+- **Superseded labels.** A pair whose label is stale only as `superseded` is never `stale`;
+  if a ranker returns it and its golden_set row is at an older version it is `pooled` (the
+  letter of "no row at the document's current version"); at the current version it is
+  already labelled. Successors are not followed further: S needs only to be active.
+- **Human labels since the build** do not keep a pair out: only the golden set does, so the
+  queue is a function of the build and the rankers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from goldenset.bench.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
+from goldenset.builds import BuildRecord, load_build
+from goldenset.corpus import CorpusSnapshot, Document
+from goldenset.embeddings import Embedder
+from goldenset.errors import GoldensetError, UsageError
+from goldenset.ingest import utcnow
+from goldenset.labelling.rubric import Rubric
+from goldenset.warehouse import transaction
+
+COMPONENTS = ("lexical", "dense")
+CORE = "core"
+DEFAULT_RANKERS = ("lexical", "dense", "core")
+DEFAULT_DEPTH = 5
+REASONS = ("stale", "successor", "pooled")
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One row of `labelling_queue`."""
+
+    pool_id: int
+    query_id: str
+    doc_id: str
+    doc_version: str
+    reason: str
+    rankers: tuple[str, ...]
+    best_rank: int | None
+    priority: int
+    pooled_at: datetime
+    project: str
+    task: str
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    """The pool's arithmetic, as stored in `pool_runs.report` and printed by `goldenset pool`."""
+
+    build_id: int
+    rankers: tuple[str, ...]
+    depth: int
+    queries: int
+    returned: dict[str, int]
+    outside_snapshot: dict[str, int]
+    shared: tuple[tuple[str, str, int], ...]
+    returned_distinct: int
+    returned_stale: int
+    returned_successor: int
+    already_labelled: int
+    pooled: int
+    pooled_never_judged: int
+    queue: dict[str, int]
+
+    @property
+    def returned_total(self) -> int:
+        """Pairs returned by all rankers before removing duplicates."""
+        return sum(self.returned.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """The `pool_runs.report` object (key names documented in the README)."""
+        return {
+            "build_id": self.build_id,
+            "rankers": list(self.rankers),
+            "depth": self.depth,
+            "queries": self.queries,
+            "returned": dict(self.returned),
+            "outside_snapshot": dict(self.outside_snapshot),
+            "returned_total": self.returned_total,
+            "returned_distinct": self.returned_distinct,
+            "shared": [{"a": a, "b": b, "pairs": n} for a, b, n in self.shared],
+            "returned_stale": self.returned_stale,
+            "returned_successor": self.returned_successor,
+            "already_labelled": self.already_labelled,
+            "pooled": self.pooled,
+            "pooled_never_judged": self.pooled_never_judged,
+            "queue": {**self.queue, "total": sum(self.queue.values())},
+        }
+
+    def lines(self) -> list[str]:
+        """The arithmetic in words, one line per step."""
+        r = self.returned
+        outside = sum(self.outside_snapshot.values())
+        out = [
+            f"{self.queries} golden queries x {len(self.rankers)} rankers, top {self.depth} each "
+            f"(golden build {self.build_id})",
+            "returned: " + " + ".join(f"{name} {r[name]}" for name in self.rankers)
+            + f" = {self.returned_total} pairs",
+        ]
+        if outside:
+            out.append(f"left out as not active in the build's snapshot: {outside} "
+                       "(" + ", ".join(f"{n} {c}" for n, c in self.outside_snapshot.items() if c) + ")")
+        out += [
+            f"distinct: {self.returned_total} - {self.returned_total - self.returned_distinct} duplicates "
+            f"= {self.returned_distinct} pairs",
+            f"of these: {self.already_labelled} already labelled (golden set row at the current version) "
+            f"+ {self.returned_stale} stale + {self.returned_successor} successor + {self.pooled} pooled "
+            f"= {self.returned_distinct}",
+            f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
+            "queue: " + " + ".join(f"{self.queue[k]} {k}" for k in REASONS)
+            + f" = {sum(self.queue.values())} pairs",
+        ]
+        return out
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """A committed pool: its id, when it ran, the queue it wrote and its report."""
+
+    pool_id: int
+    pooled_at: datetime
+    build_id: int
+    rankers: tuple[str, ...]
+    depth: int
+    queue: tuple[QueueRow, ...]
+    report: PoolReport
+
+    def to_json(self) -> dict[str, Any]:
+        """What `goldenset pool --json` prints: pool_id, pooled_at, then the report's keys."""
+        return {"pool_id": self.pool_id, "pooled_at": _iso(self.pooled_at), **self.report.to_json()}
+
+
+# --------------------------------------------------------------------------- rankers
+
+
+def parse_rankers(text: str) -> tuple[str, ...]:
+    """`lexical,dense,core` as a tuple; white space around names is dropped."""
+    names = tuple(n.strip() for n in text.split(","))
+    if not text.strip() or any(not n for n in names):
+        raise UsageError(f"--rankers {text!r} has an empty name; list rankers separated by commas, "
+                         "e.g. lexical,dense,core")
+    return names
+
+
+def check_rankers(rankers: str | Sequence[str], depth: int) -> tuple[str, ...]:
+    """The ranker names (a sequence, or one comma-separated string) and depth; UsageError naming a bad value."""
+    names = parse_rankers(rankers) if isinstance(rankers, str) else tuple(rankers)
+    if not names:
+        raise UsageError("no ranker given; use lexical, dense, core or module:factory")
+    for name in names:
+        if name not in (*COMPONENTS, CORE) and ":" not in name:
+            raise UsageError(f"unknown ranker {name!r}; use lexical, dense, core or a retriever as module:factory")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise UsageError(f"ranker {repeated[0]!r} is listed twice; name each ranker once")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
+    return names
+
+
+Search = Callable[[str, int], Any]
+
+
+def _make_rankers(names: tuple[str, ...], ctx: RetrieverContext) -> dict[str, Search]:
+    """One search function per ranker; the reference retriever is built once for all three of its rankers."""
+    built: dict[str, Any] = {}
+
+    def retriever(spec: str, ranker: str):
+        if spec not in built:
+            factory = load_factory(spec)
+            try:
+                built[spec] = build_retriever(factory, spec, ctx)
+            except GoldensetError:
+                raise
+            except Exception as exc:
+                raise GoldensetError(f"ranker {ranker!r} could not be built: {_first_line(exc)}") from exc
+        return built[spec]
+
+    out: dict[str, Search] = {}
+    for name in names:
+        if name in COMPONENTS:
+            out[name] = _component(retriever(REFERENCE, name), name)
+        elif name == CORE:
+            out[name] = retriever(REFERENCE, name).search
+        else:
+            out[name] = retriever(name, name).search
+    return out
+
+
+def _component(ref: Any, name: str) -> Search:
+    """The reference retriever's component `name` alone, as a search function."""
+
+    def search(query: str, k: int) -> Any:
+        return ref.search_component(name, query, k)
+
+    return search
+
+
+def _ranked(search: Search, name: str, query_id: str, task: str, depth: int) -> list[str]:
+    """The ranker's top `depth` distinct doc_ids; GoldensetError naming the ranker when it fails."""
+    try:
+        hits: list[Hit] = check_hits(search(task, depth), f"ranker {name!r}")
+    except Exception as exc:  # any failure of a ranker is reported with its name and the query
+        raise GoldensetError(f"ranker {name!r} failed on query {query_id} ({task!r}): {_first_line(exc)}") from exc
+    seen: list[str] = []
+    for doc_id, _ in hits:
+        if doc_id not in seen:
+            seen.append(doc_id)
+    return seen[:depth]
+
+
+# --------------------------------------------------------------------------- the build's state
+
+
+def build_snapshot(con, build: BuildRecord) -> CorpusSnapshot:
+    """The corpus snapshot `build` used, read back from `corpus_documents`."""
+    rows = con.execute(
+        "SELECT doc_id, version, status, text, title, updated_at, superseded_by FROM corpus_documents "
+        "WHERE content_sha256 = ? ORDER BY doc_id",
+        [build.corpus_content_sha256],
+    ).fetchall()
+    snapshot = CorpusSnapshot(tuple(Document(*r) for r in rows),
+                              f"snapshot {build.corpus_content_sha256[:16]} of build {build.build_id}")
+    if snapshot.content_sha256 != build.corpus_content_sha256:
+        raise GoldensetError(
+            f"the stored snapshot of build {build.build_id} does not match its recorded identity "
+            f"{build.corpus_content_sha256[:16]}; run `goldenset build` to make a new build")
+    return snapshot
+
+
+@dataclass
+class _State:
+    """What the queue rules read from the warehouse for the latest build."""
+
+    queries: dict[str, tuple[str, str]]  # query_id -> (project, task)
+    golden: set[tuple[str, str, str]]  # (query_id, doc_id, doc_version)
+    golden_pairs: set[tuple[str, str]]
+    stale: list[tuple[str, str, str]]  # (query_id, doc_id, current_version)
+    sources: set[tuple[str, str]]  # (query_id, D): ranked judgments and current labels
+    judged: set[tuple[str, str]]  # (query_id, doc_id) with any winning verdict
+
+
+_GOLDEN_QUERIES = "SELECT query_id, min(project), min(task) FROM golden_set GROUP BY query_id ORDER BY query_id"
+_GOLDEN_ROWS = "SELECT query_id, doc_id, doc_version FROM golden_set"
+_STALE = "SELECT query_id, doc_id, current_version FROM relabel_queue WHERE reason = 'version_changed'"
+_SUCCESSOR_SOURCES = """
+SELECT DISTINCT query_id, doc_id FROM judgments
+WHERE channel = 'ranked' AND query_id IN (SELECT query_id FROM golden_set)
+UNION
+SELECT DISTINCT query_id, doc_id FROM current_labels WHERE query_id IN (SELECT query_id FROM golden_set)
+"""
+_JUDGED = "SELECT DISTINCT query_id, doc_id FROM judgments WHERE query_id IN (SELECT query_id FROM golden_set)"
+
+
+def _read_state(con) -> _State:
+    queries = {q: (p, t) for q, p, t in con.execute(_GOLDEN_QUERIES).fetchall()}
+    golden = {(q, d, v) for q, d, v in con.execute(_GOLDEN_ROWS).fetchall()}
+    return _State(
+        queries=queries,
+        golden=golden,
+        golden_pairs={(q, d) for q, d, _ in golden},
+        stale=[(q, d, v) for q, d, v in con.execute(_STALE).fetchall()],
+        sources={(q, d) for q, d in con.execute(_SUCCESSOR_SOURCES).fetchall()},
+        judged={(q, d) for q, d in con.execute(_JUDGED).fetchall()},
+    )
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+@dataclass
+class _Pair:
+    rankers: set[str] = field(default_factory=set)
+    best_rank: int | None = None
+
+    def add(self, ranker: str, rank: int) -> None:
+        self.rankers.add(ranker)
+        self.best_rank = rank if self.best_rank is None else min(self.best_rank, rank)
+
+
+@dataclass
+class _Returned:
+    """What the rankers returned: each pair's rankers and best rank, and the counts per ranker."""
+
+    names: tuple[str, ...]
+    pairs: dict[tuple[str, str], _Pair]
+    returned: dict[str, int]
+    outside: dict[str, int]
+    by_ranker: dict[str, set[tuple[str, str]]]
+
+    @classmethod
+    def collect(cls, searches: dict[str, Search], queries: dict[str, tuple[str, str]],
+                active: dict[str, Document], depth: int) -> _Returned:
+        """Ask every ranker for every query, in query_id order, then ranker order."""
+        names = tuple(searches)
+        out = cls(names, {}, dict.fromkeys(names, 0), dict.fromkeys(names, 0), {n: set() for n in names})
+        for qid, (_, task) in queries.items():
+            for name in names:
+                for rank, doc_id in enumerate(_ranked(searches[name], name, qid, task, depth), start=1):
+                    if doc_id not in active:
+                        out.outside[name] += 1
+                        continue
+                    out.returned[name] += 1
+                    out.by_ranker[name].add((qid, doc_id))
+                    out.pairs.setdefault((qid, doc_id), _Pair()).add(name, rank)
+        return out
+
+    def rankers_of(self, pair: tuple[str, str], order: tuple[str, ...]) -> tuple[str, ...]:
+        """The rankers that returned `pair`, in `order` (the --rankers order); () when none did."""
+        p = self.pairs.get(pair)
+        return tuple(n for n in order if p is not None and n in p.rankers)
+
+    def best_rank(self, pair: tuple[str, str]) -> int | None:
+        """The best rank any ranker gave `pair`, None when none returned it."""
+        p = self.pairs.get(pair)
+        return p.best_rank if p else None
+
+
+Chosen = list[tuple[tuple[str, str], tuple[str, str]]]  # ((query_id, doc_id), (reason, doc_version)), by priority
+
+
+def _assign(state: _State, snapshot: CorpusSnapshot, returned: _Returned, build_id: int,
+            names: tuple[str, ...], depth: int) -> tuple[Chosen, PoolReport]:
+    """Give each pair the first reason that applies, order them by priority, and count the pool."""
+    active = snapshot.active
+    docs = {d.doc_id: d for d in snapshot.documents}
+    chosen: dict[tuple[str, str], tuple[str, str]] = {}
+    for qid, doc_id, version in state.stale:
+        chosen.setdefault((qid, doc_id), ("stale", version))
+    for qid, d in sorted(state.sources):
+        source = docs.get(d)
+        if source is None or source.superseded_by is None or qid not in state.queries:
+            continue
+        successor = active.get(source.superseded_by)
+        if successor is None or (qid, successor.doc_id) in state.golden_pairs:
+            continue
+        chosen.setdefault((qid, successor.doc_id), ("successor", successor.version))
+    counts = dict.fromkeys(("stale", "successor", "already_labelled", "pooled"), 0)
+    never_judged = 0
+    for qid, doc_id in returned.pairs:
+        version = active[doc_id].version
+        if (qid, doc_id) in chosen:
+            counts[chosen[(qid, doc_id)][0]] += 1
+        elif (qid, doc_id, version) in state.golden:
+            counts["already_labelled"] += 1
+        else:
+            chosen[(qid, doc_id)] = ("pooled", version)
+            counts["pooled"] += 1
+            never_judged += (qid, doc_id) not in state.judged
+
+    order = {r: i for i, r in enumerate(REASONS)}
+
+    def priority(item: tuple[tuple[str, str], tuple[str, str]]):
+        pair, (reason, _) = item
+        best = returned.best_rank(pair)
+        return (order[reason], best is None, best or 0, -len(returned.rankers_of(pair, names)), pair[0], pair[1])
+
+    ranked = sorted(chosen.items(), key=priority)
+    report = PoolReport(
+        build_id=build_id, rankers=names, depth=depth, queries=len(state.queries),
+        returned=returned.returned, outside_snapshot=returned.outside,
+        shared=tuple((a, b, len(returned.by_ranker[a] & returned.by_ranker[b])) for a, b in combinations(names, 2)),
+        returned_distinct=len(returned.pairs), returned_stale=counts["stale"],
+        returned_successor=counts["successor"], already_labelled=counts["already_labelled"],
+        pooled=counts["pooled"], pooled_never_judged=never_judged,
+        queue={r: sum(1 for _, (reason, _) in ranked if reason == r) for r in REASONS},
+    )
+    return ranked, report
+
+
+def run_pool(
+    con,
+    corpus: CorpusSnapshot | None = None,
+    embedder: Embedder | None = None,
+    *,
+    rankers: str | Sequence[str] = DEFAULT_RANKERS,
+    depth: int = DEFAULT_DEPTH,
+    index_dir: str | os.PathLike[str],
+    now: datetime | None = None,
+) -> PoolResult:
+    """Pool the rankers over the latest build's golden queries and replace the labelling queue.
+
+    `corpus` None reads the build's own snapshot from the warehouse; a snapshot passed in
+    must be that one (same content). `embedder` None makes the packaged model, loaded only
+    if `dense` or `core` runs. NoBuild before the first build; UsageError for an unknown
+    ranker or a depth below 1; GoldensetError naming the ranker when one fails.
+    """
+    build = load_build(con)
+    names = check_rankers(rankers, depth)
+    snapshot = build_snapshot(con, build)
+    if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
+        raise GoldensetError(
+            f"the corpus passed ({corpus.source}) is not the snapshot golden build {build.build_id} used; "
+            "pool over the build's own snapshot (pass no corpus) or run `goldenset build` first")
+    ctx = RetrieverContext(snapshot, con, embedder or Embedder(), Path(index_dir), {})
+    searches = _make_rankers(names, ctx)
+    state = _read_state(con)
+    returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
+    chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth)
+    pooled_at = now or utcnow()
+    with transaction(con):
+        pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchone()[0]
+        rows = tuple(
+            QueueRow(
+                pool_id=pool_id, query_id=qid, doc_id=doc_id, doc_version=version, reason=reason,
+                rankers=returned.rankers_of((qid, doc_id), names), best_rank=returned.best_rank((qid, doc_id)),
+                priority=i, pooled_at=pooled_at, project=state.queries[qid][0], task=state.queries[qid][1],
+            )
+            for i, ((qid, doc_id), (reason, version)) in enumerate(chosen, start=1)
+        )
+        con.execute("DELETE FROM labelling_queue")
+        con.register("_pool_queue", _queue_table(rows))
+        try:
+            con.execute("INSERT INTO labelling_queue BY NAME SELECT * FROM _pool_queue")
+        finally:
+            con.unregister("_pool_queue")
+        con.execute(
+            "INSERT INTO pool_runs (pool_id, pooled_at, build_id, rankers, depth, report) VALUES (?, ?, ?, ?, ?, ?)",
+            [pool_id, pooled_at, build.build_id, list(names), depth, json.dumps(report.to_json())],
+        )
+    return PoolResult(pool_id, pooled_at, build.build_id, names, depth, rows, report)
+
+
+def _queue_table(rows: Iterable[QueueRow]) -> pa.Table:
+    rows = list(rows)
+    return pa.table(
+        {
+            "pool_id": pa.array([r.pool_id for r in rows], pa.int64()),
+            "query_id": pa.array([r.query_id for r in rows], pa.string()),
+            "doc_id": pa.array([r.doc_id for r in rows], pa.string()),
+            "doc_version": pa.array([r.doc_version for r in rows], pa.string()),
+            "reason": pa.array([r.reason for r in rows], pa.string()),
+            "rankers": pa.array([list(r.rankers) for r in rows], pa.list_(pa.string())),
+            "best_rank": pa.array([r.best_rank for r in rows], pa.int32()),
+            "priority": pa.array([r.priority for r in rows], pa.int64()),
+            "pooled_at": pa.array([r.pooled_at for r in rows], pa.timestamp("us")),
+            "project": pa.array([r.project for r in rows], pa.string()),
+            "task": pa.array([r.task for r in rows], pa.string()),
+        }
+    )
+
+
+# --------------------------------------------------------------------------- reading the queue
+
+
+def queue_summary(con) -> dict[str, Any]:
+    """Queue size by reason and the latest pool's report, as JSON-ready values (for asset metadata)."""
+    counts = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason").fetchall())
+    by_reason = {r: int(counts.get(r, 0)) for r in REASONS}
+    latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchone()[0]
+    row = con.execute(
+        "SELECT pool_id, pooled_at, build_id, rankers, depth, report FROM pool_runs ORDER BY pool_id DESC LIMIT 1"
+    ).fetchone()
+    summary: dict[str, Any] = {
+        "queue_size": sum(by_reason.values()), "by_reason": by_reason,
+        "pool_id": None, "pooled_at": None, "build_id": None, "latest_build_id": latest,
+        "rankers": None, "depth": None, "report": None,
+    }
+    if row is not None:
+        pool_id, pooled_at, build_id, names, depth, report = row
+        summary.update(pool_id=pool_id, pooled_at=_iso(pooled_at), build_id=build_id, rankers=list(names),
+                       depth=depth, report=json.loads(report))
+    return summary
+
+
+@dataclass(frozen=True)
+class QueueTask:
+    """A queued pair with what an annotator sees: the query and the document at its current version."""
+
+    pool_id: int
+    priority: int
+    reason: str
+    query_id: str
+    project: str
+    task: str
+    doc_id: str
+    doc_version: str
+    title: str | None
+    text: str
+    rankers: tuple[str, ...]
+    best_rank: int | None
+
+
+def queue_tasks(con) -> list[QueueTask]:
+    """The labelling queue in priority order, with each document's title and text at the queued version."""
+    if con.execute("SELECT count(*) FROM pool_runs").fetchone()[0] == 0:
+        raise GoldensetError("no labelling queue yet: run `goldenset pool` first")
+    rows = con.execute(
+        """
+        SELECT q.pool_id, q.priority, q.reason, q.query_id, q.project, q.task, q.doc_id, q.doc_version,
+               d.title, d.text, q.rankers, q.best_rank
+        FROM labelling_queue q
+        JOIN pool_runs p ON p.pool_id = q.pool_id
+        JOIN golden_builds b ON b.build_id = p.build_id
+        LEFT JOIN corpus_documents d ON d.content_sha256 = b.corpus_content_sha256
+             AND d.doc_id = q.doc_id AND d.version = q.doc_version
+        ORDER BY q.priority
+        """
+    ).fetchall()
+    return [
+        QueueTask(pool_id=r[0], priority=r[1], reason=r[2], query_id=r[3], project=r[4], task=r[5], doc_id=r[6],
+                  doc_version=r[7], title=r[8], text=r[9] or "", rankers=tuple(r[10] or ()), best_rank=r[11])
+        for r in rows
+    ]
+
+
+def rubric_json(rubric: Rubric) -> dict[str, Any]:
+    """The rubric as annotators need it: name, task, as_of, dimensions with tests, labels with admissible decided_by."""
+    as_of = rubric.as_of.isoformat() if isinstance(rubric.as_of, date) else rubric.as_of
+    return {
+        "name": rubric.name,
+        "task": rubric.task,
+        "as_of": as_of,
+        "dimensions": [{"name": d.name, "test": d.test} for d in rubric.dimensions],
+        "labels": [
+            {"name": lab.name, "grade": lab.grade, "pass": list(lab.pass_), "fail": list(lab.fail),
+             "any_fail": list(lab.any_fail), "decided_by": list(rubric.admissible_decided_by(lab.name))}
+            for lab in rubric.labels
+        ],
+    }
+
+
+def task_json(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
+    """One line of `pool export --format jsonl`."""
+    return {
+        "pool_id": task.pool_id, "priority": task.priority, "reason": task.reason,
+        "query_id": task.query_id, "project": task.project, "task": task.task,
+        "doc_id": task.doc_id, "doc_version": task.doc_version, "title": task.title, "text": task.text,
+        "rankers": list(task.rankers), "best_rank": task.best_rank,
+        "rubric": rubric_json(rubric),
+    }
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote."""
+
+    files: tuple[Path, ...]
+    n_tasks: int
+
+
+EXPORT_FORMATS = ("jsonl", "label-studio")
+
+
+def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> ExportResult:
+    """Write the labelling queue for annotators: `jsonl` (one task a line, the rubric on each) or
+    `label-studio` (a tasks file plus FILE.config.xml). GoldensetError before the first pool."""
+    tasks = queue_tasks(con)
+    if fmt not in EXPORT_FORMATS:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
+    if fmt == "label-studio":
+        from goldenset.labelling.labelstudio import write_label_studio  # it builds on this module
+
+        return write_label_studio(tasks, out, rubric)
+    text = "".join(json.dumps(task_json(t, rubric), ensure_ascii=False) + "\n" for t in tasks)
+    return ExportResult((write_atomically(out, text),), len(tasks))
+
+
+def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
+    """Write `text` to `path` through a temporary file and a rename, so a reader never sees half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _iso(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S") + (f".{ts.microsecond:06d}" if ts.microsecond else "") + "Z"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
