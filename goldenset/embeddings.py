@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from goldenset import progress
 from goldenset.errors import InputError
 
 ENV_MODEL = "GOLDENSET_DENSE_MODEL"
@@ -111,11 +113,35 @@ class Embedder:
         return int(get_dim())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts as L2-normalised float32 rows, shape (len(texts), dim)."""
+        """Embed texts as L2-normalised float32 rows, shape (len(texts), dim).
+
+        More than one batch reports the step "embedding texts" through goldenset.progress,
+        advanced per batch by its number of texts (a corpus's first embedding takes minutes
+        on a CPU; a query's single batch is not worth a bar).
+        """
         texts = list(texts)
         model = self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        size = max(1, int(self.batch_size))
+        batches = [texts[i:i + size] for i in range(0, len(texts), size)]
+        if len(batches) == 1:
+            vecs = self._encode(model, texts)
+        else:
+            parts = []
+            with progress.step("embedding texts", total=len(texts)) as advance:
+                for batch in batches:
+                    parts.append(self._encode(model, batch))
+                    advance(len(batch))
+            vecs = np.concatenate(parts)
+        if vecs.shape[0] != len(texts):
+            raise EmbeddingModelError(
+                f"dense model {self.model_path!r} returned {vecs.shape[0]} vectors for {len(texts)} texts"
+            )
+        self.texts_embedded += len(texts)
+        return vecs
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         try:
             vecs = model.encode(
                 texts, batch_size=self.batch_size, normalize_embeddings=True,
@@ -123,13 +149,7 @@ class Embedder:
             )
         except Exception as exc:
             raise EmbeddingModelError(f"dense model {self.model_path!r} failed to embed: {exc}") from exc
-        vecs = np.asarray(vecs, dtype=np.float32)
-        if vecs.shape[0] != len(texts):
-            raise EmbeddingModelError(
-                f"dense model {self.model_path!r} returned {vecs.shape[0]} vectors for {len(texts)} texts"
-            )
-        self.texts_embedded += len(texts)
-        return vecs
+        return np.asarray(vecs, dtype=np.float32)
 
 
 def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool = True) -> np.ndarray:
@@ -155,10 +175,10 @@ def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool =
     missing = [k for k in wanted if k not in found]
     if missing:
         first_text = {}
-        for k, t in zip(keys, texts):
+        for k, t in zip(keys, texts, strict=True):
             first_text.setdefault(k, t)
         new = embedder.embed([first_text[k] for k in missing])
-        for k, v in zip(missing, new):
+        for k, v in zip(missing, new, strict=True):
             found[k] = v
         if write:
             _store(con, model, missing, new)
