@@ -16,16 +16,20 @@ RRF's flat 1 / (60 + rank): on the flat scale a 1.35x boost would lift a documen
 from rank 20 over rank 1, and the boosts would be all there is.)
 Leave-one-out (`exclude_query`): edges and boosts as if the given query's
 verdicts had never been logged. Neighbours are restricted to active documents.
+
+They feed only the reference rows, so they are not probed like the retriever's
+parts: `graph_gap` and `boosts_gap` say when one has nothing to learn from, and the
+runner leaves out the rows it would feed.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
-from goldenset.errors import GoldensetError
+import duckdb
 
 GRAPH_SEEDS = 3
 HOP_DECAY = 0.5
@@ -41,7 +45,7 @@ class Feedback:
     doc_queries: dict[str, set[str]] = field(init=False)
     co: dict[str, dict[str, int]] = field(init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.doc_queries = defaultdict(set)
         self.co = defaultdict(lambda: defaultdict(int))
         for q, docs in self.helped.items():
@@ -52,7 +56,7 @@ class Feedback:
                         self.co[d][e] += 1
 
     @classmethod
-    def from_warehouse(cls, con, active: Iterable[str]) -> "Feedback":
+    def from_warehouse(cls, con: duckdb.DuckDBPyConnection, active: Iterable[str]) -> Feedback:
         """Learn from every ranked `helped` judgment in the warehouse."""
         rows = con.execute(
             "SELECT DISTINCT query_id, doc_id FROM judgments "
@@ -80,24 +84,17 @@ class Feedback:
                 out[other] = w
         return out
 
-    def probe_graph(self) -> list[tuple[str, float]]:
-        """Neighbours of the best-linked active document; raises when the graph has no edge."""
-        best = max(
-            (d for d in self.co if d in self.active and self.neighbours(d)),
-            key=lambda d: (len(self.neighbours(d)), d), default=None,
-        )
-        if best is None:
-            raise GoldensetError(
-                "the graph has no edge between active documents: no two of them helped on the same query"
-            )
-        return sorted(((d, float(w)) for d, w in self.neighbours(best).items()), key=lambda p: (-p[1], p[0]))
+    def graph_gap(self) -> str | None:
+        """Why the graph has nothing to offer (no edge between active documents), else None."""
+        if any(d in self.active and self.neighbours(d) for d in self.co):
+            return None
+        return "no two active documents helped on the same query, so the graph has no edge"
 
-    def probe_boosts(self) -> list[tuple[str, float]]:
-        """Boosted active documents; raises when no active document ever helped."""
-        boosted = [(d, float(len(qs))) for d, qs in self.doc_queries.items() if d in self.active and qs]
-        if not boosted:
-            raise GoldensetError("no active document has a `helped` verdict, so nothing would be boosted")
-        return sorted(boosted, key=lambda p: (-p[1], p[0]))
+    def boosts_gap(self) -> str | None:
+        """Why the boosts have nothing to offer (no active document ever helped), else None."""
+        if any(d in self.active and qs for d, qs in self.doc_queries.items()):
+            return None
+        return "no active document has a `helped` verdict, so nothing would be boosted"
 
 
 def rerank(

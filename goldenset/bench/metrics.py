@@ -46,6 +46,7 @@ trec_eval's P_k does. MRR and MAP read the whole list as given, however long.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -178,6 +179,10 @@ _WHOLE: dict[str, Callable[[Ranked, Rels], float]] = {"mrr": mrr, "map": average
 _NAME = re.compile(r"^([a-z]+)(?:@(\d+))?$")
 
 
+def _cut(fn: Callable[[Ranked, Rels, int], float], k: int, ranked: Ranked, rels: Rels) -> float:
+    return fn(ranked, rels, k)
+
+
 def get_metric(name: str) -> Metric:
     """The metric behind a canonical name; UsageError naming the valid forms otherwise."""
     m = _NAME.match(name.strip().lower())
@@ -186,7 +191,7 @@ def get_metric(name: str) -> Metric:
         if family in _AT_K and k is not None and int(k) >= 1:
             fn, direction = _AT_K[family]
             kk = int(k)
-            return Metric(f"{family}@{kk}", family, kk, direction, lambda r, q, _f=fn, _k=kk: _f(r, q, _k))
+            return Metric(f"{family}@{kk}", family, kk, direction, functools.partial(_cut, fn, kk))
         if family in _WHOLE and k is None:
             return Metric(family, family, None, 1, _WHOLE[family])
     raise UsageError(
@@ -252,10 +257,11 @@ def select_queries(run: Mapping[str, Ranked], qrels: Mapping[str, Rels], policy:
     judged = {q for q, rels in qrels.items() if rels}
     both = judged & set(run)
     without = {q for q in judged if num_relevant(qrels[q]) == 0}
+    skipped: set[str] = set()
     if policy is QueryPolicy.TREC_EVAL:
-        evaluated, skipped = both, set()
+        evaluated = both
     elif policy is QueryPolicy.COMPLETE:
-        evaluated, skipped = judged, set()
+        evaluated = judged
     else:
         evaluated, skipped = both - without, both & without
     return QuerySelection(

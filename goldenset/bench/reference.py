@@ -108,8 +108,8 @@ class HybridRetriever:
     @property
     def lexical_index_dir(self) -> Path:
         h = hashlib.sha256()
-        for doc_id, text in zip(self.doc_ids, self.texts):
-            h.update(f"{doc_id}\x1f{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n".encode("utf-8"))
+        for doc_id, text in zip(self.doc_ids, self.texts, strict=True):
+            h.update(f"{doc_id}\x1f{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n".encode())
         return self.index_root / "bm25" / h.hexdigest()[:16]
 
     def _load_lexical(self):
@@ -159,15 +159,16 @@ class HybridRetriever:
         import bm25s
 
         bm25 = self._load_lexical()
+        ids = self._bm25_ids or []  # set together with the index by _load_lexical
         tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
         tokens = [t for t in tokens if t in bm25.vocab_dict]
         if not tokens:
             return []
-        n = min(k, len(self._bm25_ids))
+        n = min(k, len(ids))
         docs, scores = bm25.retrieve([tokens], k=n, show_progress=False)
         # BM25 pads with zero-score documents; those did not match at all.
         return _order(
-            (self._bm25_ids[int(i)], float(s)) for i, s in zip(docs[0], scores[0]) if s > 0
+            (ids[int(i)], float(s)) for i, s in zip(docs[0], scores[0], strict=True) if s > 0
         )[:k]
 
     # ------------------------------------------------------------------ dense

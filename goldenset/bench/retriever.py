@@ -10,6 +10,11 @@ Optional: `config() -> dict` (recorded with the run), `disable(names)` (run
 without parts that are down, for --allow-degraded) and `probe_query(name) -> str`
 (the query that must find something; by default words of a corpus document).
 
+The parts named by `components()` are what the benchmark probes before a run: a
+part that raises or finds nothing for its probe query is down (exit 4, or a
+DEGRADED run with --allow-degraded). They are the only thing that can refuse a
+run; graph and boosts (feedback.py) are layers learned from verdicts, not parts.
+
 A part that fails must raise. Returning [] means "found nothing", so a part that
 swallows its own error and returns [] turns an outage into a false green.
 
@@ -21,9 +26,10 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from goldenset.corpus import CorpusSnapshot
 from goldenset.embeddings import Embedder
@@ -78,7 +84,7 @@ def load_factory(spec: str) -> Callable[[RetrieverContext], Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"retriever {spec!r}: cannot import {module_name!r} ({exc}); check PYTHONPATH") from exc
-    factory = module
+    factory: Any = module
     for part in attr.split("."):
         factory = getattr(factory, part, None)
         if factory is None:

@@ -1,4 +1,4 @@
-"""Running the benchmark: gates, the four rows, metrics; what `bench run` and the asset call.
+"""Running the benchmark: gates, the rows, metrics; what `bench run` and the asset call.
 
 Rows (one search per query, the rows re-rank its result):
 
@@ -9,6 +9,14 @@ Rows (one search per query, the rows re-rank its result):
 - `+graph+boosts honest`: graph and boosts learned without the verdicts of the
   evaluated query (leave-one-out by query_id).
 
+Graph and boosts are reference features learned from verdicts, not parts of the
+retriever under test: only the retriever's own components are probed, and only
+they can refuse a run (exit 4) or degrade it. When a feature has nothing to learn
+from, the rows it would feed are left out with one warning line saying why:
+no edge in the graph leaves out `+graph` (it would rank exactly as `core`), and
+the `+graph+boosts` rows rank with the boosts alone, as production would; nothing
+to boost (no active document ever helped) leaves out all three reference rows.
+
 Depth: each query asks for max(100, largest k) documents; MRR and MAP read that deep.
 """
 
@@ -18,14 +26,23 @@ import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
+import duckdb
+
+from goldenset import progress
 from goldenset.bench import feedback as fb
 from goldenset.bench import gates, golden
-from goldenset.bench.metrics import benchmark_metrics, evaluate
+from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate, select_queries
 from goldenset.bench.retriever import (
-    REFERENCE, ComponentStatus, RetrieverContext, build_retriever, check_hits, component_down,
-    load_factory, probe_all, probe_component,
+    REFERENCE,
+    ComponentStatus,
+    RetrieverContext,
+    build_retriever,
+    check_hits,
+    component_down,
+    load_factory,
+    probe_all,
 )
 from goldenset.bench.runs import ROWS, BenchmarkRun, new_run_id
 from goldenset.bench.trec import ranked_lists
@@ -44,6 +61,8 @@ LEAKAGE_NOTE = (
     "logged after the evaluated serves (no time split); and exposure: only documents production served "
     "were ever judged, which favours whatever production already ranks high."
 )
+GRAPH_ROWS = ("+graph", "+graph+boosts", "+graph+boosts honest")
+BOOST_ROWS = ("+graph+boosts", "+graph+boosts honest")
 
 
 @dataclass(frozen=True)
@@ -68,14 +87,50 @@ class BenchConfig:
         return depth
 
 
+@dataclass(frozen=True)
+class Features:
+    """What graph and boosts learned from the verdicts, and the reference rows they can feed."""
+
+    feedback: fb.Feedback | None
+    graph: bool
+    boosts: bool
+    rows: tuple[str, ...]  # every row measured, core first
+    warning: str | None  # the one line saying which rows were left out and why
+
+
+def learn_features(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot) -> Features:
+    """Learn graph and boosts from the judgments; leave out the rows they cannot feed, saying why."""
+    try:
+        learned = fb.Feedback.from_warehouse(con, corpus.active)
+    except duckdb.Error as exc:
+        # Reference rows only: a judgments view that cannot be read must not stop the deciding row.
+        reason = f"cannot read the judgments view ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
+        return Features(None, False, False, ("core",), _left_out(GRAPH_ROWS, f"graph and boosts {reason}"))
+    boosts_gap = learned.boosts_gap()
+    if boosts_gap is not None:
+        return Features(learned, False, False, ("core",),
+                        _left_out(GRAPH_ROWS, f"graph and boosts have nothing to learn from: {boosts_gap}"))
+    graph_gap = learned.graph_gap()
+    if graph_gap is not None:
+        rows = tuple(r for r in ROWS if r != "+graph")
+        warning = (f"WARNING: graph has nothing to learn from: {graph_gap}; row +graph left out (it would rank "
+                   f"as core), rows {' and '.join(BOOST_ROWS)} rank with the boosts alone")
+        return Features(learned, False, True, rows, warning)
+    return Features(learned, True, True, ROWS, None)
+
+
+def _left_out(rows: tuple[str, ...], why: str) -> str:
+    return f"WARNING: {why}; rows {', '.join(rows)} left out (reference only; core decides)"
+
+
 @dataclass
 class Gated:
     """A retriever that passed the gates, with what the gates found."""
 
-    retriever: object
+    retriever: Any
     build: golden.Build
-    statuses: list[ComponentStatus]
-    feedback: fb.Feedback | None
+    statuses: list[ComponentStatus]  # the retriever's own components only
+    features: Features
     warnings: list[str]
     drift: float
 
@@ -84,31 +139,14 @@ class Gated:
         return [s.name for s in self.statuses if not s.up]
 
 
-def _feedback_statuses(con, corpus: CorpusSnapshot) -> tuple[fb.Feedback | None, list[ComponentStatus]]:
-    try:
-        learned = fb.Feedback.from_warehouse(con, corpus.active)
-    except Exception as exc:  # the probe reports it; a broken judgments view means both are down
-        reason = f"cannot learn from judgments: {str(exc).splitlines()[0]}"
-        return None, [ComponentStatus("graph", False, reason), ComponentStatus("boosts", False, reason)]
-    statuses = []
-    for name, probe in (("graph", learned.probe_graph), ("boosts", learned.probe_boosts)):
-        statuses.append(probe_component(_Probe(probe), name, ""))
-    return learned, statuses
-
-
-class _Probe:
-    """Adapts a feedback probe to the component protocol so it is probed like any part."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def search_component(self, name, query, k):
-        return self.fn()[:k]
-
-
-def open_gates(con, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
+def open_gates(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
                now: datetime | None = None) -> Gated:
-    """Run the gates in exit-code order: usage (2), age (3), probes (4); collect the warnings."""
+    """Run the gates in exit-code order: usage (2), age (3), probes (4); collect the warnings.
+
+    Only the retriever's components (its `components()`) are probed: one that errors
+    or returns nothing refuses the run (exit 4) unless allow_degraded, and even then
+    when every one is down. Graph and boosts never refuse; see learn_features.
+    """
     build = golden.latest_build(con)
     config.effective_depth()
     factory = load_factory(config.retriever)
@@ -116,11 +154,8 @@ def open_gates(con, corpus: CorpusSnapshot, embedder: Embedder, config: BenchCon
     ctx = RetrieverContext(corpus, con, embedder, Path(config.index_dir), dict(config.retriever_config))
     retriever = build_retriever(factory, config.retriever, ctx)
     statuses = probe_all(retriever, corpus)
-    learned, more = _feedback_statuses(con, corpus)
-    statuses += more
     down = [s for s in statuses if not s.up]
-    base_up = [s for s in statuses if s.up and s.name not in ("graph", "boosts")]
-    if down and (not config.allow_degraded or not base_up):
+    if down and (not config.allow_degraded or len(down) == len(statuses)):
         raise component_down(statuses)
     warnings = []
     if down:
@@ -131,76 +166,93 @@ def open_gates(con, corpus: CorpusSnapshot, embedder: Embedder, config: BenchCon
         disable = getattr(retriever, "disable", None)
         if callable(disable):
             disable([s.name for s in down])
+    features = learn_features(con, corpus)
+    if features.warning:
+        warnings.append(features.warning)
     d = drift(golden.build_signature(con, build), active_signature(corpus))
     w = gates.drift_warning(d, build)
     if w:
         warnings.insert(0, w)
-    return Gated(retriever, build, statuses, learned, warnings, d)
+    return Gated(retriever, build, statuses, features, warnings, d)
 
 
-def run_benchmark(con, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
-                  now: datetime | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> BenchmarkRun:
-    """Gate, search every golden query once, score the four rows; the caller stores the run."""
+def run_benchmark(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
+                  now: datetime | None = None) -> BenchmarkRun:
+    """Gate, search every golden query once, score the rows; the caller stores the run.
+
+    Reports the step "benchmark queries" (one advance per query) through goldenset.progress.
+    """
     started = now or gates.utcnow()
     gated = open_gates(con, corpus, embedder, config, now)
     depth = config.effective_depth()
     gq = golden.load_qrels(con, config.exclude_stale)
     metrics = benchmark_metrics(config.k_values)
-    learned = gated.feedback
-    use_graph = "graph" not in gated.down and learned is not None
-    use_boosts = "boosts" not in gated.down and learned is not None
-    queries = [q for q in sorted(gq.qrels) if q not in gq.queries_without_relevant]
+    features = gated.features
+    # The policy decides which golden queries are measured: those with a label of grade >= 1.
+    # Only those are searched, so the written run files evaluate (bench eval) to the stored means.
+    queries = list(select_queries({q: () for q in gq.qrels}, gq.qrels, QueryPolicy.SKIP_NO_RELEVANT).evaluated)
     if not queries:
         # A table of n/a is not a measurement; say why instead.
         raise GoldensetError(
             f"golden build {gated.build.build_id} has no query with a relevant label to measure"
             + (" once stale labels are left out; drop --exclude-stale" if gq.stale_excluded else "")
             + "; `goldenset status` shows the funnel")
-    lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in ROWS}
-    for i, qid in enumerate(queries, start=1):
-        try:
-            hits = check_hits(gated.retriever.search(gq.tasks[qid], depth), "search()")
-        except GoldensetError as exc:
-            raise GoldensetError(f"retriever failed on query {qid} ({gq.tasks[qid]!r}): {exc}") from exc
-        hits = _first_occurrence(hits)[:depth]
-        variants = {
-            "core": hits,
-            "+graph": fb.rerank(hits, learned, graph=use_graph, boosts=False, depth=depth),
-            "+graph+boosts": fb.rerank(hits, learned, graph=use_graph, boosts=use_boosts, depth=depth),
-            "+graph+boosts honest": fb.rerank(hits, learned, graph=use_graph, boosts=use_boosts,
-                                              depth=depth, exclude_query=qid),
-        }
-        for row, ranked in variants.items():
-            lists[row][qid] = ranked
-        if progress:
-            progress(i, len(queries))
-    values = {row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics) for row in ROWS}
+    lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in features.rows}
+    with progress.step("benchmark queries", total=len(queries)) as advance:
+        for qid in queries:
+            try:
+                hits = check_hits(gated.retriever.search(gq.tasks[qid], depth), "search()")
+            except Exception as exc:  # a plug-in's own error (ConnectionError, ...) is a run failure, exit 1
+                reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+                raise GoldensetError(f"retriever failed on query {qid} ({gq.tasks[qid]!r}): {reason}; "
+                                     "nothing was stored, fix the retriever and run again") from exc
+            hits = _first_occurrence(hits)[:depth]
+            for row in features.rows:
+                lists[row][qid] = _variant(row, hits, features, depth, qid)
+            advance(1)
+    values = {row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
+              for row in features.rows}
     notes = [f"{gq.stale_labels} stale label(s) in the golden set, "
              + ("left out (--exclude-stale)" if gq.stale_excluded else "included in the qrels")]
-    if gq.queries_without_relevant:
-        notes.append(f"{len(gq.queries_without_relevant)} query(ies) skipped: no relevant label left")
+    if gq.overruled:
+        notes.append(f"{len(gq.overruled)} query(ies) skipped: no label with grade >= 1 "
+                     "(every positive overruled by a human or judge label)")
+    if gq.stale_positives_only:
+        notes.append(f"{len(gq.stale_positives_only)} query(ies) skipped: every label with grade >= 1 is stale "
+                     "and --exclude-stale left it out")
     notes.append(LEAKAGE_NOTE)
-    retriever_config = {"options": copy.deepcopy(config.retriever_config)}
+    retriever_config: dict[str, Any] = {"options": copy.deepcopy(config.retriever_config)}
     cfg = getattr(gated.retriever, "config", None)
     if callable(cfg):
         retriever_config["retriever"] = cfg()
-    retriever_config["graph"] = {"seeds": fb.GRAPH_SEEDS, "hop_decay": fb.HOP_DECAY, "enabled": use_graph}
-    retriever_config["boosts"] = {"strength": fb.BOOST_STRENGTH, "enabled": use_boosts}
+    retriever_config["graph"] = {"seeds": fb.GRAPH_SEEDS, "hop_decay": fb.HOP_DECAY, "enabled": features.graph}
+    retriever_config["boosts"] = {"strength": fb.BOOST_STRENGTH, "enabled": features.boosts}
     return BenchmarkRun(
         run_id=new_run_id(started), started_at=started, build_id=gated.build.build_id,
+        labels_build_id=gated.build.labels_build_id,
         corpus_fingerprint=corpus.fingerprint, retriever=config.retriever, retriever_config=retriever_config,
         degraded=bool(gated.down), warnings=gated.warnings, k_values=tuple(config.k_values), depth=depth,
         exclude_stale=config.exclude_stale, stale_labels=gq.stale_labels, corpus_drift=gated.drift,
         down_components=gated.down, metric_names=[m.name for m in metrics], values=values, notes=notes,
-        ranked=lists,
+        skipped_queries=len(gq.queries_without_relevant), ranked=lists,
     )
 
 
-def _first_occurrence(hits):
+def _variant(row: str, hits: list[tuple[str, float]], features: Features, depth: int,
+             qid: str) -> list[tuple[str, float]]:
+    if row == "core":
+        return hits
+    boosts = features.boosts and row in BOOST_ROWS
+    exclude = qid if row.endswith(" honest") else None
+    return fb.rerank(hits, features.feedback, graph=features.graph, boosts=boosts, depth=depth,
+                     exclude_query=exclude)
+
+
+def _first_occurrence(hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
     # A retriever listing a document twice keeps its first (best) place; metrics
     # must never count one document twice.
-    seen, out = set(), []
+    seen: set[str] = set()
+    out = []
     for d, s in hits:
         if d not in seen:
             seen.add(d)

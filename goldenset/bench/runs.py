@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -40,12 +41,21 @@ class BenchmarkRun:
     # row -> query_id -> metric -> value
     values: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The build whose labels were measured (a `repeat` build shares an earlier one's); None: unknown.
+    labels_build_id: int | None = None
+    # Golden queries skipped for want of a label with grade >= 1; None for runs stored before it was kept.
+    skipped_queries: int | None = None
     # row -> query_id -> [(doc_id, score)] as ranked; kept in memory for the TREC files, not stored
     ranked: dict[str, dict[str, list[tuple[str, float]]]] = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> list[str]:
         return [r for r in ROWS if r in self.values] + [r for r in self.values if r not in ROWS]
+
+    @property
+    def config_summary(self) -> str:
+        """The retriever and the options it was given, short: `goldenset.bench.reference:hybrid rrf_k=10`."""
+        return config_summary(self.retriever, self.retriever_config.get("options") or {})
 
     @property
     def n_queries(self) -> int:
@@ -66,6 +76,22 @@ class BenchmarkRun:
         return {q: v[metric] for q, v in self.values[row].items()}
 
 
+def _option_value(value: object) -> str:
+    if isinstance(value, str) and value and not any(c.isspace() or c in "=,\"" for c in value):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def config_summary(retriever: str, options: Mapping[str, object]) -> str:
+    """`retriever key=value ...`: the import path and the options it was given, keys sorted.
+
+    Options are what a user changes between runs (`--retriever-config`), so they are
+    what tells two runs of one retriever apart; the full configuration, defaults
+    included, is in `retriever_config` and the report.
+    """
+    return " ".join([retriever, *(f"{k}={_option_value(options[k])}" for k in sorted(options))])
+
+
 def new_run_id(started_at: datetime) -> str:
     """A sortable, unique run id: UTC start time plus 6 random hex digits."""
     return f"{started_at:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
@@ -73,24 +99,26 @@ def new_run_id(started_at: datetime) -> str:
 
 def store_run(con, run: BenchmarkRun) -> None:
     """Write the run and all its values (per query and the means) in one transaction."""
-    rid, row_names, qids, metrics, vals = [], [], [], [], []
+    records: list[tuple[str, str, str, float]] = []  # (row, query_id, metric, value)
     for row in run.rows:
-        for qid, by_metric in run.values[row].items():
-            for m, v in by_metric.items():
-                rid.append(run.run_id), row_names.append(row), qids.append(qid), metrics.append(m), vals.append(v)
-        for m, v in run.means(row).items():
-            rid.append(run.run_id), row_names.append(row), qids.append(ALL), metrics.append(m), vals.append(v)
-    table = pa.table({"run_id": rid, "row_name": row_names, "query_id": qids, "metric": metrics,
-                      "value": pa.array(vals, type=pa.float64())})
+        records += [(row, qid, m, v) for qid, by_metric in run.values[row].items() for m, v in by_metric.items()]
+        records += [(row, ALL, m, v) for m, v in run.means(row).items()]
+    table = pa.table({
+        "run_id": [run.run_id] * len(records), "row_name": [r[0] for r in records],
+        "query_id": [r[1] for r in records], "metric": [r[2] for r in records],
+        "value": pa.array([r[3] for r in records], type=pa.float64()),
+    })
     with transaction(con):
         con.execute(
             "INSERT INTO benchmark_runs (run_id, started_at, build_id, corpus_fingerprint, retriever, "
             "retriever_config, degraded, warnings, k_values, depth, exclude_stale, n_queries, stale_labels, "
-            "corpus_drift, down_components, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "corpus_drift, down_components, metrics, labels_build_id, skipped_queries) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run.run_id, run.started_at, run.build_id, run.corpus_fingerprint, run.retriever,
              json.dumps(run.retriever_config, sort_keys=True), run.degraded, json.dumps(run.warnings),
              json.dumps(list(run.k_values)), run.depth, run.exclude_stale, run.n_queries, run.stale_labels,
-             run.corpus_drift, json.dumps(run.down_components), json.dumps(run.metric_names)],
+             run.corpus_drift, json.dumps(run.down_components), json.dumps(run.metric_names),
+             run.labels_build_id, run.skipped_queries],
         )
         con.register("_goldenset_bench_values", table)
         try:
@@ -102,12 +130,18 @@ def store_run(con, run: BenchmarkRun) -> None:
             con.unregister("_goldenset_bench_values")
 
 
+# Runs stored before labels_build_id was kept: the build's own row still says which labels it
+# holds (a build's labels_build_id never changes). Null only when that build is gone too.
+_LABELS_BUILD = "coalesce(r.labels_build_id, b.labels_build_id)"
+
+
 def load_run(con, run_id: str) -> BenchmarkRun:
     """Read one run back; UsageError naming `bench list` when it does not exist."""
     meta = con.execute(
-        "SELECT run_id, started_at, build_id, corpus_fingerprint, retriever, retriever_config, degraded, "
-        "warnings, k_values, depth, exclude_stale, stale_labels, corpus_drift, down_components, metrics "
-        "FROM benchmark_runs WHERE run_id = ?",
+        "SELECT r.run_id, r.started_at, r.build_id, r.corpus_fingerprint, r.retriever, r.retriever_config, "
+        "r.degraded, r.warnings, r.k_values, r.depth, r.exclude_stale, r.stale_labels, r.corpus_drift, "
+        "r.down_components, r.metrics, " + _LABELS_BUILD + ", r.skipped_queries "
+        "FROM benchmark_runs r LEFT JOIN golden_builds b ON b.build_id = r.build_id WHERE r.run_id = ?",
         [run_id],
     ).fetchone()
     if meta is None:
@@ -117,7 +151,7 @@ def load_run(con, run_id: str) -> BenchmarkRun:
         retriever_config=json.loads(meta[5] or "{}"), degraded=bool(meta[6]), warnings=json.loads(meta[7] or "[]"),
         k_values=tuple(json.loads(meta[8] or "[]")), depth=meta[9], exclude_stale=bool(meta[10]),
         stale_labels=meta[11] or 0, corpus_drift=meta[12], down_components=json.loads(meta[13] or "[]"),
-        metric_names=json.loads(meta[14] or "[]"),
+        metric_names=json.loads(meta[14] or "[]"), labels_build_id=meta[15], skipped_queries=meta[16],
     )
     for row, qid, metric, value in con.execute(
         "SELECT row_name, query_id, metric, value FROM benchmark_results "
@@ -131,20 +165,27 @@ def load_run(con, run_id: str) -> BenchmarkRun:
 
 
 def list_runs(con) -> list[dict]:
-    """Every stored run, newest first, with its deciding-row means of recall and nDCG."""
+    """Every stored run, newest first: provenance, retriever and config, deciding-row means.
+
+    `config` is the short summary (config_summary), `retriever_config` the full JSON
+    object stored with the run.
+    """
     rows = con.execute(
-        "SELECT r.run_id, r.started_at, r.build_id, r.retriever, r.degraded, r.n_queries, "
-        "r.corpus_fingerprint, m.metric, m.value "
-        "FROM benchmark_runs r LEFT JOIN benchmark_results m "
-        "ON m.run_id = r.run_id AND m.query_id = ? AND m.row_name = ? "
+        "SELECT r.run_id, r.started_at, r.build_id, " + _LABELS_BUILD + ", r.retriever, r.retriever_config, "
+        "r.degraded, r.n_queries, r.corpus_fingerprint, m.metric, m.value "
+        "FROM benchmark_runs r LEFT JOIN golden_builds b ON b.build_id = r.build_id "
+        "LEFT JOIN benchmark_results m ON m.run_id = r.run_id AND m.query_id = ? AND m.row_name = ? "
         "ORDER BY r.started_at DESC, r.run_id DESC, m.metric",
         [ALL, DECIDING_ROW],
     ).fetchall()
     out: dict[str, dict] = {}
-    for run_id, started, build_id, retriever, degraded, n, fp, metric, value in rows:
+    for run_id, started, build_id, labels, retriever, cfg, degraded, n, fp, metric, value in rows:
+        full = json.loads(cfg or "{}")
         item = out.setdefault(run_id, {
-            "run_id": run_id, "started_at": started, "build_id": build_id, "retriever": retriever,
-            "degraded": bool(degraded), "n_queries": n, "corpus_fingerprint": fp, "means": {},
+            "run_id": run_id, "started_at": started, "build_id": build_id, "labels_build_id": labels,
+            "retriever": retriever, "config": config_summary(retriever, full.get("options") or {}),
+            "retriever_config": full, "degraded": bool(degraded), "n_queries": n, "corpus_fingerprint": fp,
+            "means": {},
         })
         if metric is not None:
             item["means"][metric] = value

@@ -121,7 +121,7 @@ def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
     """
     policy = M.QueryPolicy(policy)
     json_names = M.eval_metric_names(k_values)
-    table_names = EVAL_TABLE_METRICS
+    table_names: tuple[str, ...] = EVAL_TABLE_METRICS
     if k_values:
         ks = M.check_cutoffs(k_values)
         table_names = (*json_names, *(f"{fam}@{k}" for fam in ("noise", "hole") for k in ks))

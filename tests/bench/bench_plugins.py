@@ -2,7 +2,8 @@
 
 `keywords` is a small honest retriever (no model, fast). `perfect` and `worst`
 cheat on purpose, reading the golden labels, to give runs a known difference.
-`empty` swallows its failure and returns []; `exploding` raises.
+`empty` swallows its failure and returns []; `exploding` raises; `fails_on_search`
+passes its probes and fails during the run.
 """
 
 from __future__ import annotations
@@ -80,6 +81,24 @@ class Exploding(Keywords):
 
 def exploding(ctx):
     return Exploding(ctx)
+
+
+class FailsOnSearch(Keywords):
+    """Every part answers its probe, then the third search of the run fails."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.searches = 0
+
+    def search(self, query, k):
+        self.searches += 1
+        if self.searches == 3:
+            raise ConnectionError("search backend went away\nsecond line of a traceback")
+        return super().search(query, k)
+
+
+def fails_on_search(ctx):
+    return FailsOnSearch(ctx)
 
 
 not_callable = 42

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
@@ -45,7 +45,7 @@ QUERIES = [
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def write_corpus(path: Path, docs=DOCS, *, superseded: dict[str, str] | None = None,
@@ -61,12 +61,12 @@ def write_corpus(path: Path, docs=DOCS, *, superseded: dict[str, str] | None = N
     return path
 
 
-def write_logs(root: Path, queries=QUERIES, *, day: str = "2026-11-28") -> Path:
+def write_logs(root: Path, queries=QUERIES, *, day: str = "2026-11-28", serve_prefix: str = "s") -> Path:
     part = root / f"dt={day}"
     part.mkdir(parents=True, exist_ok=True)
     lines = []
     for n, (task, helped, noise) in enumerate(queries, start=1):
-        sid = f"s-{n:03d}"
+        sid = f"{serve_prefix}-{n:03d}"
         items = [{"doc_id": d, "doc_version": "1", "channel": "ranked", "rank": r, "score": 1.0 / r}
                  for r, d in enumerate(helped + noise, start=1)]
         lines.append({"event": "serve", "serve_id": sid, "ts": f"{day}T10:{n:02d}:00Z", "project": "demo",
@@ -120,3 +120,61 @@ def build_golden(tmp: Path, *, built_at: datetime | None = None, docs=DOCS, quer
 
 def days_ago(n: float) -> datetime:
     return utcnow() - timedelta(days=n)
+
+
+def rebuild(g: Golden, *, more_queries=None, day: str = "2026-11-29") -> int:
+    """Build again: unchanged input is a `repeat` build sharing the last labels; new log lines are not."""
+    from goldenset import warehouse
+    from goldenset.build import build_golden_set
+    from goldenset.corpus import read_corpus
+    from goldenset.ingest import ingest_all
+    from goldenset.snapshots import store_snapshot
+
+    if more_queries:
+        write_logs(g.logs, more_queries, day=day, serve_prefix=f"s{day}")
+    con = warehouse.connect(g.db)
+    try:
+        ingest_all(con, g.logs)
+        store_snapshot(con, read_corpus(g.corpus))
+        return build_golden_set(con).record.build_id
+    finally:
+        con.close()
+
+
+# The packaged rubric's labels (goldenset/data/support-policies.yaml): grade and an admissible decided_by.
+RUBRIC_LABELS = {"relevant": (2, "answerability"), "partial": (1, "coverage"), "irrelevant": (0, "answerability")}
+
+
+def relabel(g: Golden, labels: list[tuple[str, str, str]], *, annotator: str = "ana") -> int:
+    """Label (task, doc_id, label) pairs as a human would (contract 7.2 lines), then build again.
+
+    The lines go through the real label ingest and build, so the golden set holds them as
+    contract 7.3 says: the human label replaces the log label of its pair.
+    """
+    from importlib.resources import files
+
+    from goldenset import warehouse
+    from goldenset.build import build_golden_set
+    from goldenset.labelling.ingest import ingest_labels
+    from goldenset.labelling.rubric import load_rubric
+
+    root = g.tmp / "labels"
+    part = root / "dt=2026-11-30"
+    part.mkdir(parents=True, exist_ok=True)
+    con = warehouse.connect(g.db)
+    try:
+        qids = dict(con.execute("SELECT DISTINCT task, query_id FROM golden_set").fetchall())
+        lines = []
+        for n, (task, doc_id, label) in enumerate(labels):
+            lines.append(json.dumps({
+                "event": "label", "query_id": qids[task], "doc_id": doc_id, "doc_version": "1", "label": label,
+                "decided_by": RUBRIC_LABELS[label][1], "annotator": annotator, "rubric": "support-policies",
+                "ts": f"2026-11-30T09:{n:02d}:00Z",
+            }))
+        path = part / f"{annotator}-{len(list(part.iterdir())):04d}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        rubric = load_rubric(str(files("goldenset") / "data" / "support-policies.yaml"))
+        ingest_labels(con, root, rubric)
+        return build_golden_set(con).record.build_id
+    finally:
+        con.close()

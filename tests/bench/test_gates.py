@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from bench_world import DOCS, QUERIES, build_golden, days_ago, write_corpus
 
 from goldenset import warehouse
 from goldenset.bench.reference import HybridRetriever
@@ -16,8 +17,6 @@ from goldenset.bench.service import run_and_store
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldenSetTooOld, NoBuild, UsageError
-
-from bench_world import DOCS, QUERIES, build_golden, days_ago, write_corpus
 
 
 def _config(g, **kw):
@@ -144,14 +143,15 @@ def test_a_deleted_index_directory_is_rebuilt_for_the_same_content(golden, embed
     assert _index_lexical(golden, embedder) == index and index.is_dir()
 
 
-def test_a_corpus_without_active_documents_downs_every_component(tmp_path):
+def test_a_corpus_without_active_documents_downs_every_component_of_the_retriever(tmp_path):
     g = build_golden(tmp_path / "g")
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps({"doc_id": "gone", "version": "1", "status": "retired", "text": ""}) + "\n")
     with pytest.raises(ComponentDown) as exc:
         run_and_store(g.db, empty, _config(g), report_dir=tmp_path / "r", embedder=Embedder())
     lines = str(exc.value).splitlines()
-    assert [line.split(":")[1].strip() for line in lines] == ["lexical", "dense", "graph", "boosts"]
+    # Graph and boosts are not components of the retriever: never a COMPONENT DOWN line.
+    assert [line.split(":")[1].strip() for line in lines] == ["lexical", "dense"]
     assert lines[0] == ("COMPONENT DOWN: lexical: the corpus has no active document, "
                         "so there is no lexical index to build")
     assert lines[1] == "COMPONENT DOWN: dense: the corpus has no active document to embed"
@@ -169,15 +169,80 @@ def test_a_part_that_raises_is_down_with_its_reason(golden):
     assert str(exc.value) == "COMPONENT DOWN: keywords: index server unreachable at 10.0.0.7:9200"
 
 
-def test_a_graph_with_no_edge_is_down(tmp_path):
-    single = [(task, helped[:1], noise) for task, helped, noise in QUERIES]
-    g = build_golden(tmp_path / "g", queries=single)
-    with pytest.raises(ComponentDown) as exc:
-        _run(g, retriever="bench_plugins:keywords")
-    assert str(exc.value) == (
-        "COMPONENT DOWN: graph: the graph has no edge between active documents: "
-        "no two of them helped on the same query"
-    )
+ONE_HELPED = [(task, helped[:1], noise) for task, helped, noise in QUERIES]
+GRAPH_LINE = ("WARNING: graph has nothing to learn from: no two active documents helped on the same query, so "
+              "the graph has no edge; row +graph left out (it would rank as core), rows +graph+boosts and "
+              "+graph+boosts honest rank with the boosts alone")
+
+
+def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_one_warning(tmp_path):
+    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    run = _run(g, retriever="bench_plugins:keywords").run
+    assert run.rows == ["core", "+graph+boosts", "+graph+boosts honest"]
+    assert run.warnings == [GRAPH_LINE]
+    assert not run.degraded and run.down_components == []
+    assert run.retriever_config["graph"]["enabled"] is False and run.retriever_config["boosts"]["enabled"] is True
+    assert _count_runs(g.db) == 1
+
+
+def test_one_helped_document_per_query_does_not_refuse_the_reference_retriever(tmp_path, embedder):
+    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    run = _run(g, embedder).run
+    assert run.warnings == [GRAPH_LINE] and not run.degraded
+    assert "+graph" not in run.values and run.n_queries == len(QUERIES)
+
+
+def test_without_a_graph_the_boosts_rows_rank_with_the_boosts_alone(tmp_path):
+    # Each query's one helped document helped on that query only: the leave-one-out row has
+    # nothing left to boost and ranks as core, the full row boosts every query's own document.
+    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    run = _run(g, retriever="bench_plugins:worst").run
+    assert run.means("+graph+boosts honest") == run.means("core")
+    assert run.means("+graph+boosts")["mrr"] > run.means("core")["mrr"]
+
+
+def test_allow_degraded_names_only_the_retrievers_parts_when_the_graph_is_empty_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
+    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    run = _run(g, allow_degraded=True).run
+    assert run.degraded and run.down_components == ["dense"]
+    assert run.warnings[0].startswith("DEGRADED: ran with dense down (") and "graph" not in run.warnings[0]
+    assert run.warnings[1:] == [GRAPH_LINE]
+
+
+def test_nothing_to_boost_leaves_out_every_reference_row(tmp_path):
+    # The corpus moved on since the build: the only document that ever helped is retired now.
+    queries = [("Rotate expiring API tokens", ["auth/tokens"], ["auth/password-reset"])]
+    g = build_golden(tmp_path / "g", queries=queries)
+    write_corpus(g.corpus, [d for d in DOCS if d[0] != "auth/tokens"])
+    run = _run(g, retriever="bench_plugins:keywords").run
+    assert run.rows == ["core"] and not run.degraded
+    assert run.warnings[1:] == [
+        "WARNING: graph and boosts have nothing to learn from: no active document has a `helped` verdict, so "
+        "nothing would be boosted; rows +graph, +graph+boosts, +graph+boosts honest left out "
+        "(reference only; core decides)"
+    ]
+    assert run.warnings[0].startswith("WARNING: corpus drift")
+
+
+def test_unreadable_judgments_leave_out_the_reference_rows_but_not_core(golden):
+    from goldenset.bench.runner import learn_features
+
+    con = warehouse.connect(golden.db)
+    try:
+        con.execute("DROP VIEW judgments")
+        features = learn_features(con, read_corpus(golden.corpus))
+    finally:
+        con.close()
+    assert features.rows == ("core",) and features.feedback is None
+    assert features.warning.startswith("WARNING: graph and boosts cannot read the judgments view (")
+    assert features.warning.endswith("; rows +graph, +graph+boosts, +graph+boosts honest left out "
+                                     "(reference only; core decides)")
+
+
+def test_a_full_graph_keeps_every_row_without_a_warning(golden):
+    run = _run(golden, retriever="bench_plugins:keywords").run
+    assert run.rows == ["core", "+graph", "+graph+boosts", "+graph+boosts honest"] and run.warnings == []
 
 
 def test_corpus_drift_above_five_percent_warns_at_the_top(tmp_path):
@@ -208,3 +273,15 @@ def test_no_build_yet_is_an_error_not_a_refusal(tmp_path):
 def test_a_bad_retriever_import_path_is_a_usage_error(golden, spec, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _run(golden, retriever=spec)
+
+
+def test_a_retriever_that_fails_during_the_run_is_an_error_naming_the_query_and_stores_nothing(golden):
+    from goldenset.errors import GoldensetError
+
+    with pytest.raises(GoldensetError) as exc:
+        _run(golden, retriever="bench_plugins:fails_on_search")
+    assert type(exc.value) is GoldensetError and exc.value.exit_code == 1
+    message = str(exc.value)
+    assert message.startswith("retriever failed on query ") and "\n" not in message
+    assert message.endswith("): search backend went away; nothing was stored, fix the retriever and run again")
+    assert _count_runs(golden.db) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from bench_world import DOCS, write_corpus
 
 from goldenset import warehouse
 from goldenset.bench import feedback as fb
@@ -11,8 +12,6 @@ from goldenset.bench.retriever import RetrieverContext
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder, EmbeddingModelError, embed_cached
 from goldenset.errors import UsageError
-
-from bench_world import DOCS, write_corpus
 
 
 @pytest.fixture

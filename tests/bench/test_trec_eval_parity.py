@@ -285,11 +285,13 @@ def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_
     ran = cli.invoke(bench_app, ["run", "--db", str(g.db), "--corpus", str(g.corpus), "--index-dir", str(g.index_dir),
                                  "--retriever", "bench_plugins:keywords", "--report", str(report), "--exclude-stale"])
     assert ran.exit_code == 0, ran.output
-    assert "1 query(ies) skipped: no relevant label left" in printed(ran)
+    assert ("1 query(ies) skipped: every label with grade >= 1 is stale and --exclude-stale left it out"
+            in printed(ran))
     rid = re.search(r"^run_id: (\S+)$", ran.output, re.M).group(1)
     con = warehouse.connect(g.db, read_only=True)
     try:
-        assert con.execute("SELECT n_queries FROM benchmark_runs WHERE run_id = ?", [rid]).fetchone() == (5,)
+        assert con.execute("SELECT n_queries, skipped_queries FROM benchmark_runs WHERE run_id = ?",
+                           [rid]).fetchone() == (5, 1)
     finally:
         con.close()
     qrels = golden_qrels_of(report / "qrels.trec")
