@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,8 +25,8 @@ bench_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-CorpusOpt = Annotated[Optional[str], typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
+DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
+CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
 
 
 def _parse_json_object(text: str | None, option: str) -> dict:
@@ -46,19 +46,19 @@ def run_cmd(
     db: DbOpt = None,
     corpus: CorpusOpt = None,
     retriever: Annotated[str, typer.Option(help="Retriever factory as module:factory.")] = "goldenset.bench.reference:hybrid",
-    retriever_config: Annotated[Optional[str], typer.Option(help="Options for the factory, a JSON object.")] = None,
-    k: Annotated[Optional[list[int]], typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default 5 and 24).")] = None,
-    depth: Annotated[Optional[int], typer.Option(help="Documents asked per query (default max(100, largest k)).")] = None,
+    retriever_config: Annotated[str | None, typer.Option(help="Options for the factory, a JSON object.")] = None,
+    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default 5 and 24).")] = None,
+    depth: Annotated[int | None, typer.Option(help="Documents asked per query (default max(100, largest k)).")] = None,
     exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="Leave stale labels out of the qrels.")] = False,
     max_age_days: Annotated[float, typer.Option(help="Refuse (exit 3) a golden set built longer ago than this.")] = 30,
-    allow_degraded: Annotated[bool, typer.Option("--allow-degraded", help="Run even with a component down; the run is stamped DEGRADED.")] = False,
-    index_dir: Annotated[Optional[Path], typer.Option(help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID).")] = None,
+    allow_degraded: Annotated[bool, typer.Option("--allow-degraded", help="Run even with a component of the retriever down (not all); the run is stamped DEGRADED.")] = False,
+    index_dir: Annotated[Path | None, typer.Option(help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
+    report: Annotated[Path | None, typer.Option(help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID).")] = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
-    from goldenset.bench.service import run_and_store
     from goldenset.bench.report import console, print_run
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
+    from goldenset.bench.service import run_and_store
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(
@@ -106,10 +106,10 @@ def compare_cmd(
     run_b: Annotated[str, typer.Argument(help="Candidate run id (B); differences are B - A.")],
     db: DbOpt = None,
     row: Annotated[str, typer.Option(help="Row to compare (core decides).")] = "core",
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have).")] = None,
-    bootstrap: Annotated[Optional[int], typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")] = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have).")] = None,
+    bootstrap: Annotated[int | None, typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    report: Annotated[Optional[Path], typer.Option(help="Write report.md and differences.png into this folder.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write report.md and differences.png into this folder.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
 ) -> None:
     """Pair two runs query by query: mean difference, 95% CI, verdict per metric."""
@@ -121,26 +121,35 @@ def compare_cmd(
     comp, md = compare_stored(resolve_paths(None, None, db).db, run_a, run_b, row=row, metrics=metric,
                               bootstrap=bootstrap, seed=seed, report_dir=report)
     if as_json:
+        runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}
         typer.echo(json.dumps({"a": comp.a, "b": comp.b, "row": comp.row, "warnings": comp.warnings,
-                               "degraded": comp.degraded, "metrics": [asdict(p) for p in comp.results]}))
+                               "degraded": comp.degraded, **runs, "config_differences": comp.config_differences,
+                               "metrics": [asdict(p) for p in comp.results]}))
         return
     print_comparison(console(), comp, md)
 
 
 @bench_app.command("list")
-def list_cmd(db: DbOpt = None) -> None:
-    """List stored benchmark runs, newest first, with the deciding row's recall and nDCG."""
+def list_cmd(
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list: every run with its full retriever config and deciding-row means.")] = False,
+) -> None:
+    """List stored benchmark runs, newest first: retriever and config, deciding row's recall and nDCG."""
     from rich.table import Table
 
     from goldenset.bench.report import console, fmt
     from goldenset.bench.service import stored_runs
 
     runs = stored_runs(resolve_paths(None, None, db).db)
+    if as_json:
+        typer.echo(json.dumps([{**r, "started_at": r["started_at"].isoformat()} for r in runs]))
+        return
     t = Table(title=f"{len(runs)} benchmark run(s)", title_justify="left")
-    for col in ("run_id", "started (UTC)", "build", "queries", "retriever", "degraded", "ndcg@10", "recall@5"):
+    for col in ("run_id", "started (UTC)", "build", "queries", "retriever and config", "degraded", "ndcg@10",
+                "recall@5"):
         t.add_column(col)
     for r in runs:
         t.add_row(r["run_id"], f"{r['started_at']:%Y-%m-%d %H:%M}", str(r["build_id"]), str(r["n_queries"]),
-                  r["retriever"], "DEGRADED" if r["degraded"] else "", fmt(r["means"].get("ndcg@10")),
+                  r["config"], "DEGRADED" if r["degraded"] else "", fmt(r["means"].get("ndcg@10")),
                   fmt(r["means"].get("recall@5")))
     console().print(t)

@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any
 
 from goldenset.bench import gates
 from goldenset.bench.metrics import get_metric
 from goldenset.bench.paired import Paired, compare_paired
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Which run a side of a comparison is: its retriever, its configuration, its labels."""
+
+    run_id: str
+    retriever: str
+    config: str  # short: runs.config_summary
+    retriever_config: dict[str, Any]  # full, as stored
+    build_id: int
+    labels_build_id: int | None
+
+    @classmethod
+    def of(cls, run: BenchmarkRun) -> RunInfo:
+        return cls(run.run_id, run.retriever, run.config_summary, run.retriever_config, run.build_id,
+                   run.labels_build_id)
 
 
 @dataclass
@@ -21,6 +40,10 @@ class Comparison:
     results: list[Paired]
     warnings: list[str] = field(default_factory=list)
     degraded: bool = False
+    # Two stored runs: what each one was; None when comparing rows of one run.
+    sides: tuple[RunInfo, RunInfo] | None = None
+    # `key: A -> B` for each configuration value that differs between runs of one retriever.
+    config_differences: list[str] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -31,6 +54,33 @@ def _metrics(run_a: BenchmarkRun, run_b: BenchmarkRun, metrics: Sequence[str] | 
     if metrics:
         return [get_metric(m).name for m in metrics]
     return [m for m in run_a.metric_names if m in run_b.metric_names]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for k in sorted(value):
+            out.update(_flatten(value[k], f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """`key: A -> B` for every value of two stored retriever configs that differs, keys dotted and sorted.
+
+    When both hold the retriever's own `config()` (`retriever`), the options given
+    (`options`) are left out: they are already in it, with the defaults filled in.
+    """
+    if "retriever" in a and "retriever" in b:
+        a = {k: v for k, v in a.items() if k != "options"}
+        b = {k: v for k, v in b.items() if k != "options"}
+    fa, fb = _flatten(a), _flatten(b)
+    return [f"{k}: {_show(fa, k)} -> {_show(fb, k)}"
+            for k in sorted(set(fa) | set(fb)) if (k in fa, fa.get(k)) != (k in fb, fb.get(k))]
+
+
+def _show(flat: Mapping[str, Any], key: str) -> str:
+    return json.dumps(flat[key], sort_keys=True) if key in flat else "(unset)"
 
 
 def compare_runs(run_a: BenchmarkRun, run_b: BenchmarkRun, *, row: str = DECIDING_ROW,
@@ -47,8 +97,11 @@ def compare_runs(run_a: BenchmarkRun, run_b: BenchmarkRun, *, row: str = DECIDIN
     for run in (run_a, run_b):
         if run.degraded:
             warnings.append(f"DEGRADED: run {run.run_id} ran with {', '.join(run.down_components)} down")
+    diffs = (config_differences(run_a.retriever_config, run_b.retriever_config)
+             if run_a.retriever == run_b.retriever else [])
     return Comparison(run_a.run_id, run_b.run_id, row, results, warnings,
-                      degraded=run_a.degraded or run_b.degraded)
+                      degraded=run_a.degraded or run_b.degraded, sides=(RunInfo.of(run_a), RunInfo.of(run_b)),
+                      config_differences=diffs)
 
 
 def compare_rows(run: BenchmarkRun, *, base: str = DECIDING_ROW, metrics: Sequence[str] | None = None,

@@ -7,9 +7,11 @@ then the component probes (4). Drift and fingerprint changes only warn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from goldenset.bench.golden import Build
+from goldenset.bench.runs import BenchmarkRun
 from goldenset.errors import GoldenSetTooOld, UsageError
 
 MAX_AGE_DAYS = 30
@@ -45,7 +47,7 @@ def drift_warning(drift: float, build: Build) -> str | None:
     return None
 
 
-def fingerprint_warning(runs) -> str | None:
+def fingerprint_warning(runs: Sequence[BenchmarkRun]) -> str | None:
     """The warning printed at the top when compared runs searched different corpora."""
     fps = {r.run_id: r.corpus_fingerprint for r in runs}
     if len(set(fps.values())) > 1:
@@ -57,10 +59,19 @@ def fingerprint_warning(runs) -> str | None:
     return None
 
 
-def build_warning(runs) -> str | None:
-    """The warning printed when compared runs were measured against different golden builds."""
-    builds = {r.run_id: r.build_id for r in runs}
-    if len(set(builds.values())) > 1:
-        detail = ", ".join(f"{rid} build {b}" for rid, b in builds.items())
+def build_warning(runs: Sequence[BenchmarkRun]) -> str | None:
+    """The warning printed when compared runs were measured against different labels.
+
+    Two builds hold the same labels when they share labels_build_id (a `repeat` build
+    points at the build it repeats), so runs on them are not warned about. A run whose
+    labels build is unknown is told apart by its build id, as before labels_build_id was kept.
+    """
+    labels = {r.run_id: r.labels_build_id if r.labels_build_id is not None else r.build_id for r in runs}
+    if len(set(labels.values())) > 1:
+        detail = ", ".join(
+            f"{r.run_id} build {r.build_id}"
+            + (f" (labels of build {r.labels_build_id})" if r.labels_build_id not in (None, r.build_id) else "")
+            for r in runs
+        )
         return f"WARNING: the runs were measured against different golden builds ({detail}): the labels differ"
     return None

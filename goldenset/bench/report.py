@@ -6,14 +6,16 @@ table and at the top of every report.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
 
-from goldenset.bench.compare import Comparison
+from goldenset.bench.compare import Comparison, RunInfo
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 
 DEGRADED = "DEGRADED"
@@ -59,8 +61,9 @@ def comparison_table(comp: Comparison) -> Table:
     """B - A per metric with its interval, n, smallest detectable effect and verdict."""
     title = _stamp(f"B {comp.b} vs A {comp.a} · row {comp.row}", comp.degraded)
     t = Table(title=title, title_justify="left")
-    for name, justify in (("metric", "left"), ("n", "right"), ("A", "right"), ("B", "right"),
-                          ("B - A", "right"), ("95% CI", "right"), ("MDE", "right"), ("verdict", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (("metric", "left"), ("n", "right"), ("A", "right"), ("B", "right"),
+                          ("B - A", "right"), ("95% CI", "right"), ("MDE", "right"), ("verdict", "left"))
+    for name, justify in columns:
         t.add_column(name, justify=justify)
     for p in comp.results:
         t.add_row(p.metric, str(p.n), fmt(p.mean_a), fmt(p.mean_b), fmt_signed(p.diff),
@@ -77,10 +80,18 @@ def eval_table(means: Mapping[str, float]) -> Table:
     return t
 
 
+def _side(label: str, side: RunInfo) -> str:
+    labels = f" (labels of build {side.labels_build_id})" if side.labels_build_id not in (None, side.build_id) else ""
+    return f"{label} {side.run_id}: {side.config} · golden build {side.build_id}{labels}"
+
+
+# Warnings and the lines naming a run are printed with soft_wrap: one line each however
+# long, so that a pipe or a log keeps them whole (`grep WARNING` finds the whole reason).
 def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> None:
-    """Warnings, the table, the notes, then `run_id: <id>` on its own line."""
+    """Warnings, the retriever and its config, the table, the notes, then `run_id: <id>` on its own line."""
     for w in run.warnings:
-        out.print(w, markup=False, highlight=False)
+        out.print(w, markup=False, highlight=False, soft_wrap=True)
+    out.print(f"retriever: {run.config_summary}", markup=False, highlight=False, soft_wrap=True)
     out.print(run_table(run))
     for note in run.notes:
         out.print(note, markup=False, highlight=False)
@@ -90,8 +101,11 @@ def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> No
 
 
 def print_comparison(out: Console, comp: Comparison, report: Path | None = None) -> None:
+    """Warnings, which run each side is (retriever and config), what differs in their configs, the table."""
     for w in comp.warnings:
-        out.print(w, markup=False, highlight=False)
+        out.print(w, markup=False, highlight=False, soft_wrap=True)
+    for line in _sides(comp):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     out.print(comparison_table(comp))
     method = comp.results[0].method if comp.results else "paired t"
     out.print(
@@ -115,7 +129,7 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
     panels = [c for c in comps if c.results] or list(comps)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 0.45 * max(
         (len(c.results) for c in panels), default=1) + 1.5), squeeze=False)
-    for ax, comp in zip(axes[0], panels):
+    for ax, comp in zip(axes[0], panels, strict=False):  # one axis even with no panel
         names = [p.metric for p in comp.results][::-1]
         res = comp.results[::-1]
         ys = range(len(res))
@@ -124,8 +138,8 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
         hi = [p.hi - p.diff if math.isfinite(p.hi) else 0.0 for p in res]
         colors = ["tab:green" if p.verdict in ("better",) else "tab:red" if p.verdict == "worse" else "tab:gray"
                   for p in res]
-        for y, d, l, h, c in zip(ys, diffs, lo, hi, colors):
-            ax.errorbar([d], [y], xerr=[[l], [h]], fmt="o", color=c, ecolor=c, capsize=3)
+        for y, d, below, above, c in zip(ys, diffs, lo, hi, colors, strict=True):
+            ax.errorbar([d], [y], xerr=[[below], [above]], fmt="o", color=c, ecolor=c, capsize=3)
         ax.axvline(0.0, color="black", linewidth=0.8)
         ax.set_yticks(list(ys), names)
         ax.set_xlabel("difference (B - A), 95% CI")
@@ -136,6 +150,15 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _sides(comp: Comparison) -> list[str]:
+    if comp.sides is None:
+        return []
+    lines = [_side("A", comp.sides[0]), _side("B", comp.sides[1])]
+    if comp.config_differences:
+        lines.append("config differs: " + "; ".join(comp.config_differences))
+    return lines
 
 
 def _md_comparison(comp: Comparison) -> list[str]:
@@ -153,7 +176,11 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
     lines += [
         f"- started: {run.started_at:%Y-%m-%d %H:%M:%S} UTC; golden build {run.build_id}; "
         f"{run.n_queries} queries; corpus fingerprint `{run.corpus_fingerprint[:16]}`",
-        f"- retriever: `{run.retriever}`; depth {run.depth}; degraded: {'yes' if run.degraded else 'no'}",
+        f"- retriever: `{run.config_summary}`; depth {run.depth}; degraded: {'yes' if run.degraded else 'no'}"
+        + (f"; down: {', '.join(run.down_components)}" if run.down_components else ""),
+        f"- labels: golden build {run.labels_build_id if run.labels_build_id is not None else 'unknown'}"
+        + (f"; {run.skipped_queries} golden query(ies) skipped (no label with grade >= 1)"
+           if run.skipped_queries else ""),
         "", "## Means per row", "",
         "| metric | " + " | ".join(f"{r}{' (deciding)' if r == DECIDING_ROW else ''}" for r in run.rows) + " |",
         "| --- | " + " | ".join("---:" for _ in run.rows) + " |",
@@ -165,6 +192,8 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
     if plot_name:
         lines += ["", f"![differences against core]({plot_name})"]
     lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
+    lines += ["", "## Retriever configuration", "", "```json",
+              json.dumps(run.retriever_config, indent=2, sort_keys=True), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -172,11 +201,15 @@ def comparison_markdown(comp: Comparison, plot_name: str | None) -> str:
     """The Markdown report of `bench compare`."""
     lines = [f"# {_stamp(f'Benchmark comparison: {comp.b} vs {comp.a}', comp.degraded)}", ""]
     lines += [f"> {w}" for w in comp.warnings] + ([""] if comp.warnings else [])
+    lines += [f"- {line}" for line in _sides(comp)] + ([""] if comp.sides else [])
     method = comp.results[0].method if comp.results else "paired t"
     lines += [f"Row `{comp.row}`, {method}, n = {comp.n} queries both runs saw; B - A > 0 means B scored higher.", ""]
     lines += _md_comparison(comp)
     if plot_name:
         lines += ["", f"![differences]({plot_name})"]
+    for label, side in zip(("A", "B"), comp.sides or (), strict=False):
+        lines += ["", f"## Configuration of {label} ({side.run_id})", "", "```json",
+                  json.dumps(side.retriever_config, indent=2, sort_keys=True), "```"]
     return "\n".join(lines) + "\n"
 
 
