@@ -1,20 +1,21 @@
 """The retrieval benchmark as an asset: gated by blocking checks, every run stored in DuckDB."""
 
 import base64
+import math
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
-
 from goldenset.bench import golden
 from goldenset.bench.gates import utcnow
 from goldenset.bench.retriever import REFERENCE
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
-from goldenset.bench.runs import DECIDING_ROW
+from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 from goldenset.bench.service import run_and_store
-from goldenset.errors import ComponentDown, GoldenSetTooOld
+from goldenset.errors import ComponentDown, GoldenSetTooOld, UsageError
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
@@ -71,7 +72,10 @@ def _inline_plot(markdown: str, report: Path) -> str:
         dg.AssetCheckSpec(AGE_CHECK, asset="retrieval_benchmark", blocking=True,
                           description="The golden set was built no more than max_age_days ago (else exit 3)."),
         dg.AssetCheckSpec(COMPONENTS_CHECK, asset="retrieval_benchmark", blocking=True,
-                          description="Every retrieval component answers its probe query (else exit 4)."),
+                          description="Every component of the retriever under test (its components(): lexical "
+                                      "and dense for the reference) answers its probe query (else exit 4). Graph "
+                                      "and boosts are learned reference features, not components: when they "
+                                      "have nothing to learn from their rows are left out with a warning."),
     ],
 )
 def retrieval_benchmark(
@@ -83,21 +87,26 @@ def retrieval_benchmark(
 ):
     """Measure the retriever against the current golden set; `core` decides, the other rows inform.
 
-    Refuses (a failed blocking check, no materialization) when the golden set is too
-    old or a component is down, unless allow_degraded, which stamps the run DEGRADED.
+    Refuses (a failed blocking check, no materialization, no retry: the refusal would
+    repeat) when the golden set is too old or a component of the retriever is down,
+    unless allow_degraded, which stamps the run DEGRADED. Graph and boosts never
+    refuse: a reference row they cannot feed is left out and the run says why.
     """
     db = Path(warehouse.db_path)
-    bench = BenchConfig(
-        retriever=config.retriever, retriever_config=_options(config.retriever_config),
-        k_values=tuple(config.k_values), depth=config.depth, exclude_stale=config.exclude_stale,
-        max_age_days=config.max_age_days, allow_degraded=config.allow_degraded,
-        index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
-    )
     expected_age = dg.MetadataValue.text(f"<= {config.max_age_days:g} days")
     try:
+        bench = BenchConfig(
+            retriever=config.retriever, retriever_config=_options(config.retriever_config),
+            k_values=tuple(config.k_values), depth=config.depth, exclude_stale=config.exclude_stale,
+            max_age_days=config.max_age_days, allow_degraded=config.allow_degraded,
+            index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
+        )
         result = run_and_store(db, Path(corpus_source.path), bench,
                                report_dir=Path(config.report_dir) if config.report_dir else None,
                                embedder=embedder.get_embedder())
+    except UsageError as exc:
+        # Wrong run config (retriever path, options, k, depth): a retry would fail the same way.
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     except GoldenSetTooOld as exc:
         yield dg.AssetCheckResult(
             check_name=AGE_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
@@ -109,8 +118,10 @@ def retrieval_benchmark(
         yield dg.AssetCheckResult(check_name=AGE_CHECK, passed=True, metadata={"expected": expected_age})
         yield dg.AssetCheckResult(
             check_name=COMPONENTS_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
-            metadata={"expected": dg.MetadataValue.text("every component returns a hit for its probe"),
-                      "actual": dg.MetadataValue.text(str(exc))},
+            metadata={"expected": dg.MetadataValue.text("every component of the retriever returns a hit for "
+                                                        "its probe"),
+                      "actual": dg.MetadataValue.text(str(exc)),
+                      "retriever": dg.MetadataValue.text(config.retriever)},
         )
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
@@ -124,28 +135,44 @@ def retrieval_benchmark(
         check_name=COMPONENTS_CHECK, passed=not run.degraded,
         # allow_degraded: the run is kept but the check still says what was down.
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"expected": dg.MetadataValue.text("no component down"),
-                  "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down")},
+        metadata={"expected": dg.MetadataValue.text("no component of the retriever down"),
+                  "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down"),
+                  "retriever": dg.MetadataValue.text(run.config_summary)},
     )
-    means = run.means(DECIDING_ROW)
+    markdown = result.report.read_text(encoding="utf-8") if result.report else ""
+    yield dg.MaterializeResult(metadata=materialization_metadata(run, markdown, result.report))
+
+
+def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | None) -> dict[str, Any]:
+    """What the UI shows for a run: provenance, retriever and config, rounded means, the report."""
     table = "| metric | " + " | ".join(run.rows) + " |\n| --- |" + " ---: |" * len(run.rows) + "\n" + "\n".join(
         f"| {m} | " + " | ".join(f"{run.means(r)[m]:.4f}" for r in run.rows) + " |" for m in run.metric_names
     )
-    markdown = result.report.read_text(encoding="utf-8") if result.report else ""
-    yield dg.MaterializeResult(
-        metadata={
-            "run_id": run.run_id,
-            "build_id": run.build_id,
-            "degraded": run.degraded,
-            "n_queries": run.n_queries,
-            "corpus_fingerprint": run.corpus_fingerprint,
-            "warnings": dg.MetadataValue.json(run.warnings),
-            "metrics": dg.MetadataValue.md(table),
-            "report": dg.MetadataValue.md(_inline_plot(markdown, result.report) if result.report else ""),
-            "report_path": dg.MetadataValue.path(str(result.report)),
-            **{f"core/{m}": float(v) for m, v in means.items()},
-        }
-    )
+    meta: dict[str, Any] = {
+        "run_id": run.run_id,
+        "retriever": dg.MetadataValue.text(run.config_summary),
+        "retriever_config": dg.MetadataValue.json(run.retriever_config),
+        "build_id": run.build_id,
+        "labels_build_id": run.labels_build_id if run.labels_build_id is not None else dg.MetadataValue.null(),
+        "degraded": run.degraded,
+        "rows": dg.MetadataValue.json(run.rows),
+        "n_queries": run.n_queries,
+        "skipped_queries": run.skipped_queries or 0,
+        "corpus_fingerprint": dg.MetadataValue.text(run.corpus_fingerprint[:16]),
+        "corpus_drift": dg.MetadataValue.float(_round(run.corpus_drift)),
+        "warnings": dg.MetadataValue.json(run.warnings),
+        "metrics": dg.MetadataValue.md(table),
+        "report": dg.MetadataValue.md(_inline_plot(markdown, report) if report else ""),
+    }
+    if report is not None:
+        meta["report_path"] = dg.MetadataValue.path(str(report))
+    meta.update({f"core/{m}": dg.MetadataValue.float(_round(v)) for m, v in run.means(DECIDING_ROW).items()})
+    return meta
+
+
+def _round(x: float | None) -> float:
+    # Four decimals as every table prints them; a float's repr (0.30158730158730157) is noise in the UI.
+    return round(float(x), 4) if x is not None and math.isfinite(x) else float("nan")
 
 
 BENCHMARK_ASSETS = [retrieval_benchmark]

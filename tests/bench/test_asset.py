@@ -3,28 +3,39 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
+from bench_world import QUERIES, build_golden, days_ago
 
+from goldenset import warehouse
 from goldenset_dagster.assets.benchmark import AGE_CHECK, BENCHMARK_ASSETS, COMPONENTS_CHECK, retrieval_benchmark
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
-from bench_world import build_golden, days_ago
+
+def _resources(g):
+    return {"warehouse": WarehouseResource(db_path=str(g.db)), "corpus_source": CorpusSource(path=str(g.corpus)),
+            "embedder": EmbedderResource()}
+
+
+def _config(g, **config):
+    config.setdefault("retriever", "bench_plugins:keywords")
+    config.setdefault("index_dir", str(g.index_dir))
+    config.setdefault("report_dir", str(g.tmp / "report"))
+    return {"ops": {"retrieval_benchmark": {"config": config}}}
 
 
 def _materialize(g, **config):
-    config.setdefault("retriever", "bench_plugins:keywords")
-    config.setdefault("index_dir", str(g.index_dir))
-    return dg.materialize(
-        [retrieval_benchmark],
-        resources={"warehouse": WarehouseResource(db_path=str(g.db)),
-                   "corpus_source": CorpusSource(path=str(g.corpus)), "embedder": EmbedderResource()},
-        run_config={"ops": {"retrieval_benchmark": {"config": config}}},
-        raise_on_error=False,
-    )
+    with dg.instance_for_test() as instance:
+        return dg.materialize([retrieval_benchmark], resources=_resources(g), run_config=_config(g, **config),
+                              instance=instance, raise_on_error=False)
 
 
 def _checks(result):
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _metadata(result):
+    return result.asset_materializations_for_node("retrieval_benchmark")[0].metadata
 
 
 def test_asset_materializes_with_metric_table_and_markdown_report(golden):
@@ -33,10 +44,40 @@ def test_asset_materializes_with_metric_table_and_markdown_report(golden):
     checks = _checks(result)
     assert checks[AGE_CHECK].passed and checks[COMPONENTS_CHECK].passed
     assert checks[AGE_CHECK].metadata["expected"].value == "<= 30 days"
-    meta = result.asset_materializations_for_node("retrieval_benchmark")[0].metadata
+    meta = _metadata(result)
     assert meta["degraded"].value is False and meta["n_queries"].value == 6
     assert "| recall@5 |" in meta["metrics"].value
     assert "data:image/png;base64," in meta["report"].value
+
+
+def test_asset_metadata_shows_the_retriever_and_rounds_floats_to_four_decimals(golden):
+    result = _materialize(golden, retriever_config='{"top": 5}')
+    assert result.success
+    meta = _metadata(result)
+    assert meta["retriever"].value == "bench_plugins:keywords top=5"
+    assert meta["retriever_config"].value["options"] == {"top": 5}
+    assert _checks(result)[COMPONENTS_CHECK].metadata["retriever"].value == "bench_plugins:keywords top=5"
+    con = warehouse.connect(golden.db, read_only=True)
+    try:
+        stored = dict(con.execute("SELECT metric, value FROM benchmark_results WHERE row_name = 'core' "
+                                  "AND query_id = 'all'").fetchall())
+    finally:
+        con.close()
+    assert {m: meta[f"core/{m}"].value for m in stored} == {m: round(v, 4) for m, v in stored.items()}
+    assert any(v != round(v, 4) for v in stored.values())  # the rounding was needed
+    assert meta["corpus_fingerprint"].value and len(meta["corpus_fingerprint"].value) == 16
+
+
+def test_asset_runs_without_the_graph_when_it_has_nothing_to_learn(tmp_path):
+    g = build_golden(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
+    result = _materialize(g)
+    assert result.success
+    assert _checks(result)[COMPONENTS_CHECK].passed
+    meta = _metadata(result)
+    assert meta["degraded"].value is False
+    assert meta["rows"].value == ["core", "+graph+boosts", "+graph+boosts honest"]
+    assert [w.split(":")[0] for w in meta["warnings"].value] == ["WARNING"]
+    assert meta["warnings"].value[0].startswith("WARNING: graph has nothing to learn from: ")
 
 
 def test_too_old_golden_set_fails_the_blocking_age_check(tmp_path):
@@ -55,6 +96,35 @@ def test_component_down_fails_the_blocking_components_check(golden):
     check = _checks(result)[COMPONENTS_CHECK]
     assert not check.passed
     assert check.metadata["actual"].value == "COMPONENT DOWN: keywords: index server unreachable at 10.0.0.7:9200"
+
+
+@pytest.mark.parametrize("config", [
+    {"retriever": "bench_plugins:exploding"},  # a component down: refused
+    {"retriever": "bench_plugins:missing"},  # a retriever path that does not resolve: wrong config
+    {"retriever_config": "[1]"},
+])
+def test_a_failure_that_would_repeat_is_not_retried_by_a_retry_policy(golden, config):
+    job = dg.define_asset_job("bench_with_retries", selection=[retrieval_benchmark],
+                              op_retry_policy=dg.RetryPolicy(max_retries=2))
+    defs = dg.Definitions(assets=[retrieval_benchmark], jobs=[job], resources=_resources(golden))
+    with dg.instance_for_test() as instance:
+        result = defs.resolve_job_def("bench_with_retries").execute_in_process(
+            run_config=_config(golden, **config), instance=instance, raise_on_error=False)
+    assert not result.success
+    kinds = [e.event_type_value for e in result.all_events]
+    assert "STEP_UP_FOR_RETRY" not in kinds and kinds.count("STEP_FAILURE") == 1
+
+
+def test_a_transient_retriever_error_is_retried(golden):
+    job = dg.define_asset_job("bench_with_retries", selection=[retrieval_benchmark],
+                              op_retry_policy=dg.RetryPolicy(max_retries=1))
+    defs = dg.Definitions(assets=[retrieval_benchmark], jobs=[job], resources=_resources(golden))
+    with dg.instance_for_test() as instance:
+        result = defs.resolve_job_def("bench_with_retries").execute_in_process(
+            run_config=_config(golden, retriever="bench_plugins:fails_on_search"), instance=instance,
+            raise_on_error=False)
+    assert not result.success
+    assert [e.event_type_value for e in result.all_events].count("STEP_UP_FOR_RETRY") == 1
 
 
 def test_benchmark_assets_load_into_definitions():
