@@ -6,9 +6,14 @@ its connection pointed at a server the session starts itself (tests/pg_server.py
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import dagster as dg
@@ -25,6 +30,7 @@ from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 from tests.pg_server import PostgresServer, postgres_db_fixture, postgres_server_fixture  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
 DEPLOY_YAML = ROOT / "docs" / "deploy" / "dagster.yaml"
 PASSWORD_ENV = "DAGSTER_PG_PASSWORD"
 DAYS = ["2026-11-01", "2026-11-02"]
@@ -279,6 +285,136 @@ def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_lin
     assert sql(postgres_server, postgres_db, "SELECT count(*) FROM runs")[0][0] == 2
     assert (home / "goldenset.duckdb").is_file()
     assert not (home / "dagster").exists()  # DAGSTER_HOME was given: nothing made under GOLDENSET_HOME/dagster
+
+
+def service_env(goldenset_home: Path, dagster_home: Path, password: str) -> dict[str, str]:
+    """The environment the README gives the daemon and the webserver, and nothing else."""
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "HOME": str(goldenset_home.parent / "service-user-home"),
+        "DAGSTER_HOME": str(dagster_home),
+        PASSWORD_ENV: password,
+        "GOLDENSET_HOME": str(goldenset_home),
+        "GOLDENSET_LOCK_TIMEOUT": "600",
+    }
+    if os.environ.get("PYTHONPATH"):  # only when the suite itself runs from a path, not an install
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def stop_daemon(daemon: subprocess.Popen) -> None:
+    """Stop the daemon and what it started (its code server, run workers): its own process group."""
+    if daemon.poll() is None:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(daemon.pid, signal.SIGKILL)  # a run worker or code server left behind
+
+
+def test_the_daemon_launches_a_queued_run_whose_step_workers_share_the_duckdb_pool_through_postgres(
+    postgres_home, postgres_server, postgres_db, tmp_path
+):
+    home = tmp_path / "home"
+    write_inputs(home)
+    elsewhere = tmp_path / "elsewhere"  # the services' working directory: nothing may land there
+    elsewhere.mkdir()
+    env = service_env(home, postgres_home, postgres_server.password)
+    (tmp_path / "service-user-home").mkdir()
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        name = days_partitions()
+        instance.add_dynamic_partitions(name, DAYS)
+    mark = {"goldenset/test": uuid.uuid4().hex}
+    tags = {**range_tags(DAYS), **trigger_tags("manual"), **mark}
+    log = tmp_path / "daemon.log"
+    with log.open("w") as out:
+        daemon = subprocess.Popen(
+            [str(BIN / "dagster-daemon"), "run", "-m", "goldenset_dagster.definitions"],
+            cwd=elsewhere,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        launched = subprocess.run(
+            [
+                str(BIN / "dagster"),
+                "job",
+                "launch",
+                "-m",
+                "goldenset_dagster.definitions",
+                "-j",
+                "refresh_golden_set",
+                "--tags",
+                json.dumps(tags),
+            ],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert launched.returncode == 0, launched.stderr
+        # Not a timing assertion: a bound on waiting, so a stuck daemon fails instead of hanging.
+        deadline = time.monotonic() + 600
+        with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+            while True:
+                runs = instance.get_runs(filters=dg.RunsFilter(tags=mark))
+                if runs and runs[0].is_finished:
+                    break
+                assert daemon.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, f"run not finished: {runs}\n{log.read_text()[-3000:]}"
+                time.sleep(1)
+            heartbeats = instance.get_daemon_heartbeats()
+    finally:
+        stop_daemon(daemon)
+
+    (run,) = runs
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        events = [e for e in instance.all_logs(run.run_id) if e.dagster_event]
+        assert run.status == dg.DagsterRunStatus.SUCCESS, [e.user_message for e in events if e.level >= 40]
+        kinds = [e.dagster_event.event_type for e in events]
+        # Submitted to the queue in PostgreSQL (the CLI only enqueues it), launched from there by the
+        # daemon, whose heartbeat the webserver reads from the same place.
+        assert dg.DagsterEventType.RUN_ENQUEUED in kinds and dg.DagsterEventType.RUN_SUCCESS in kinds
+        assert "QUEUED_RUN_COORDINATOR" in heartbeats
+        # Each step ran in its own worker process (the multiprocess executor), yet no two steps that
+        # write DuckDB overlapped, not even serve_log and corpus_snapshot, which do not depend on each
+        # other: the pool's one slot is held in PostgreSQL, where every worker claims it.
+        starts = {
+            e.step_key: (e.timestamp, e.dagster_event.pid)
+            for e in events
+            if e.dagster_event.event_type == dg.DagsterEventType.STEP_START
+        }
+        ends = {
+            e.step_key: e.timestamp for e in events if e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS
+        }
+        assert {"serve_log", "corpus_snapshot", "golden_set"} <= set(starts) and set(ends) == set(starts)
+        assert len({pid for _, pid in starts.values()}) == len(starts)
+        spans = sorted((starts[k][0], ends[k]) for k in starts)
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
+        golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=1).records
+        assert golden[0].run_id == run.run_id and golden[0].asset_materialization.metadata["build_id"].value == 1
+
+    # The README's `dagster schedule start` keeps the schedule's state in PostgreSQL too.
+    started = subprocess.run(
+        [str(BIN / "dagster"), "schedule", "start", "nightly_golden_set", "-m", "goldenset_dagster.definitions"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr
+    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+        states = {s.name: s.status.value for s in instance.all_instigator_state()}
+    assert states == {"nightly_golden_set": "RUNNING"}
+    assert sql(postgres_server, postgres_db, "SELECT status FROM instigators") == [("RUNNING",)]
+    assert (home / "goldenset.duckdb").is_file() and not list(elsewhere.iterdir())
 
 
 def test_missing_postgres_fails_under_ci_and_skips_elsewhere(monkeypatch):
