@@ -90,7 +90,7 @@ def pool(
         t.add_row(a, str(report.returned[a]), *cells)
     out.print(t)
     for line in report.lines():
-        out.print(line, markup=False)
+        out.print(line, markup=False, soft_wrap=True)
 
 
 @app.command("export")

@@ -141,7 +141,8 @@ class PoolReport:
         r = self.returned
         outside = sum(self.outside_snapshot.values())
         out = [
-            f"{self.queries} golden queries x {len(self.rankers)} rankers, top {self.depth} each "
+            f"{_plural(self.queries, 'golden query', 'golden queries')} x "
+            f"{_plural(len(self.rankers), 'ranker', 'rankers')}, top {self.depth} each "
             f"(golden build {self.build_id})",
             "returned: " + " + ".join(f"{name} {r[name]}" for name in self.rankers)
             + f" = {self.returned_total} pairs",
@@ -618,6 +619,10 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _iso(ts: datetime) -> str:

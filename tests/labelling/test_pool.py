@@ -257,6 +257,29 @@ def test_queue_summary_gives_the_queue_by_reason_and_the_latest_report(world):
                      "rankers": [FIRST, SECOND], "depth": 5, "report": result.report.to_json()}
 
 
+def test_a_build_with_no_golden_query_pools_nothing_and_says_so(tmp_path):
+    from helpers import doc, ranked, serve, verdict, write_corpus, write_log
+
+    from goldenset.build import build_golden_set
+    from goldenset.corpus import read_corpus
+    from goldenset.ingest import ingest_all
+    from goldenset.snapshots import store_snapshot
+
+    write_log(tmp_path / "logs", "2026-11-28", "p.jsonl", [
+        serve("s1", "2026-11-28T10:00:00Z", "Reset my password", [ranked("h", 1)]),
+        verdict("s1", "h", "noise", "2026-11-28T10:01:00Z"),
+    ])
+    con = warehouse.connect(tmp_path / "g.duckdb")
+    ingest_all(con, tmp_path / "logs")
+    store_snapshot(con, read_corpus(write_corpus(tmp_path / "c.jsonl", [doc("h")])), now=POOLED_AT)
+    build_golden_set(con, now=POOLED_AT)
+    result = run_pool(con, rankers=(FIRST,), index_dir=tmp_path, now=POOLED_AT)
+    assert con.execute("SELECT count(*) FROM labelling_queue").fetchone() == (0,)
+    con.close()
+    assert result.report.lines()[0] == "0 golden queries x 1 ranker, top 5 each (golden build 1)"
+    assert result.report.to_json()["queue"] == {"stale": 0, "successor": 0, "pooled": 0, "total": 0}
+
+
 # --------------------------------------------------------------------------- errors
 
 
