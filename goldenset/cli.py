@@ -184,9 +184,10 @@ def _breakdown(counts: dict[str, int]) -> str:
 
 def _mount() -> None:
     from goldenset.bench.cli import bench_app
-    from goldenset.commands import rubric
+    from goldenset.commands import label, rubric
 
     app.add_typer(rubric.app, name="rubric")
+    app.add_typer(label.app, name="label")
     app.add_typer(bench_app, name="bench")
 
 
