@@ -238,3 +238,20 @@ def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
     assert type(result.exception) is GoldensetError and result.exception.exit_code == 1
     assert str(result.exception) == ("golden build 1 has no query with a relevant label to measure; "
                                      "`goldenset status` shows the funnel")
+
+
+def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys):
+    from bench_world import QUERIES, build_golden
+
+    from goldenset_dagster.cli import main
+
+    g = build_golden(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
+    assert main(["bench", *[str(a) for a in run_args(g)]]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert [line for line in out.splitlines() if "WARNING" in line] == [
+        "WARNING: graph has nothing to learn from: no two active documents helped on the same query, so the graph "
+        "has no edge; row +graph left out (it would rank as core), rows +graph+boosts and +graph+boosts honest "
+        "rank with the boosts alone"]
+    assert "DEGRADED" not in out and "COMPONENT DOWN" not in captured.err
+    assert "+graph+boosts (reference)" in out and "+graph (reference)" not in out
