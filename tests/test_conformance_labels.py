@@ -132,3 +132,20 @@ def test_agreement_over_the_warehouse_matches_the_worked_example(tmp_path):
         ("d1", {"ana": "relevant", "ben": "partial", "cy": "relevant"}),
         ("d5", {"ana": "relevant", "ben": "irrelevant"}),
     ]
+
+
+def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
+    from goldenset_dagster.cli import main
+
+    assert _cli_build(tmp_path) == 0
+    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
+    capsys.readouterr()
+    assert main(["labels", "agreement", "--json", "--db", str(tmp_path / "g.duckdb"),
+                 "--rubric", str(DATA / "rubric.yaml")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["annotators", "agent", "disagreements"]
+    assert {k: printed[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
+    assert main(["labels", "agreement", "--db", str(tmp_path / "g.duckdb"),
+                 "--rubric", str(DATA / "rubric.yaml")]) == 0
+    table = capsys.readouterr().out
+    assert "(human" in table and "disagreements by" in table and "decided_by" in table

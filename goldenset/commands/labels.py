@@ -18,7 +18,7 @@ from goldenset.errors import GoldensetError
 
 app = typer.Typer(
     name="labels",
-    help="Work with label lines: import them from Label Studio or JSONL.",
+    help="Work with label lines: import them from Label Studio or JSONL, measure agreement.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -57,3 +57,83 @@ def import_cmd(
         typer.echo(line)
     if not result.ok:
         raise GoldensetError(result.failure())
+
+
+@app.command("agreement")
+def agreement_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
+    details: Annotated[bool, typer.Option(
+        "--details", help="With --json: add the breakdown of disagreements by decided_by and by project.")] = False,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+    wait: Annotated[float | None, typer.Option(
+        "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, "
+                       "else 30).")] = None,
+) -> None:
+    """Cohen's kappa between annotators and against the agent's verdicts, and the pairs people disagree on."""
+    import json
+
+    from goldenset.cli import reading
+    from goldenset.labelling.agreement import agreement_report, disagreement_breakdown
+    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.store import agreement_inputs
+
+    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    with reading(settings.resolve("db", db), wait) as con:
+        inputs = agreement_inputs(con)
+    report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, closed)
+    breakdown = disagreement_breakdown(inputs.lines)
+    if as_json:
+        if details:
+            report = {**report, "breakdown": {
+                "total": breakdown.total,
+                "by_decided_by": {c.key: c.n for c in breakdown.by_decided_by},
+                "by_project": {c.key: c.n for c in breakdown.by_project},
+                "annotator_pairs": [{"a": p.a, "b": p.b, "shared": p.shared,
+                                     "pairs": [{"query_id": r.query_id, "doc_id": r.doc_id} for r in p.pairs]}
+                                    for p in breakdown.annotator_pairs]}}
+        typer.echo(json.dumps(report, ensure_ascii=False))
+        return
+    _print_agreement(report, breakdown, inputs.build_id)
+
+
+def _print_agreement(report: dict, breakdown, build_id: int) -> None:
+    from rich.table import Table
+
+    from goldenset.cli import out
+
+    def fmt(v) -> str:
+        return "n/a" if v is None else f"{v:.4f}"
+
+    t = Table(title=f"agreement between annotators (labels as build {build_id} read them)", title_justify="left")
+    for col in ("a", "b", "n", "po", "pe", "kappa"):
+        t.add_column(col, justify="left" if col in ("a", "b") else "right")
+    for e in report["annotators"]:
+        t.add_row(e["a"], e["b"], str(e["n"]), fmt(e["po"]), fmt(e["pe"]), fmt(e["kappa"]))
+    out.print(t)
+    a = Table(title="agent verdicts (helped) against labels (grade >= 1)", title_justify="left")
+    for col in ("annotator", "n", "po", "pe", "kappa"):
+        a.add_column(col, justify="left" if col == "annotator" else "right")
+    for e in report["agent"]:
+        a.add_row(e["annotator"], str(e["n"]), fmt(e["po"]), fmt(e["pe"]), fmt(e["kappa"]))
+    out.print(a)
+    if not report["disagreements"]:
+        out.print("no pair where annotators at the same version disagree", markup=False)
+        return
+    for title, counts in (("disagreements by decided_by", breakdown.by_decided_by),
+                          ("disagreements by project", breakdown.by_project)):
+        b = Table(title=title, title_justify="left")
+        b.add_column("key")
+        b.add_column("pairs", justify="right")
+        for c in counts:
+            b.add_row(c.key, str(c.n))
+        out.print(b)
+    d = Table(title=f"{len(report['disagreements'])} pair(s) annotators disagree on", title_justify="left")
+    d.add_column("query_id")
+    d.add_column("doc_id")
+    d.add_column("labels")
+    for e in report["disagreements"]:
+        d.add_row(e["query_id"], e["doc_id"], ", ".join(f"{k}: {v}" for k, v in e["labels"].items()))
+    out.print(d)
