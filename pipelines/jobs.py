@@ -5,19 +5,20 @@ from __future__ import annotations
 import dagster as dg
 
 from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.serve_log import serve_log
 
 refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
-    selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, labelling_queue, golden_set_export],
     description="Ingest new and changed log and label files, snapshot the corpus, rebuild the golden set. "
     "Run it over every day at once (partition range tags): one run, not one per day.",
 )
 rebuild_golden_set = dg.define_asset_job(
     "rebuild_golden_set",
-    selection=[corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    selection=[corpus_snapshot, golden_set, relabel_queue, labelling_queue, golden_set_export],
     description="Snapshot the corpus and rebuild from what is already ingested (no log days yet).",
 )
 

@@ -149,3 +149,16 @@ def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
                  "--rubric", str(DATA / "rubric.yaml")]) == 0
     table = capsys.readouterr().out
     assert "(human" in table and "disagreements by" in table and "decided_by" in table
+
+
+def test_a_build_with_labels_refreshes_the_labelling_queue(tmp_path):
+    assert _cli_build(tmp_path) == 0
+    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
+    con = connect(tmp_path / "g.duckdb", read_only=True)
+    (pool_id, build_id), = con.execute("SELECT pool_id, build_id FROM pool_runs").fetchall()
+    assert build_id == 2
+    queue = con.execute("SELECT reason, doc_id FROM labelling_queue ORDER BY priority").fetchall()
+    # d2 left the relabel queue (ana labelled it at v2); d4 is stale only as superseded, so it is
+    # never queued as stale; its successor d5 already has a golden row.
+    assert ("stale", "d2") not in queue and ("stale", "d4") not in queue
+    assert all(reason == "pooled" for reason, _ in queue)
