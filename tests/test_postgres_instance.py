@@ -26,12 +26,11 @@ from goldenset_dagster.definitions import build_definitions
 from goldenset_dagster.instance import INSTANCE_YAML
 from goldenset_dagster.jobs import TRIGGER_TAG, build_run_config, trigger_tags
 from goldenset_dagster.partitions import range_tags
+from tests.deploy_units import DEPLOY, make_layout, service_command
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 from tests.pg_server import PostgresServer, postgres_db_fixture, postgres_server_fixture  # noqa: F401 (fixtures)
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-DEPLOY_YAML = ROOT / "docs" / "deploy" / "dagster.yaml"
+DEPLOY_YAML = DEPLOY / "dagster.yaml"
 PASSWORD_ENV = "DAGSTER_PG_PASSWORD"
 DAYS = ["2026-11-01", "2026-11-02"]
 
@@ -287,21 +286,6 @@ def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_lin
     assert not (home / "dagster").exists()  # DAGSTER_HOME was given: nothing made under GOLDENSET_HOME/dagster
 
 
-def service_env(goldenset_home: Path, dagster_home: Path, password: str) -> dict[str, str]:
-    """The environment the README gives the daemon and the webserver, and nothing else."""
-    env = {
-        "PATH": f"{BIN}:/usr/bin:/bin",
-        "HOME": str(goldenset_home.parent / "service-user-home"),
-        "DAGSTER_HOME": str(dagster_home),
-        PASSWORD_ENV: password,
-        "GOLDENSET_HOME": str(goldenset_home),
-        "GOLDENSET_LOCK_TIMEOUT": "600",
-    }
-    if os.environ.get("PYTHONPATH"):  # only when the suite itself runs from a path, not an install
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
-
-
 def stop_daemon(daemon: subprocess.Popen) -> None:
     """Stop the daemon and what it started (its code server, run workers): its own process group."""
     if daemon.poll() is None:
@@ -315,34 +299,47 @@ def stop_daemon(daemon: subprocess.Popen) -> None:
         os.killpg(daemon.pid, signal.SIGKILL)  # a run worker or code server left behind
 
 
-def test_the_daemon_launches_a_queued_run_whose_step_workers_share_the_duckdb_pool_through_postgres(
-    postgres_home, postgres_server, postgres_db, tmp_path
-):
-    home = tmp_path / "home"
-    write_inputs(home)
-    elsewhere = tmp_path / "elsewhere"  # the services' working directory: nothing may land there
+def wait_for_run(dagster_home: Path, tags: dict[str, str], daemon: subprocess.Popen, log: Path) -> dg.DagsterRun:
+    """The run carrying `tags`, once finished. A bound on waiting, not a timing assertion."""
+    deadline = time.monotonic() + 600
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        while True:
+            runs = instance.get_runs(filters=dg.RunsFilter(tags=tags))
+            if runs and runs[0].is_finished:
+                return runs[0]
+            assert daemon.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"run not finished: {runs}\n{log.read_text()[-3000:]}"
+            time.sleep(1)
+
+
+def test_the_services_of_docs_deploy_share_one_postgres_instance(postgres_server, postgres_db, tmp_path, monkeypatch):
+    """The daemon unit runs a queued run in step workers that take turns on DuckDB; the build unit adds its run."""
+    monkeypatch.setenv(PASSWORD_ENV, postgres_server.password)  # for this process's own look at the instance
+    layout = make_layout(tmp_path)
+    write_inputs(layout.home)
+    dagster_home = layout.home / "dagster"  # the units' DAGSTER_HOME, and where `goldenset build` looks without it
+    dagster_home.mkdir()
+    (dagster_home / "dagster.yaml").write_text(postgres_instance_yaml(postgres_server, postgres_db), encoding="utf-8")
+    secrets = (DEPLOY / "secrets.env").read_text(encoding="utf-8").replace("change-me", postgres_server.password)
+    (layout.etc / "secrets.env").write_text(secrets, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"  # the working directory of every command: nothing may land there
     elsewhere.mkdir()
-    env = service_env(home, postgres_home, postgres_server.password)
-    (tmp_path / "service-user-home").mkdir()
-    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
-        name = days_partitions()
-        instance.add_dynamic_partitions(name, DAYS)
+    daemon_argv, env = service_command("dagster-daemon.service", layout)
+    assert env["DAGSTER_HOME"] == str(dagster_home) and env[PASSWORD_ENV] == postgres_server.password
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        instance.add_dynamic_partitions(days_partitions(), DAYS)
     mark = {"goldenset/test": uuid.uuid4().hex}
-    tags = {**range_tags(DAYS), **trigger_tags("manual"), **mark}
     log = tmp_path / "daemon.log"
     with log.open("w") as out:
         daemon = subprocess.Popen(
-            [str(BIN / "dagster-daemon"), "run", "-m", "goldenset_dagster.definitions"],
-            cwd=elsewhere,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            daemon_argv, cwd=elsewhere, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
+        tags = {**range_tags(DAYS), **trigger_tags("manual"), **mark}
         launched = subprocess.run(
             [
-                str(BIN / "dagster"),
+                str(layout.programs / "dagster"),
                 "job",
                 "launch",
                 "-m",
@@ -359,22 +356,13 @@ def test_the_daemon_launches_a_queued_run_whose_step_workers_share_the_duckdb_po
             check=False,
         )
         assert launched.returncode == 0, launched.stderr
-        # Not a timing assertion: a bound on waiting, so a stuck daemon fails instead of hanging.
-        deadline = time.monotonic() + 600
-        with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
-            while True:
-                runs = instance.get_runs(filters=dg.RunsFilter(tags=mark))
-                if runs and runs[0].is_finished:
-                    break
-                assert daemon.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, f"run not finished: {runs}\n{log.read_text()[-3000:]}"
-                time.sleep(1)
+        run = wait_for_run(dagster_home, mark, daemon, log)
+        with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
             heartbeats = instance.get_daemon_heartbeats()
     finally:
         stop_daemon(daemon)
 
-    (run,) = runs
-    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
         events = [e for e in instance.all_logs(run.run_id) if e.dagster_event]
         assert run.status == dg.DagsterRunStatus.SUCCESS, [e.user_message for e in events if e.level >= 40]
         kinds = [e.dagster_event.event_type for e in events]
@@ -397,12 +385,24 @@ def test_the_daemon_launches_a_queued_run_whose_step_workers_share_the_duckdb_po
         assert len({pid for _, pid in starts.values()}) == len(starts)
         spans = sorted((starts[k][0], ends[k]) for k in starts)
         assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
-        golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=1).records
-        assert golden[0].run_id == run.run_id and golden[0].asset_materialization.metadata["build_id"].value == 1
+
+    # The nightly build unit has no DAGSTER_HOME: `goldenset build` finds GOLDENSET_HOME/dagster/dagster.yaml.
+    build_argv, build_env = service_command("goldenset-build.service", layout)
+    assert "DAGSTER_HOME" not in build_env
+    built = subprocess.run(build_argv, cwd=elsewhere, env=build_env, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    assert "build 2 published" in built.stdout
 
     # The README's `dagster schedule start` keeps the schedule's state in PostgreSQL too.
     started = subprocess.run(
-        [str(BIN / "dagster"), "schedule", "start", "nightly_golden_set", "-m", "goldenset_dagster.definitions"],
+        [
+            str(layout.programs / "dagster"),
+            "schedule",
+            "start",
+            "nightly_golden_set",
+            "-m",
+            "goldenset_dagster.definitions",
+        ],
         cwd=elsewhere,
         env=env,
         capture_output=True,
@@ -410,11 +410,20 @@ def test_the_daemon_launches_a_queued_run_whose_step_workers_share_the_duckdb_po
         check=False,
     )
     assert started.returncode == 0, started.stderr
-    with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        runs = instance.get_runs()
+        assert [(r.status, r.tags[TRIGGER_TAG]) for r in runs] == [(dg.DagsterRunStatus.SUCCESS, "manual")] * 2
+        golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=10).records
+        assert [r.run_id for r in golden] == [runs[0].run_id, run.run_id]
+        assert [r.asset_materialization.metadata["build_id"].value for r in golden] == [2, 1]
         states = {s.name: s.status.value for s in instance.all_instigator_state()}
     assert states == {"nightly_golden_set": "RUNNING"}
     assert sql(postgres_server, postgres_db, "SELECT status FROM instigators") == [("RUNNING",)]
-    assert (home / "goldenset.duckdb").is_file() and not list(elsewhere.iterdir())
+    assert sql(postgres_server, postgres_db, "SELECT count(*) FROM runs") == [(2,)]
+    assert not list(dagster_home.rglob("*.db"))
+    assert (layout.home / "goldenset.duckdb").is_file() and not list(elsewhere.iterdir())
+    assert not list(layout.user_home.iterdir())
 
 
 def test_missing_postgres_fails_under_ci_and_skips_elsewhere(monkeypatch):
