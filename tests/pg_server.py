@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,7 +235,7 @@ def postgres_server_fixture() -> Iterator[PostgresServer]:
 @pytest.fixture(name="postgres_db")
 def postgres_db_fixture(postgres_server: PostgresServer, request) -> Iterator[str]:
     """A fresh, empty database on the session's server, named after the test; dropped afterwards."""
-    name = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:50]
+    name = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
     postgres_server.create_database(name)
     try:
         yield name
