@@ -49,8 +49,7 @@ def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
     """Open the warehouse, waiting (and saying so on stderr) while another process writes it."""
     from goldenset.warehouse import connect
 
-    return connect(db, read_only=read_only, wait=settings.lock_timeout(wait),
-                   notify=lambda msg: err.print(msg, markup=False))
+    return connect(db, read_only=read_only, wait=settings.lock_timeout(wait))
 
 
 @contextmanager
@@ -101,7 +100,7 @@ def rejects(
         rows, total = list_rejects(con, reason=reason, file=file, limit=limit or None)
         reasons = known_reasons(con) if reason and not total else []
     if reason and not total and reasons:
-        err.print(f"no line rejected as {reason!r}; reasons present: {', '.join(reasons)}", markup=False)
+        err.print(f"no line rejected as {reason!r}; reasons present: {', '.join(reasons)}", markup=False, soft_wrap=True)
     if as_json:
         for r in rows:
             typer.echo(json.dumps({"source_file": r.source_file, "line": r.line, "reason": r.reason,
@@ -197,35 +196,45 @@ _mount()
 
 
 class RichReporter:
-    """Progress bars on stderr for long steps; only drawn on a terminal."""
+    """Progress bars on stderr for long steps when it is a terminal; notices on stderr always."""
 
     def __init__(self, console: Console):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        self.console = console
+        self.bars = console.is_terminal
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=console, transient=True)
         self.active = 0
 
     def start(self, description: str, total: int | None) -> object:
+        if not self.bars:
+            return None
         if self.active == 0:
             self.progress.start()
         self.active += 1
         return self.progress.add_task(description, total=total)
 
     def advance(self, handle: object, n: int) -> None:
-        self.progress.advance(handle, n)  # type: ignore[arg-type]
+        if handle is not None:
+            self.progress.advance(handle, n)  # type: ignore[arg-type]
 
     def finish(self, handle: object) -> None:
+        if handle is None:
+            return
         self.progress.remove_task(handle)  # type: ignore[arg-type]
         self.active -= 1
         if self.active == 0:
             self.progress.stop()
 
+    def notice(self, message: str) -> None:
+        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
+
 
 def main(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
     """Run the app, turning library errors into their exit codes; no traceback reaches a user."""
     application = application or app
-    previous = progress.set_reporter(RichReporter(err) if err.is_terminal else None)
+    previous = progress.set_reporter(RichReporter(err))
     try:
         application(args=argv, standalone_mode=False)
     except GoldensetError as exc:

@@ -1,8 +1,9 @@
-"""Progress of long steps (ingesting many files, embedding, a benchmark over many queries).
+"""Progress of long steps (ingesting many files, embedding, a benchmark over many queries), and notices.
 
-The library reports through `step(...)`; it prints nothing itself. The command line
-installs a reporter that draws rich progress bars on stderr; everywhere else (tests,
-Dagster runs) the default reporter does nothing, so library calls stay silent.
+The library reports through `step(...)` and `notice(...)`; it prints nothing itself.
+The command line installs a reporter that draws rich progress bars on stderr (on a
+terminal) and prints notices (always: "waiting for PID n ..."); everywhere else
+(tests, Dagster runs) the default reporter does nothing, so library calls stay silent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class Reporter(Protocol):
 
     def finish(self, handle: object) -> None: ...
 
+    def notice(self, message: str) -> None: ...
+
 
 class _Silent:
     def start(self, description: str, total: int | None) -> object:
@@ -30,6 +33,9 @@ class _Silent:
         return None
 
     def finish(self, handle: object) -> None:
+        return None
+
+    def notice(self, message: str) -> None:
         return None
 
 
@@ -53,3 +59,8 @@ def step(description: str, total: int | None = None) -> Iterator[Callable[[int],
         yield lambda n=1: reporter.advance(handle, n)
     finally:
         reporter.finish(handle)
+
+
+def notice(message: str) -> None:
+    """A one-line message the user should see while a command waits or works (never an error)."""
+    _reporter.notice(message)

@@ -52,10 +52,10 @@ def build(
         paths, trigger=trigger, wait=settings.lock_timeout(wait),
         golden_set_config={"near_duplicates": near_duplicates, "near_duplicate_threshold": threshold,
                            "block_rejected_share": block_rejected_share},
-        notify=lambda msg: err.print(msg, markup=False),
+        notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
     )
     for warning in result.warnings:
-        err.print(f"WARNING: {warning}", markup=False)
+        err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)
     print_status(result.status, title=f"build {result.status.build.build_id} published")
 
 

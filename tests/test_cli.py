@@ -183,3 +183,25 @@ def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(projec
 
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM golden_builds").fetchall() == [(0,)]
+
+
+def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, capsys):
+    db = project_dir / "g.duckdb"
+    assert _build(db) == 0
+    # The holder lets go a moment after it took the file; the waiter allows far longer.
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+         "time.sleep(1.5); c.close()", str(db)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        assert main(["status", "--db", str(db), "--wait", "120"]) == 0
+        captured = capsys.readouterr()
+        assert f"waiting for PID {holder.pid} to finish writing {db}" in captured.err.replace("\n", " ")
+        assert "golden set: build 1" in captured.out
+    finally:
+        holder.kill()
+        holder.wait()

@@ -133,6 +133,7 @@ def compare_cmd(
 def list_cmd(
     db: DbOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list: every run with its full retriever config and deciding-row means.")] = False,
+    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")] = None,
 ) -> None:
     """List stored benchmark runs, newest first: retriever and config, deciding row's recall and nDCG."""
     from rich.table import Table
@@ -140,7 +141,7 @@ def list_cmd(
     from goldenset.bench.report import console, fmt
     from goldenset.bench.service import stored_runs
 
-    runs = stored_runs(resolve_paths(None, None, db).db)
+    runs = stored_runs(resolve_paths(None, None, db).db, wait=wait)
     if as_json:
         typer.echo(json.dumps([{**r, "started_at": r["started_at"].isoformat()} for r in runs]))
         return

@@ -93,7 +93,7 @@ def run_and_store(db: Path, corpus_path: Path, config: BenchConfig, *, report_di
     """Read the corpus, gate and run the benchmark, store it in one transaction, write its report."""
     _require_db(db)
     corpus = read_corpus(corpus_path)
-    con = warehouse.connect(db)
+    con = warehouse.connect(db, wait=settings.lock_timeout())
     try:
         run = run_benchmark(con, corpus, embedder or Embedder(), config, now=now)
         store_run(con, run)
@@ -130,7 +130,7 @@ def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
         qrels, source = trec.read_qrels(qrels_path), str(qrels_path)
     else:
         _require_db(db)
-        con = warehouse.connect(db, read_only=True)
+        con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout())
         try:
             build = golden.latest_build(con)
             qrels = golden.load_qrels(con, exclude_stale).qrels
@@ -157,7 +157,7 @@ def compare_stored(db: Path, run_a: str, run_b: str, *, row: str = "core", metri
                    report_dir: Path | None = None) -> tuple[Comparison, Path | None]:
     """Load two stored runs and compare B against A; write a report when report_dir is given."""
     _require_db(db)
-    con = warehouse.connect(db, read_only=True)
+    con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout())
     try:
         a, b = load_run(con, run_a), load_run(con, run_b)
     finally:
@@ -167,10 +167,10 @@ def compare_stored(db: Path, run_a: str, run_b: str, *, row: str = "core", metri
     return comp, md
 
 
-def stored_runs(db: Path) -> list[dict]:
-    """Every stored run, newest first."""
+def stored_runs(db: Path, wait: float | None = None) -> list[dict]:
+    """Every stored run, newest first (waiting up to `wait` s, else GOLDENSET_LOCK_TIMEOUT, for a writer)."""
     _require_db(db)
-    con = warehouse.connect(db, read_only=True)
+    con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout(wait))
     try:
         return list_runs(con)
     finally:
