@@ -49,7 +49,9 @@ def describe(root: Path) -> str:
     if len(folders) > _MAX_NAMED:
         named.append(f"{len(folders) - _MAX_NAMED} more folders")
     parts += named
-    return ", ".join(parts) if parts else "nothing at all"
+    if not parts:
+        return "nothing at all"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _suffix(name: str) -> str:

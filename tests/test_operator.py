@@ -1,0 +1,147 @@
+"""What a stranger meets first: mistakes get one clear line, state lands under one home."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from goldenset_dagster.cli import main
+from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+
+DATA = Path(__file__).parent / "data" / "conformance"
+
+
+def _build(*args: str) -> int:
+    return main(["build", *args])
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err.strip()
+
+
+def test_a_log_directory_holding_nothing_the_contract_reads_says_what_it_found(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    (logs / "date=2026-11-02").mkdir(parents=True)
+    (logs / "a.jsonl").write_text("{}\n")
+    (logs / "b.jsonl").write_text("{}\n")
+    db = tmp_path / "g.duckdb"
+    assert _build("--logs", str(logs), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 1
+    assert _err(capsys) == (
+        f"Error: no files match {logs}/dt=YYYY-MM-DD/*.jsonl[.gz]; "
+        "found 2 .jsonl files at the top level and a folder date=2026-11-02")
+    assert duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM golden_builds").fetchone() == (0,)
+
+
+def test_dt_folders_without_log_files_are_named_in_the_error(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    (logs / "dt=2026-11-01").mkdir(parents=True)
+    (logs / "dt=2026-11-01" / "part-1.json").write_text("{}\n")
+    assert _build("--logs", str(logs), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(tmp_path / "g.duckdb")) == 1
+    assert _err(capsys).endswith("found dt=2026-11-01 with 1 .json file")
+
+
+@pytest.mark.parametrize("flag", ["--logs", "--corpus", "--db"])
+def test_a_path_of_the_wrong_kind_is_one_line_not_a_traceback(tmp_path, capsys, flag):
+    good = {"--logs": str(DATA / "logs"), "--corpus": str(DATA / "corpus.jsonl"), "--db": str(tmp_path / "g.duckdb")}
+    wrong = tmp_path / "wrong"
+    if flag == "--logs":
+        wrong.write_text("not a folder")
+    else:
+        wrong.mkdir()
+    good[flag] = str(wrong)
+    assert _build(*[x for kv in good.items() for x in kv]) == 1
+    err = _err(capsys)
+    assert err.startswith("Error: ") and "\n" not in err and "Traceback" not in err
+    assert str(wrong) in err
+
+
+def test_export_onto_a_file_is_one_line(tmp_path, capsys):
+    db = tmp_path / "g.duckdb"
+    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    target = tmp_path / "out.txt"
+    target.write_text("x")
+    capsys.readouterr()
+    assert main(["export", "--out", str(target), "--db", str(db)]) == 1
+    assert _err(capsys) == f"Error: --out {target} is a file; give a folder (it is created if missing)"
+    assert target.read_text() == "x"
+
+
+def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    write_log(logs, "2026-11-01", "part-0001.jsonl", [
+        serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("gone", 1)]),
+        verdict("s1", "gone", "helped", "2026-11-01T09:05:00Z"),
+    ])
+    corpus = write_corpus(tmp_path / "c.jsonl", [doc("other")])
+    assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")) == 0
+    err = _err(capsys)
+    assert err.startswith("WARNING: the golden set is empty: 1 judgments, all dropped by `retired`")
+    assert "--corpus" in err
+
+
+def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    write_log(logs, "2026-11-01", "part-0001.jsonl", [
+        serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
+        verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z")])
+    corpus = write_corpus(tmp_path / "c.jsonl", [doc("d1")])
+    db = tmp_path / "g.duckdb"
+    assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(db)) == 0
+    write_log(logs, "2026-11-02", "part-0001.jsonl", ["junk", "more junk", "and more"])
+    capsys.readouterr()
+    assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(db)) == 1
+    err = _err(capsys)
+    assert "3 of 5 log lines rejected (60.0%), above the blocking share 10% (--block-rejected-share" in err
+    assert "`goldenset rejects` lists them; build 1 (built " in err and err.endswith("UTC) stays current")
+
+
+def test_rejects_lists_quarantined_lines_filtered_and_as_json(tmp_path, capsys):
+    db = tmp_path / "g.duckdb"
+    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    capsys.readouterr()
+    assert main(["rejects", "--db", str(db), "--json"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(r["source_file"], r["line"], r["reason"]) for r in rows] == [
+        ("dt=2026-11-01/part-0001.jsonl", 9, "invalid_field"),
+        ("dt=2026-11-01/part-0001.jsonl", 10, "invalid_json"),
+        ("dt=2026-11-02/part-0001.jsonl.gz", 7, "conflicting_duplicate_serve"),
+    ]
+    assert main(["rejects", "--db", str(db), "--reason", "invalid_json", "--json"]) == 0
+    assert [json.loads(x)["line"] for x in capsys.readouterr().out.splitlines()] == [10]
+    assert main(["rejects", "--db", str(db), "--file", "dt=2026-11-02/*", "--json"]) == 0
+    assert [json.loads(x)["line"] for x in capsys.readouterr().out.splitlines()] == [7]
+    assert main(["rejects", "--db", str(db), "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 3 rejected line(s)" in out and "2 more: raise --limit" in out
+
+
+def test_status_points_at_goldenset_rejects(tmp_path, capsys):
+    db = tmp_path / "g.duckdb"
+    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    capsys.readouterr()
+    assert main(["status", "--db", str(db)]) == 0
+    assert "`goldenset rejects` lists them" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_with_only_goldenset_home_set_everything_lands_under_it(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("GOLDENSET_HOME", str(home))
+    (home / "logs").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(DATA / "logs", home / "logs", dirs_exist_ok=True)
+    shutil.copyfile(DATA / "corpus.jsonl", home / "corpus.jsonl")
+    assert main(["build"]) == 0
+    assert (home / "goldenset.duckdb").exists()
+    assert (home / "dagster" / "dagster.yaml").exists()
+    assert (home / "export" / "latest" / "manifest.json").exists()
+    assert list(work.iterdir()) == []
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["build_id"] == 1
