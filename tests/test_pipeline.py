@@ -100,6 +100,17 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
         assert not result.success
         failure = [e for e in result.all_events if e.is_step_failure][0]
         assert "build not published" in failure.step_failure_data.user_failure_data.description
+        # The check that blocked shows its own failed result with its figures (not "execution
+        # failed"), and the failure asks not to be retried: it would refuse the same way again.
+        evaluations = {e.event_specific_data.check_name: e.event_specific_data
+                       for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+        blocked = evaluations["rejected_share"]
+        assert not blocked.passed and blocked.severity == dg.AssetCheckSeverity.ERROR
+        assert blocked.metadata["rejected"].value == 12 and blocked.metadata["lines_read"].value == 30
+        assert blocked.metadata["share"].value == 40.0  # shown as a percentage
+        assert evaluations["funnel_adds_up"].passed
+        assert failure.step_failure_data.error is None or "RetryRequested" not in str(failure.step_failure_data.error)
+        assert not any(e.event_type_value == "STEP_UP_FOR_RETRY" for e in result.all_events)
     con = connect(tmp_path / "g.duckdb", read_only=True)
     assert con.execute("SELECT max(build_id), count(*) FROM golden_builds").fetchall() == [(1, 1)]
     assert con.execute("SELECT count(*) FROM golden_set").fetchall() == [(3,)]
@@ -166,3 +177,31 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
         assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"
         assert req.run_config["ops"]["golden_set"]["config"]["trigger"] == "schedule"
+
+
+def test_a_busy_warehouse_is_retried_by_the_step_and_a_refusal_is_not(tmp_path, resources, monkeypatch):
+    import subprocess
+    import sys
+
+    import goldenset_dagster.assets as asset_helpers
+
+    monkeypatch.setattr(asset_helpers, "BUSY_RETRY_SECONDS", 0)
+    db = tmp_path / "g.duckdb"
+    connect(db).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+         "time.sleep(120)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        resources["warehouse"] = WarehouseResource(db_path=str(db), lock_timeout=0)
+        with dg.instance_for_test() as instance:
+            result = _materialize(instance, resources, tmp_path)
+        assert not result.success
+        retried = [e.step_key for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+        assert retried.count("serve_log") == asset_helpers.BUSY_RETRIES
+        assert retried.count("corpus_snapshot") == asset_helpers.BUSY_RETRIES
+        failure = [e for e in result.all_events if e.is_step_failure][0]
+        assert "database busy: held by PID" in str(failure.step_failure_data.error.cause or failure.step_failure_data.error)
+    finally:
+        holder.kill()
+        holder.wait()
