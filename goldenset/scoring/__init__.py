@@ -12,8 +12,10 @@ shape, e.g. a judge's hallucinated span); an *error* (anything else raised, a
 timeout, a number that is not finite). Neither of the last two is ever scored 0.
 
 Modules: `scorers` (built-ins, plug-ins, the score cache, `score_pairs`),
-`judge` (the LLM judge client and its answer checks), `calibrate` (cutoffs,
-band, bootstrap, slices, policies).
+`pairs` (what is scored, read from the warehouse), `judge` (the LLM judge
+client and its answer checks), `calibrate` (cutoffs, band, bootstrap, slices,
+holdout, repeats: the arithmetic), `report` (the `--json` object), `plot` (the
+PNG), `policy` (the manifest and `--check`).
 """
 
 from __future__ import annotations

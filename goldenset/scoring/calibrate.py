@@ -38,22 +38,22 @@ Everything here works on typed records (`ScoredPair`), never on the warehouse.
   (single, band low and high) the report counts how many repeats pass. A pair
   with 0 < passes < N at any of them is unstable and goes to review: it is never
   re-asked until it passes.
-- outputs: `to_json` (the `--json` object; rates, shares and percentiles
-  rounded to 4 decimals half away from zero, cutoffs and cost exact),
-  `plot_rates` (PNG), `policy_manifest` / `write_policy` / `read_policy`, and
-  `check_policy` (a stored policy re-measured on today's pairs; see PolicyCheck).
+- rounding: rates, shares and percentiles are printed rounded to 4 decimals
+  half away from zero on the decimal the float prints as (`round4`); cutoffs
+  and cost are exact.
+
+The outputs live next door: `report` (the `--json` objects), `plot` (the PNG)
+and `policy` (the manifest and `--check`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,6 @@ PERCENTILES = (2.5, 25.0, 50.0, 75.0, 97.5)
 AGAINST = ("human", "log")
 NO_BAND_NEEDED = "no band needed"
 NO_LOW = "no cutoff meets max-false-fail"
-POLICY_VERSION = 1
 _Q4 = Decimal("0.0001")
 
 
@@ -73,12 +72,8 @@ def round4(x: float) -> float:
     return float(Decimal(repr(float(x))).quantize(_Q4, rounding=ROUND_HALF_UP))
 
 
-def _r4(x: float | None) -> float | None:
-    return None if x is None else round4(x)
-
-
-def _dec(x: float) -> Fraction:
-    # The value as the user typed it: 0.3 is 3/10, not the nearest binary double.
+def exact_decimal(x: float) -> Fraction:
+    """The value as the user typed it: 0.3 is 3/10, not the nearest binary double."""
     return Fraction(repr(float(x)))
 
 
@@ -300,7 +295,7 @@ def _single_index(fp: np.ndarray, ff: np.ndarray, r: Fraction) -> int:
 
 def choose_single(rows: Sequence[CutoffRow], cost_ratio: float) -> Single:
     """The row minimising R x false_passes + false_fails; on a tie the higher cutoff."""
-    r = _dec(cost_ratio)
+    r = exact_decimal(cost_ratio)
     i = _single_index(np.array([x.false_passes for x in rows]), np.array([x.false_fails for x in rows]), r)
     return Single(rows[i], _cost(rows[i].false_passes, rows[i].false_fails, r))
 
@@ -311,7 +306,7 @@ def choose_band(rows: Sequence[CutoffRow], scores: Sequence[float], max_false_pa
 
     `rows` ascend with the None row last, as `cutoff_table` makes them.
     """
-    a, b = _dec(max_false_pass), _dec(max_false_fail)
+    a, b = exact_decimal(max_false_pass), exact_decimal(max_false_fail)
     # The None row passes nothing, so its false-pass rate is 0 <= A: a high always exists.
     high = next((x for x in rows if x.exact_rates()[0] <= a), rows[-1])
     lows = [(x, x.cutoff) for x in rows if x.cutoff is not None and x.exact_rates()[1] <= b]
@@ -366,7 +361,7 @@ def bootstrap(pairs: Sequence[ScoredPair], single_cutoff: float | None, cost_rat
     """N resamples with replacement: percentiles of both rates at `single_cutoff`, and how often the choice moves."""
     s = np.array([p.score for p in pairs], dtype=float)
     a = np.array([p.acceptable for p in pairs], dtype=bool)
-    r = _dec(cost_ratio)
+    r = exact_decimal(cost_ratio)
     idx = draw_indices(len(s), resamples, seed)
     fprs = np.empty(resamples)
     ffrs = np.empty(resamples)
@@ -427,7 +422,8 @@ def stability(pairs: Sequence[ScoredPair], cutoffs: Sequence[tuple[str, float | 
 
 
 # --------------------------------------------------------------------------- calibrate
-def _check_pairs(pairs: Sequence[ScoredPair]) -> None:
+def check_pairs(pairs: Sequence[ScoredPair]) -> None:
+    """Refuse a scored pair whose score is not a finite number (it is an error pair)."""
     for p in pairs:
         if not isinstance(p.score, (int, float)) or isinstance(p.score, bool) or not math.isfinite(p.score):
             raise InputError(f"pair ({p.query_id}, {p.doc_id}) has score {p.score!r}; a score that is not a "
@@ -438,8 +434,8 @@ def _cut(d: date) -> datetime:
     return datetime.combine(d, time(0), tzinfo=UTC)
 
 
-def _aware(t: datetime) -> datetime:
-    # Warehouse timestamps are naive UTC.
+def aware(t: datetime) -> datetime:
+    """A timestamp as an aware UTC one (warehouse timestamps are naive UTC)."""
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t
 
 
@@ -455,15 +451,15 @@ def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against
         raise UsageError(f"--bootstrap {bootstrap_n!r} is not a number of resamples; use a positive integer, e.g. 1000")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UsageError(f"--seed {seed!r} is not a seed; use an integer >= 0")
-    _check_pairs(pairs)
+    check_pairs(pairs)
     chosen_on = list(pairs)
     holdout_pairs: list[ScoredPair] = []
     undated = 0
     if holdout_after is not None:
         cut = _cut(holdout_after)
         undated = sum(1 for p in pairs if p.labelled_at is None)
-        chosen_on = [p for p in pairs if p.labelled_at is not None and _aware(p.labelled_at) < cut]
-        holdout_pairs = [p for p in pairs if p.labelled_at is not None and _aware(p.labelled_at) >= cut]
+        chosen_on = [p for p in pairs if p.labelled_at is not None and aware(p.labelled_at) < cut]
+        holdout_pairs = [p for p in pairs if p.labelled_at is not None and aware(p.labelled_at) >= cut]
         if not chosen_on:
             raise GoldensetError(f"nothing to calibrate: no scored pair labelled before {holdout_after.isoformat()}; "
                                  "choose a later --holdout-after")
@@ -492,7 +488,7 @@ def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against
         hr = rates_at(holdout_pairs, c_star)
         holdout = Holdout(holdout_after, len(chosen_on), undated, len(holdout_pairs), sum(
             p.acceptable for p in holdout_pairs), sum(not p.acceptable for p in holdout_pairs),
-            Single(hr, _cost(hr.false_passes, hr.false_fails, _dec(costs.cost_ratio))),
+            Single(hr, _cost(hr.false_passes, hr.false_fails, exact_decimal(costs.cost_ratio))),
             _band_on(holdout_pairs, m.band))
     stab = None
     n_rep = max((len(p.repeats) for p in chosen_on), default=0)
@@ -531,268 +527,4 @@ def _slice_summary(groups: Mapping[str, Sequence[ScoredPair]], cutoff: float | N
                              "false_fail_rate": weighted("false_fail_rate")},
         "by_slice": {n: {"false_pass_rate": r.false_pass_rate, "false_fail_rate": r.false_fail_rate}
                      for n, r in at.items()},
-    }
-
-
-# --------------------------------------------------------------------------- JSON
-def _row_json(r: CutoffRow) -> dict[str, Any]:
-    return {"cutoff": r.cutoff, "false_passes": r.false_passes, "false_fails": r.false_fails,
-            "false_pass_rate": round4(r.false_pass_rate), "false_fail_rate": round4(r.false_fail_rate)}
-
-
-def _single_json(s: Single) -> dict[str, Any]:
-    return {**_row_json(s.row), "cost": s.cost}
-
-
-def _band_json(b: Band | None) -> dict[str, Any] | None:
-    return None if b is None else {"low": b.low, "high": b.high, "review_share": round4(b.review_share)}
-
-
-def _rates_json(d: Mapping[str, float]) -> dict[str, float]:
-    return {k: round4(v) for k, v in d.items()}
-
-
-def to_json(cal: Calibration) -> dict[str, Any]:
-    """The `--json` object of 8.2, keys in the contract's order; extras (holdout, ...) after them."""
-    m = cal.measurement
-    out: dict[str, Any] = {
-        "scorer": cal.scorer, "version": cal.version, "against": cal.against, "pairs": m.pairs,
-        "acceptable": m.acceptable, "unacceptable": m.unacceptable, "errors": len(cal.errors),
-        "error_pairs": [{"query_id": e.query_id, "doc_id": e.doc_id, "reason": e.reason} for e in cal.errors],
-        "cutoffs": [_row_json(r) for r in m.cutoffs],
-        "single": _single_json(m.single),
-        "band": _band_json(m.band), "band_note": m.band_note,
-    }
-    if cal.bootstrap is not None:
-        b = cal.bootstrap
-        out["bootstrap"] = {"n": b.n, "seed": b.seed, "single": {
-            "false_pass_rate": [round4(x) for x in b.false_pass_rate],
-            "false_fail_rate": [round4(x) for x in b.false_fail_rate],
-            "other_cutoff_share": round4(b.other_cutoff_share),
-            "cutoff_interval": list(b.cutoff_interval)}}
-    if cal.slices is not None:
-        out["slices"] = {name: {"pairs": s.pairs, "acceptable": s.acceptable, "unacceptable": s.unacceptable,
-                                "single": _single_json(s.single), "band": _band_json(s.band),
-                                "band_note": s.band_note} for name, s in cal.slices.items()}
-        ss = cal.slice_summary or {}
-        out["slice_summary"] = {"cutoff": ss["cutoff"], "weights": ss["weights"],
-                                "macro": _rates_json(ss["macro"]),
-                                "traffic_weighted": _rates_json(ss["traffic_weighted"]),
-                                "by_slice": {n: _rates_json(v) for n, v in ss["by_slice"].items()}}
-    if cal.holdout is not None:
-        h = cal.holdout
-        out["holdout"] = {"after": h.after.isoformat(), "chosen_on": h.chosen_on, "undated": h.undated,
-                          "pairs": h.pairs, "acceptable": h.acceptable, "unacceptable": h.unacceptable,
-                          "single": _single_json(h.single), "band": _band_json(h.band)}
-    if cal.stability is not None:
-        out["repeats"] = {"n": cal.repeats, "unstable": sum(1 for x in cal.stability if x.unstable), "pairs": [
-            {"query_id": x.query_id, "doc_id": x.doc_id, "mean": x.mean, "min": x.min, "max": x.max,
-             "passes": dict(x.passes), "of": x.n, "unstable": x.unstable} for x in cal.stability]}
-    if cal.slices is not None or cal.warnings:
-        out["warnings"] = list(cal.warnings)
-    return out
-
-
-# --------------------------------------------------------------------------- plot
-def rates_figure(cal: Calibration):
-    """Both rates against the cutoff, the single cutoff and the band marked (a matplotlib Figure, Agg)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    m = cal.measurement
-    finite = [r for r in m.cutoffs if r.cutoff is not None]
-    xs = [float(r.cutoff) for r in finite if r.cutoff is not None]
-    top = max(xs)
-    fig = Figure(figsize=(8, 5), dpi=100)
-    FigureCanvasAgg(fig)  # no pyplot: nothing global, safe in a server or a test run
-    ax = fig.add_subplot(1, 1, 1)
-    # A cutoff between two distinct scores passes what the upper one passes: steps "pre".
-    ax.step(xs, [r.false_pass_rate for r in finite], where="pre", marker="o", markersize=3,
-            label="false-pass rate (unacceptable pairs passing)")
-    ax.step(xs, [r.false_fail_rate for r in finite], where="pre", marker="s", markersize=3,
-            label="false-fail rate (acceptable pairs failing)")
-    single = m.single.row.cutoff
-    if single is not None:
-        ax.axvline(single, color="black", linestyle="--", label=f"single cutoff {single:.4g} (cost {m.single.cost})")
-    else:
-        ax.axvline(top, color="black", linestyle="--", label="single cutoff: none passes")
-    if m.band is not None:
-        right = m.band.high if m.band.high is not None else top
-        high = f"{m.band.high:.4g}" if m.band.high is not None else "none"
-        ax.axvspan(m.band.low, right, color="orange", alpha=0.2,
-                   label=f"review band [{m.band.low:.4g}, {high}): {m.band.review_share:.1%} of pairs")
-    ax.set_xlabel("cutoff (a pair passes when its score >= cutoff)")
-    ax.set_ylabel("rate")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"{cal.scorer} {cal.version} against {cal.against} labels: {m.pairs} pairs "
-                 f"({m.acceptable} acceptable, {m.unacceptable} unacceptable)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    return fig
-
-
-def plot_rates(cal: Calibration, path: str | Path) -> Path:
-    """Write `rates_figure` as a PNG; the folder is created when missing."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rates_figure(cal).savefig(path, format="png")
-    return path
-
-
-# --------------------------------------------------------------------------- policy
-@dataclass(frozen=True)
-class PolicyCheckItem:
-    """One test a stored policy must still pass: the measured value, its limit, whether it holds."""
-
-    name: str
-    measured: float | str | None
-    limit: float | str | None
-    holds: bool
-
-
-@dataclass(frozen=True)
-class PolicyCheck:
-    """A stored policy re-measured on today's pairs.
-
-    It *holds* when every item holds: the false-pass rate at high <= A, the
-    false-fail rate at low <= B, and, when the policy stored a bootstrap, both
-    rates at the single cutoff no higher than the stored 97.5th percentile
-    (rounded to 4 decimals, as stored). Rates that got better never fail it. A
-    scorer version other than the policy's fails it too: the cutoffs belong to
-    the version they were chosen on.
-    """
-
-    holds: bool
-    pairs: int
-    acceptable: int
-    unacceptable: int
-    single: CutoffRow
-    high: CutoffRow
-    low: CutoffRow | None
-    checks: tuple[PolicyCheckItem, ...]
-
-
-def policy_manifest(cal: Calibration, *, config: Mapping[str, Any], build_id: int | None,
-                    created_at: datetime | None = None) -> dict[str, Any]:
-    """The versioned policy (JSON object) of a calibration: what was chosen, on what, at what cost."""
-    m = cal.measurement
-    created = _aware(created_at) if created_at is not None else datetime.now(UTC)
-    boot = None
-    if cal.bootstrap is not None:
-        b = cal.bootstrap
-        boot = {"n": b.n, "seed": b.seed, "false_pass_rate": [round4(x) for x in b.false_pass_rate],
-                "false_fail_rate": [round4(x) for x in b.false_fail_rate],
-                "cutoff_interval": list(b.cutoff_interval)}
-    return {
-        "policy_version": POLICY_VERSION,
-        "scorer": cal.scorer, "version": cal.version, "config": dict(config), "against": cal.against,
-        "cutoffs": {"single": m.single.row.cutoff,
-                    "band": None if m.band is None else {"low": m.band.low, "high": m.band.high},
-                    "high": m.high.cutoff, "low": None if m.low is None else m.low.cutoff},
-        "costs": {"cost_ratio": cal.costs.cost_ratio, "max_false_pass": cal.costs.max_false_pass,
-                  "max_false_fail": cal.costs.max_false_fail},
-        "chosen_on": {"build_id": build_id, "pairs": m.pairs, "acceptable": m.acceptable,
-                      "unacceptable": m.unacceptable, "errors": len(cal.errors),
-                      "holdout_after": None if cal.holdout is None else cal.holdout.after.isoformat()},
-        "rates": {"single": {"false_pass_rate": round4(m.single.row.false_pass_rate),
-                             "false_fail_rate": round4(m.single.row.false_fail_rate)},
-                  "high": {"false_pass_rate": round4(m.high.false_pass_rate)},
-                  "low": None if m.low is None else {"false_fail_rate": round4(m.low.false_fail_rate)}},
-        "bootstrap": boot,
-        "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-
-
-def write_policy(manifest: Mapping[str, Any], path: str | Path) -> Path:
-    """Write a policy manifest as indented JSON (one file per policy; a new choice is a new file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def _cutoff_value(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-
-
-def validate_policy(policy: Any, where: str = "policy") -> dict[str, Any]:
-    """Check a manifest's shape; InputError naming the first problem."""
-    def bad(problem: str) -> InputError:
-        return InputError(f"{where}: {problem}; write the policy again with `goldenset calibrate`")
-
-    if not isinstance(policy, dict):
-        raise bad(f"expected a JSON object, got {type(policy).__name__}")
-    if policy.get("policy_version") != POLICY_VERSION:
-        raise bad(f"policy_version is {policy.get('policy_version')!r}, this goldenset reads {POLICY_VERSION}")
-    for key in ("scorer", "version", "config", "cutoffs", "costs", "created_at"):
-        if key not in policy:
-            raise bad(f"missing key {key!r}")
-    cut, costs = policy["cutoffs"], policy["costs"]
-    if not isinstance(cut, dict) or not all(k in cut and _cutoff_value(cut[k]) for k in ("single", "high", "low")):
-        raise bad(f"cutoffs {cut!r} must hold single, high and low (numbers or null)")
-    if not isinstance(costs, dict):
-        raise bad(f"costs {costs!r} must be an object")
-    for k in ("max_false_pass", "max_false_fail"):
-        v = costs.get(k)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
-            raise bad(f"costs.{k} is {v!r}, not a rate from 0 to 1")
-    boot = policy.get("bootstrap")
-    if boot is not None:
-        for k in ("false_pass_rate", "false_fail_rate"):
-            v = boot.get(k) if isinstance(boot, dict) else None
-            if not (isinstance(v, list) and len(v) == len(PERCENTILES)):
-                raise bad(f"bootstrap.{k} must list {len(PERCENTILES)} percentiles, got {v!r}")
-    return policy
-
-
-def read_policy(path: str | Path) -> dict[str, Any]:
-    """Read and validate a policy manifest file."""
-    path = Path(path)
-    try:
-        policy = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"policy {path} does not exist; pass the file `calibrate --policy` wrote") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"policy {path} is unreadable: {exc}; write it again with `goldenset calibrate`") from exc
-    return validate_policy(policy, f"policy {path}")
-
-
-def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
-                 scorer_version: str | None = None) -> PolicyCheck:
-    """Re-measure a stored policy's cutoffs on today's pairs and say whether its rates still hold."""
-    policy = validate_policy(dict(policy))
-    _check_pairs(pairs)
-    cut, costs = policy["cutoffs"], policy["costs"]
-    single, high = rates_at(pairs, cut["single"]), rates_at(pairs, cut["high"])
-    low = None if cut["low"] is None else rates_at(pairs, cut["low"])
-    a, b = _dec(costs["max_false_pass"]), _dec(costs["max_false_fail"])
-    items = [PolicyCheckItem("false_pass_rate_at_high", round4(high.false_pass_rate), costs["max_false_pass"],
-                             high.exact_rates()[0] <= a)]
-    if low is not None:
-        items.append(PolicyCheckItem("false_fail_rate_at_low", round4(low.false_fail_rate),
-                                     costs["max_false_fail"], low.exact_rates()[1] <= b))
-    boot = policy.get("bootstrap")
-    if boot is not None:
-        for name, measured, stored in (
-            ("false_pass_rate_at_single", single.false_pass_rate, boot["false_pass_rate"]),
-            ("false_fail_rate_at_single", single.false_fail_rate, boot["false_fail_rate"]),
-        ):
-            top = stored[-1]
-            items.append(PolicyCheckItem(name, round4(measured), top, round4(measured) <= top))
-    if scorer_version is not None:
-        items.append(PolicyCheckItem("scorer_version", scorer_version, policy["version"],
-                                     scorer_version == policy["version"]))
-    n_acc = sum(p.acceptable for p in pairs)
-    return PolicyCheck(all(i.holds for i in items), len(pairs), n_acc, len(pairs) - n_acc, single, high, low,
-                       tuple(items))
-
-
-def check_to_json(check: PolicyCheck) -> dict[str, Any]:
-    """`calibrate --check POLICY --json`: whether it holds, each test, today's rates at the stored cutoffs."""
-    return {
-        "holds": check.holds, "pairs": check.pairs, "acceptable": check.acceptable,
-        "unacceptable": check.unacceptable,
-        "checks": [{"name": i.name, "measured": i.measured, "limit": i.limit, "holds": i.holds} for i in check.checks],
-        "single": _row_json(check.single), "high": _row_json(check.high),
-        "low": None if check.low is None else _row_json(check.low),
     }

@@ -34,7 +34,7 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -489,69 +489,3 @@ def score_pairs(con, scorer: Any, pairs: Sequence[PairInput], repeats: int = 1, 
         if progress is not None:
             progress(n, len(pairs))
     return run
-
-
-# --------------------------------------------------------------------------- pairs from the warehouse
-def passages(con, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The text of each (doc_id, version): from the most recently loaded snapshot holding it active, else retired."""
-    wanted = sorted(set(keys))
-    if not wanted:
-        return {}
-    rows = con.execute(
-        "WITH want AS (SELECT unnest(?) AS doc_id, unnest(?) AS version) "
-        "SELECT d.doc_id, d.version, d.text FROM want w "
-        "JOIN corpus_documents d ON d.doc_id = w.doc_id AND d.version = w.version "
-        "JOIN corpus_loads l ON l.content_sha256 = d.content_sha256 "
-        "QUALIFY row_number() OVER (PARTITION BY d.doc_id, d.version "
-        "ORDER BY (d.status = 'active') DESC, l.load_id DESC) = 1",
-        [[k[0] for k in wanted], [k[1] for k in wanted]],
-    ).fetchall()
-    return {(d, v): t for d, v, t in rows}
-
-
-def golden_pairs(con, against: str = "human") -> tuple[list[PairInput], list[ErrorPair]]:
-    """The latest build's pairs to calibrate on (8.2), and the ones whose passage no snapshot holds.
-
-    human: rows with source `human`, stale ones included, acceptable when grade >= 1.
-    log: rows with source `log`, acceptable when the verdict is `helped`.
-    """
-    if against not in ("human", "log"):
-        raise UsageError(f"--against {against!r} is not known; use human or log")
-    rows = con.execute(
-        "SELECT query_id, doc_id, doc_version, project, task, judged_at, "
-        "CASE WHEN ? = 'human' THEN coalesce(grade, 0) >= 1 ELSE verdict = 'helped' END "
-        "FROM golden_set WHERE source = ? ORDER BY query_id, doc_id",
-        [against, against],
-    ).fetchall()
-    texts = passages(con, [(r[1], r[2]) for r in rows])
-    out: list[PairInput] = []
-    missing: list[ErrorPair] = []
-    for qid, did, version, project, task, judged_at, acceptable in rows:
-        text = texts.get((did, version))
-        if text is None:
-            missing.append(ErrorPair(qid, did, f"no loaded corpus snapshot holds {did} at version {version}"))
-            continue
-        out.append(PairInput(qid, did, task, text, project, bool(acceptable), judged_at))
-    return out, missing
-
-
-def project_traffic(con) -> dict[str, int]:
-    """Accepted serves per project: the weights of calibrate's traffic-weighted slice summary."""
-    rows = con.execute("SELECT project, count(*) FROM accepted_serves GROUP BY project ORDER BY project").fetchall()
-    return {p: int(n) for p, n in rows}
-
-
-def policy_scorer(policy: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The --scorer spec and --scorer-config options that rebuild a stored policy's scorer.
-
-    A judge policy's url, model, task and as_of are in its config; the caller
-    turns them into JudgeSettings.
-    """
-    config = policy.get("config") or {}
-    if isinstance(config, dict) and "factory" in config:
-        return str(config["factory"]), dict(config.get("options") or {})
-    name = policy.get("scorer")
-    if name not in BUILTINS:
-        raise UsageError(f"policy scorer {name!r} is neither built in nor a module:factory plug-in; "
-                         "write the policy again with `goldenset calibrate`")
-    return str(name), {}

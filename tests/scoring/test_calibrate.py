@@ -20,17 +20,12 @@ from goldenset.scoring.calibrate import (
     ErrorPair,
     ScoredPair,
     calibrate,
-    check_policy,
-    check_to_json,
     choose_band,
-    plot_rates,
-    policy_manifest,
-    rates_figure,
-    read_policy,
     round4,
-    to_json,
-    write_policy,
 )
+from goldenset.scoring.plot import plot_rates, rates_figure
+from goldenset.scoring.policy import check_policy, check_to_json, policy_manifest, read_policy, write_policy
+from goldenset.scoring.report import to_json
 
 
 def pair(score, acceptable, project="a", qid=None, labelled_at=None, doc="d"):

@@ -15,16 +15,14 @@ from goldenset.embeddings import Embedder
 from goldenset.errors import UsageError
 from goldenset.scoring import Score, ScorerError
 from goldenset.scoring.judge import JudgeSettings
+from goldenset.scoring.pairs import golden_pairs, passages, project_traffic
+from goldenset.scoring.policy import policy_scorer
 from goldenset.scoring.scorers import (
     BM25Scorer,
     PairInput,
     ScorerContext,
     build_scorer,
     cache_key,
-    golden_pairs,
-    passages,
-    policy_scorer,
-    project_traffic,
     score_pairs,
 )
 
