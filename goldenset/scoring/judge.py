@@ -21,6 +21,13 @@
   keys are ignored; a missing or null rationale or span is the empty string. An
   invalid answer is returned, never retried: asking again until it passes
   would turn the check into a lottery.
+- Probe: before the first pair, `probe()` sends one `GET {url}/v1/models`. A
+  transport failure (refused, no route, DNS, timeout) or HTTP 401/403 stops the
+  run with one line instead of failing every pair after its retries; when the
+  server lists its models and `--judge-model` is not among them (nor
+  `MODEL:latest`, Ollama's spelling), that stops it too. Any other answer (a
+  server without the listing: 404, 405, 501) lets the run go on: the listing is
+  a courtesy of most servers, not part of the chat-completions API.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ PROMPT_VERSION = "1"
 ENV_API_KEY = "GOLDENSET_JUDGE_API_KEY"
 REASONS = ("not_json", "bad_score", "long_rationale", "hallucinated_span")
 MAX_RATIONALE_WORDS = 30
+PROBE_TIMEOUT = 10.0
 SCORES = (0, 1, 2)
 _MISSING = object()
 
@@ -172,11 +180,18 @@ class JudgeSettings:
             raise UsageError(f"judge max_attempts {self.max_attempts!r} must be at least 1")
 
     @property
-    def endpoint(self) -> str:
+    def base(self) -> str:
+        """The server root: the url without a trailing `/` or `/v1`."""
         base = self.url.rstrip("/")
-        if base.endswith("/v1"):
-            base = base[: -len("/v1")]
-        return f"{base}/v1/chat/completions"
+        return base[: -len("/v1")] if base.endswith("/v1") else base
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base}/v1/chat/completions"
+
+    @property
+    def models_endpoint(self) -> str:
+        return f"{self.base}/v1/models"
 
 
 def _retryable(status: int) -> bool:
@@ -238,6 +253,28 @@ class JudgeClient:
                 time.sleep(pause)
         raise ScorerError(f"judge at {s.endpoint} failed after {attempts} attempt(s): {last}; "
                           "check that the server is up, or raise --timeout")
+
+    def probe(self) -> None:
+        """Check once that the server answers and serves the model; ScorerError (one line) when not."""
+        s = self.settings
+        try:
+            resp = self._http.get(s.models_endpoint, timeout=httpx.Timeout(min(self.timeout, PROBE_TIMEOUT)))
+        except httpx.TransportError as exc:
+            raise ScorerError(f"judge at {s.url} is unreachable ({type(exc).__name__}: {exc}); check --judge-url "
+                              "and that the server is up") from None
+        if resp.status_code in (401, 403):
+            raise ScorerError(f"judge at {s.url} refused the request (HTTP {resp.status_code}); set {ENV_API_KEY} "
+                              "to a key it accepts")
+        if resp.status_code != 200:
+            return
+        try:
+            served = [str(m["id"]) for m in resp.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            return
+        if served and s.model not in served and f"{s.model}:latest" not in served:
+            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+            raise ScorerError(f"judge at {s.url} does not serve model {s.model!r} (it serves {shown}); "
+                              "pass one of those as --judge-model")
 
     def _content(self, resp: httpx.Response) -> Any:
         try:

@@ -29,6 +29,7 @@ sha256 of passage, repeat number); rows are only ever added (INSERT OR IGNORE).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from goldenset.corpus import CorpusSnapshot
-from goldenset.embeddings import Embedder, embed_cached, text_sha256
+from goldenset.embeddings import Embedder, default_model_path, embed_cached, text_sha256
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.scoring import InvalidScore, Score, Scorer, ScorerError
 from goldenset.scoring.calibrate import ErrorPair, ScoredPair
@@ -182,6 +183,10 @@ class JudgeScorer:
         # The URL is part of it: two servers may serve different weights under one model name.
         return {"url": s.url, "model": s.model, "task": s.task, "as_of": s.as_of}
 
+    def prepare(self) -> None:
+        # One GET before the first pair: a server that is down stops the run with one line.
+        self.client.probe()
+
     def score(self, query: str, passage: str) -> Score:
         from goldenset.scoring.judge import InvalidAnswer
 
@@ -219,6 +224,16 @@ class PluginScorer:
         return self.impl.score(query, passage)
 
 
+@functools.cache
+def _embedder_for(model_path: str) -> Embedder:
+    return Embedder(model_path)
+
+
+def shared_embedder() -> Embedder:
+    """One Embedder per model path in a process: a second `dense` scorer does not load the model again."""
+    return _embedder_for(default_model_path())
+
+
 def load_factory(spec: str) -> Callable[[ScorerContext], Any]:
     """Import `module:factory` for --scorer; UsageError naming what does not resolve."""
     module_name, sep, attr = spec.partition(":")
@@ -244,7 +259,7 @@ def build_scorer(spec: str, ctx: ScorerContext) -> Scorer:
         raise UsageError(f"--scorer-config is for module:factory scorers; {spec} takes no options "
                          f"(got {sorted(ctx.options)})")
     if spec == "dense":
-        return DenseScorer(ctx.embedder or Embedder(), ctx.con, ctx.write_cache)
+        return DenseScorer(ctx.embedder or shared_embedder(), ctx.con, ctx.write_cache)
     if spec == "bm25":
         if ctx.corpus is None:
             raise UsageError("--scorer bm25 needs a corpus snapshot; run `goldenset build` first")
@@ -255,7 +270,14 @@ def build_scorer(spec: str, ctx: ScorerContext) -> Scorer:
         from goldenset.scoring.judge import JudgeClient
 
         return JudgeScorer(JudgeClient(ctx.judge, timeout=ctx.timeout))
-    impl = load_factory(spec)(ctx)
+    factory = load_factory(spec)
+    try:
+        impl = factory(ctx)
+    except GoldensetError:
+        raise
+    except Exception as exc:
+        raise ScorerError(f"--scorer {spec!r} could not be built: {_first_line(exc)}; check its --scorer-config "
+                          "and what it needs to start") from exc
     for attr in ("name", "version"):
         if not isinstance(getattr(impl, attr, None), str) or not getattr(impl, attr):
             raise UsageError(f"--scorer {spec!r} returned {type(impl).__name__} without a string `{attr}`")

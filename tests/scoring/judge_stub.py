@@ -1,9 +1,14 @@
 """A local stand-in for an OpenAI-compatible judge: a real HTTP server on 127.0.0.1, scripted per request.
 
 The LLM is a service outside this machine, so this stub is the one fake the tests
-allow. Each request takes the next scripted `Reply` (status, message content or
+allow. Each chat request takes the next scripted `Reply` (status, message content or
 raw body, delay before answering) and is recorded with its path, headers and
-JSON body. An unscripted request gets HTTP 599, which no test expects.
+JSON body. With the script empty, `answer_by(fn)` picks the reply from the request
+body (so a test can answer per passage, whatever order the pairs come in). An
+unscripted request gets HTTP 599, which no test expects.
+
+`GET /v1/models` (the judge's probe) lists `models` (default: stub-model), or
+answers 404 when `models` is None; probes are recorded apart, in `probes`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +38,11 @@ def good(score: int = 2, rationale: str = "It states the rule.", span: str = "")
     return answer(json.dumps({"score": score, "rationale_summary": rationale, "supporting_span": span}))
 
 
+def passage_of(body: dict) -> str:
+    """The passage a chat request asks about (the text after 'Passage:' in the user message)."""
+    return body["messages"][-1]["content"].split("Passage:\n", 1)[1]
+
+
 @dataclass(frozen=True)
 class Seen:
     path: str
@@ -45,6 +56,9 @@ class JudgeStub:
     def __init__(self):
         self.script: deque[Reply] = deque()
         self.requests: list[Seen] = []
+        self.probes: list[str] = []
+        self.models: list[str] | None = ["stub-model"]
+        self.chooser: Callable[[dict], Reply] | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -58,7 +72,26 @@ class JudgeStub:
                 with stub._lock:
                     stub.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()},
                                               json.loads(raw or b"{}")))
-                    reply = stub.script.popleft() if stub.script else Reply(599, body="stub: no scripted reply")
+                    body = stub.requests[-1].body
+                    if stub.script:
+                        reply = stub.script.popleft()
+                    elif stub.chooser is not None:
+                        reply = stub.chooser(body)
+                    else:
+                        reply = Reply(599, body="stub: no scripted reply")
+                self._send(reply)
+
+            def do_GET(self):
+                with stub._lock:
+                    stub.probes.append(self.path)
+                    models = stub.models
+                if self.path != "/v1/models" or models is None:
+                    self._send(Reply(404, body='{"error": "not found"}'))
+                else:
+                    self._send(Reply(200, body=json.dumps({"object": "list", "data": [
+                        {"id": m, "object": "model"} for m in models]})))
+
+            def _send(self, reply: Reply) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.body is not None:
@@ -84,6 +117,11 @@ class JudgeStub:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def answer_by(self, chooser: Callable[[dict], Reply]) -> JudgeStub:
+        """Answer requests the script does not cover with chooser(request body)."""
+        self.chooser = chooser
+        return self
 
     def push(self, *replies: Reply) -> JudgeStub:
         with self._lock:

@@ -3,13 +3,18 @@
 `constant` answers options["value"]; `counting` answers 1, 2, 3 ... across calls
 (so a cache hit shows: the count does not move); `rich` answers a Score with a
 label and rationale. The others fail on purpose: `raising`, `sleepy` (past any
-short timeout), `nan`, `infinite`, `text`, and `nameless` (no version).
+short timeout), `nan`, `infinite`, `text`, `nameless` (no version) and `broken`
+(its factory raises, as a plug-in missing its weights would). `table` answers
+options["scores"][passage] (a list: the k-th call for a passage answers item k
+modulo its length, so --repeats sees a spread) and raises KeyError for a passage
+it has no score for.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 
 from goldenset.scoring import Score
 
@@ -82,5 +87,26 @@ class Nameless:
         return 1.0
 
 
+class Table(_Base):
+    name = "table"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.calls: Counter[str] = Counter()
+
+    def score(self, query, passage):
+        values = self.options["scores"][passage]
+        if not isinstance(values, list):
+            return float(values)
+        k = self.calls[passage]
+        self.calls[passage] += 1
+        return float(values[k % len(values)])
+
+
+def broken(ctx):
+    raise RuntimeError("no weights at /models/missing")
+
+
+table = Table
 constant, counting, rich, raising, sleepy, nan, infinite, text, nameless = (
     Constant, Counting, Rich, Raising, Sleepy, NaN, Infinite, Text, Nameless)

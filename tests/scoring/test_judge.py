@@ -209,3 +209,36 @@ def test_health_is_the_share_of_hallucinated_spans_among_answers():
     assert hallucination_share(answers) == 0.25
     assert hallucination_share([]) == 0.0
     assert invalid_counts(answers) == {"not_json": 1, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 1}
+
+
+# --------------------------------------------------------------------------- the probe
+def test_the_probe_passes_when_the_server_lists_the_model(judge_stub):
+    client(judge_stub.url).probe()
+    assert judge_stub.probes == ["/v1/models"]
+    assert judge_stub.requests == []  # a probe asks no chat completion
+
+
+def test_the_probe_refuses_a_model_the_server_does_not_list(judge_stub):
+    judge_stub.models = ["qwen2.5-7b-instruct", "llama3:latest"]
+    with pytest.raises(ScorerError, match=r"does not serve model 'stub-model' \(it serves qwen2.5-7b-instruct, "
+                                          r"llama3:latest\); pass one of those as --judge-model"):
+        client(judge_stub.url).probe()
+
+
+def test_the_probe_accepts_ollamas_latest_spelling(judge_stub):
+    judge_stub.models = ["stub-model:latest"]
+    client(judge_stub.url).probe()
+
+
+def test_the_probe_lets_a_server_without_a_model_listing_through(judge_stub):
+    judge_stub.models = None  # GET /v1/models answers 404
+    client(judge_stub.url).probe()
+
+
+def test_the_probe_of_a_closed_port_is_one_line_naming_the_url(closed_port_url):
+    with pytest.raises(ScorerError) as exc:
+        client(closed_port_url).probe()
+    message = str(exc.value)
+    assert message.startswith(f"judge at {closed_port_url} is unreachable (ConnectError")
+    assert message.endswith("check --judge-url and that the server is up")
+    assert "\n" not in message

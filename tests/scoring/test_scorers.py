@@ -245,6 +245,18 @@ def test_judge_answers_invalid_answers_and_errors_are_kept_apart(warehouse, judg
 
 
 # --------------------------------------------------------------------------- building scorers
+def test_a_plugin_whose_factory_raises_could_not_be_built_and_says_why():
+    with pytest.raises(ScorerError, match=r"--scorer 'score_plugins:broken' could not be built: RuntimeError: "
+                                          r"no weights at /models/missing; check its --scorer-config"):
+        build_scorer("score_plugins:broken", ScorerContext())
+
+
+def test_dense_scorers_of_one_process_share_one_model():
+    first = build_scorer("dense", ScorerContext())
+    second = build_scorer("dense", ScorerContext())
+    assert first.embedder is second.embedder
+
+
 @pytest.mark.parametrize(("spec", "ctx", "message"), [
     ("cosine", ScorerContext(), "--scorer 'cosine' is not known; use dense, bm25, judge or module:factory"),
     ("dense", ScorerContext(options={"k": 1}), "--scorer-config is for module:factory scorers"),
