@@ -163,7 +163,7 @@ def _claim_demo_home(root: Path, force: bool) -> None:
 
 def run_demo(root: Path, seed: int = 7, force: bool = False, echo: Callable[[str], None] = print) -> DemoSummary:
     """Write sample data into `root`, build it, reindex to the second corpus, build again."""
-    from goldenset.demo_data import write_demo_data
+    from goldenset.demo import write_demo_data
 
     root = Path(root).resolve()
     _claim_demo_home(root, force)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from goldenset.demo_data import MALFORMED_KINDS, TASKS, DemoData, write_demo_data
+from goldenset.demo import MALFORMED_KINDS, TASKS, DemoData, write_demo_data
 
 END = date(2026, 11, 28)
 

@@ -1,0 +1,108 @@
+"""`write_demo_data`: the corpus, the tasks, a month of serves, verdicts and faults, written to files."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import orjson
+
+from goldenset.demo.corpus import RULES, CorpusRow, plan_reindex, snapshots, stdlib_docs
+from goldenset.demo.faults import write_faults
+from goldenset.demo.logbook import LogBook, Parts
+from goldenset.demo.serves import Catalogue, Ids, force_rare_variants, generate_serves, write_serves
+from goldenset.demo.tasks import draw_popularity, resolve_tasks
+from goldenset.demo.verdicts import ItemKey, VerdictWriter, write_verdicts
+
+
+@dataclass(frozen=True)
+class DemoData:
+    """Where the demo data went and what it holds.
+
+    n_serves: distinct serves a build accepts (duplicates and rejected lines excluded).
+    n_verdicts: valid verdict lines (orphans, re-marks and unserved-doc verdicts included).
+    n_malformed: lines that break a per-line rule of the contract (see MALFORMED_KINDS).
+    The remaining fields are what a build over these logs must count as well:
+    n_conflicting_serves: valid serve lines rejected as `conflicting_duplicate_serve`
+    (so rejected_records holds n_malformed + n_conflicting_serves rows);
+    n_duplicate_serves: identical re-sent serve lines (counted once);
+    n_orphan_verdicts / n_unserved_item_verdicts / n_unjudged_items as in golden_builds.
+    """
+
+    logs: Path
+    corpus_before: Path
+    corpus_after: Path
+    n_serves: int
+    n_verdicts: int
+    n_malformed: int
+    n_conflicting_serves: int = 0
+    n_duplicate_serves: int = 0
+    n_orphan_verdicts: int = 0
+    n_unserved_item_verdicts: int = 0
+    n_unjudged_items: int = 0
+    n_lines: int = 0
+
+
+def _write_corpus(path: Path, rows: tuple[CorpusRow, ...]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r.to_json()) + b"\n" for r in rows))
+    return path
+
+
+def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | None = None) -> DemoData:
+    """Write demo serve logs and two corpus snapshots under `root` (see the package doc).
+
+    Days run from end - days + 1 to end (default: today's UTC date). Same arguments
+    give byte-identical files. Needs days >= 2 (verdicts land in later files).
+    """
+    if days < 2:
+        raise ValueError("days must be at least 2")
+    root = Path(root)
+    if end is None:
+        end = datetime.now(UTC).date()
+    start = end - timedelta(days=days - 1)
+    # One generator for everything, drawn in a fixed order: that order is what makes the
+    # files byte-identical for the same arguments, so a new draw goes after the others.
+    rng = random.Random(seed)
+
+    docs = stdlib_docs()
+    known = {d.doc_id for d in docs}
+    tasks = resolve_tasks(known)
+    relevant = sorted({a for project in tasks.values() for t in project for a in t.answers})
+    mix = draw_popularity(rng, tasks)
+    popular = sorted({a for p in sorted(mix) for t in mix[p].most_asked(3) for a in t.answers})
+    plan = plan_reindex(rng, docs, relevant, popular, days)
+    corpus = snapshots(RULES, docs, plan, start, end)
+
+    book = LogBook(start, days)
+    ids = Ids(rng)
+    parts = Parts.draw(rng, days)
+    catalogue = Catalogue.of(docs)
+    serves = generate_serves(rng, ids, mix, catalogue, plan, start, days)
+    serves = force_rare_variants(rng, serves)
+    write_serves(serves, parts, book)
+    verdicts = VerdictWriter(book, parts, start)
+    judged = write_verdicts(rng, serves, verdicts, days)
+    faults = write_faults(rng, ids, serves, tasks, plan, catalogue.all_docs, relevant, book, verdicts, days)
+
+    logs = root / "logs"
+    n_lines = book.write(logs)
+    root.mkdir(parents=True, exist_ok=True)
+    before = _write_corpus(root / "corpus-v1.jsonl", corpus.before)
+    after = _write_corpus(root / "corpus-v2.jsonl", corpus.after)
+    unjudged = sum(1 for s in serves for i in s.items if ItemKey(s.serve_id, i.doc_id) not in judged)
+    return DemoData(
+        logs=logs,
+        corpus_before=before,
+        corpus_after=after,
+        n_serves=len(serves),
+        n_verdicts=verdicts.count,
+        n_malformed=faults.n_malformed,
+        n_conflicting_serves=faults.n_conflicting_serves,
+        n_duplicate_serves=faults.n_duplicate_serves,
+        n_orphan_verdicts=faults.n_orphan_verdicts,
+        n_unserved_item_verdicts=faults.n_unserved_item_verdicts,
+        n_unjudged_items=unjudged,
+        n_lines=n_lines,
+    )
