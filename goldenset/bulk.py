@@ -1,18 +1,25 @@
 """Log lines validated in bulk inside DuckDB, with the exact Python rules as the fallback.
 
-Per-line Python costs about 45 µs a line; DuckDB's JSON functions check the common,
-clean line in a fraction of that. But DuckDB's JSON reader is more lenient than the
-contract (it takes NaN, Infinity, trailing commas, duplicate keys), so SQL only
-*accepts*: a line takes the fast path when it is plainly well-formed by every rule,
-and anything else, whether bad or merely unusual, goes through `records.parse_line`,
-which also names the reason. The fast path is sound by construction:
+Per-line Python costs about 45 µs a line; DuckDB checks the common, clean line in a
+small fraction of that. But DuckDB's JSON reader is more lenient than the contract
+(it takes NaN, Infinity, trailing commas, duplicate keys), so SQL only *accepts*: a
+line takes the fast path when it is plainly well-formed by every rule, and anything
+else, whether bad or merely unusual, goes through `records.parse_line`, which also
+names the reason.
 
-- json_valid and a leading `{`, plus no bare nan/inf token after `:`, `[` or `,` and
-  no comma before a closing bracket (a string that merely contains such text is sent
-  to Python too);
-- the line holds no `{` but the record's and its items' own (so no other nested
-  object can hide a duplicate key), and DuckDB's key lists of the record and of each
-  item have no repeats;
+Each line is parsed once for its structure: `from_json` into the fields the rules
+name (top level and items), each kept as its JSON text, so a field's type is its
+first character and a string's value is its text between the quotes (escapes are
+decoded only when there is a backslash). The fast path is sound by construction:
+
+- json_valid, a leading `{`, and no comma before a closing bracket;
+- no duplicate keys, vouched for in one of two ways. Either every key token in the
+  line (`":`, with no white space before any colon) is one of the fields read, each
+  present once: then there are no other keys at any depth, and since every field
+  read is a plain scalar (or the items, objects of plain scalars) no NaN or
+  Infinity can hide either. Or, for lines with other fields: the line holds no `{`
+  but the record's and its items' own, DuckDB's key lists of the record and of each
+  item have no repeats, and no bare nan/inf token follows `:`, `[` or `,`;
 - every required field has exactly the required JSON type and value.
 
 `tests/test_bulk.py` holds the two paths to the same answers on generated lines.
@@ -20,119 +27,176 @@ which also names the reason. The fast path is sound by construction:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from goldenset.records import Rejected, Serve, normalise_task, parse_line
 
-_TS_MACRO = r"""
+_STRUCTURE = (
+    '{"event":"JSON","serve_id":"JSON","ts":"JSON","project":"JSON","task":"JSON","session_id":"JSON",'
+    '"doc_id":"JSON","verdict":"JSON",'
+    '"items":[{"doc_id":"JSON","doc_version":"JSON","channel":"JSON","rank":"JSON","score":"JSON"}]}'
+)
+# The same shape with VARCHAR leaves: the JSON texts as plain strings.
+_TEXTS = ("STRUCT(event VARCHAR, serve_id VARCHAR, ts VARCHAR, project VARCHAR, task VARCHAR, session_id VARCHAR, "
+          "doc_id VARCHAR, verdict VARCHAR, items STRUCT(doc_id VARCHAR, doc_version VARCHAR, channel VARCHAR, "
+          "rank VARCHAR, score VARCHAR)[])")
+# gs_str: a string field's value. Without a backslash, the text between the quotes is
+# the value (an unescaped quote cannot occur inside a JSON string).
+# gs_scalar: a string, a number, true or false (JSON null reads as SQL NULL); never
+# NaN, Infinity, an array or an object.
+# gs_ts: the contract's ts, as a naive UTC timestamp; the shape (hours <= 23, minutes
+# and seconds <= 59, offsets <= 23:59) is checked by the pattern, the date by the cast,
+# which cuts fractions past microseconds as the contract does. A local time of year 0,
+# or an instant outside the years 1-9999, is not a real instant.
+_MACROS = r"""
+CREATE OR REPLACE TEMP MACRO gs_str(f) AS (
+  CASE WHEN starts_with(f, '"') THEN CASE WHEN contains(f, '\') THEN json_extract_string(f, '$')
+                                          ELSE replace(f, '"', '') END END);
+CREATE OR REPLACE TEMP MACRO gs_nonempty(f) AS (coalesce(starts_with(f, '"') AND f <> '""', false));
+CREATE OR REPLACE TEMP MACRO gs_number(f) AS (ord(f) BETWEEN 48 AND 57 OR (ord(f) = 45 AND ord(f[2]) BETWEEN 48 AND 57));
+CREATE OR REPLACE TEMP MACRO gs_scalar(f) AS (
+  CASE WHEN f IS NULL OR starts_with(f, '"') THEN true ELSE f IN ('true', 'false') OR gs_number(f) END);
+CREATE OR REPLACE TEMP MACRO gs_n(f) AS ((f IS NOT NULL)::INTEGER);
+CREATE OR REPLACE TEMP MACRO gs_nc(f) AS (coalesce(1 + strlen(f) - strlen(replace(f, ':', '')), 0));
 CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
-  CASE WHEN regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})')
-        AND substr(s, 12, 2)::INT <= 23 AND substr(s, 15, 2)::INT <= 59 AND substr(s, 18, 2)::INT <= 59
-        AND (right(s, 1) = 'Z' OR (left(right(s, 5), 2)::INT <= 23 AND right(s, 2)::INT <= 59))
-  THEN try_strptime(substr(s, 1, 19), '%Y-%m-%dT%H:%M:%S')
-       + to_microseconds(rpad(left(regexp_extract(s, '\.([0-9]+)', 1), 6), 6, '0')::BIGINT)
-       - to_minutes(CASE WHEN right(s, 1) = 'Z' THEN 0
-                         ELSE (CASE WHEN substr(s, length(s) - 5, 1) = '-' THEN -1 ELSE 1 END)
-                              * (left(right(s, 5), 2)::INT * 60 + right(s, 2)::INT) END)
-  END)
+  CASE WHEN regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])')
+        AND NOT starts_with(s, '0000')
+  THEN timezone('UTC', try_cast(s AS TIMESTAMPTZ)) END);
 """
-# The ts is parsed once per line; a local time of year 0, or an instant outside the
-# years 1-9999, is not a real instant (ts_ok false sends the line to Python).
-_PATHS = "['$.event', '$.serve_id', '$.ts', '$.project', '$.task', '$.items', '$.doc_id', '$.verdict', '$.session_id']"
-# One parse for the JSON types of all fields and one for their values as text; the
-# fields are then plain lists, not JSON fragments parsed again at every use.
-_STAGE = r"""
+_TOP = ("event", "serve_id", "ts", "project", "task", "session_id", "doc_id", "verdict")
+_ITEM = ("doc_id", "doc_version", "channel", "rank", "score")
+_PRESENT = (" + ".join(f"gs_n(r.{f})" for f in (*_TOP, "items"))
+            + " + coalesce(list_sum(list_transform(r.items, lambda i: "
+            + " + ".join(f"gs_n(i.{f})" for f in _ITEM) + ")), 0)")
+# Fields the rules of the line's event do not check must be plain scalars; the fields
+# they check are strings when the line is accepted. A verdict with items goes the
+# second way.
+_UNCHECKED_SCALAR = """CASE WHEN r.event = '"verdict"'
+  THEN r.items IS NULL AND gs_scalar(r.project) AND gs_scalar(r.task) AND gs_scalar(r.session_id)
+  ELSE gs_scalar(r.session_id) AND gs_scalar(r.doc_id) AND gs_scalar(r.verdict) END"""
+# Each field read, counted with the colons in its text (see _ONLY_FIELDS_READ).
+_FIELDS_AND_COLONS = (" + ".join(f"gs_nc(r.{f})" for f in _TOP) + " + gs_n(r.items)"
+                      + " + coalesce(list_sum(list_transform(r.items, lambda i: "
+                      + " + ".join(f"gs_nc(i.{f})" for f in _ITEM) + ")), 0)")
+# Every key is followed by one colon, and colons occur elsewhere only inside strings.
+# Without a backslash in the line, every string's text is as it stands in the line, so
+# the line has no other key than the fields read (none twice, none nested) exactly
+# when its colons number the fields present plus the colons in their texts (the items
+# field's text, the array, is not read: its items' fields are). With a backslash,
+# the key tokens `":` are counted instead (then no colon may follow white space, or a
+# key token could go uncounted).
+_ONLY_FIELDS_READ = f"""CASE WHEN NOT contains(raw, '\\')
+  THEN strlen(raw) - strlen(replace(raw, ':', '')) = {_FIELDS_AND_COLONS}
+  ELSE NOT (contains(raw, ' :') OR contains(raw, chr(9) || ':') OR contains(raw, chr(13) || ':'))
+       AND (strlen(raw) - strlen(replace(raw, '":', ''))) // 2 = {_PRESENT} END"""
+# The second way, for lines with other fields: as strict, but costlier.
+_KEYS_APART = r"""
+  NOT regexp_matches(raw, '[:\[,]\s*-?([nN][aA][nN]|[iI][nN][fF])')
+  AND strlen(raw) - strlen(replace(raw, '{', '')) = 1 + CASE WHEN r.event = '"serve"' THEN coalesce(len(r.items), 0) ELSE 0 END
+  AND len(json_keys(raw)) = len(list_distinct(json_keys(raw)))
+  AND (r.event IS DISTINCT FROM '"serve"' OR coalesce(list_bool_and(list_transform(json_extract(raw, '$.items[*]'),
+        lambda x: len(json_keys(x)) = len(list_distinct(json_keys(x))))), false))
+"""
+# `ok` is computed, not filtered on: a filter on it would be pushed below the parse and
+# parse every line twice.
+_STAGE = f"""
 CREATE OR REPLACE TEMP TABLE _p AS
-SELECT * EXCLUDE (ts_s), coalesce(ts IS NOT NULL AND substr(ts_s, 1, 4) <> '0000'
-                                   AND year(ts) BETWEEN 1 AND 9999, false) AS ts_ok
-FROM (SELECT *, gs_ts(ts_s) AS ts FROM (
-  SELECT key, t, v, n_open, len(keys) = len(list_distinct(keys)) AS keys_ok,
-         CASE WHEN t[3] = 'VARCHAR' THEN v[3] END AS ts_s
-  FROM (
-    SELECT key, json_type(raw, PATHS) AS t, json_extract_string(raw, PATHS) AS v,
-      json_keys(raw) AS keys,
-      length(raw) - length(replace(raw, '{', '')) AS n_open
-    FROM _lines
-    WHERE json_valid(raw) AND starts_with(raw, '{')
-      AND NOT regexp_matches(raw, '[:\[,]\s*-?([nN][aA][nN]|[iI][nN][fF])|,\s*[\]}]'))))
-""".replace("PATHS", _PATHS)
+SELECT key, r, coalesce(r.event IN ('"serve"', '"verdict"')
+                        AND CASE WHEN {_ONLY_FIELDS_READ} AND {_UNCHECKED_SCALAR} THEN true ELSE {_KEYS_APART} END,
+                        false) AS ok
+FROM (
+  SELECT key, raw, from_json(raw, '{_STRUCTURE}')::{_TEXTS} AS r FROM _lines
+  WHERE starts_with(raw, '{{') AND json_valid(raw) AND NOT regexp_matches(raw, ',\\s*[\\]}}]'))
+"""
 
+# A ts that is not a real instant is null here; those lines are deleted after (a filter
+# on the computed ts would compute it twice).
 _VERDICTS = """
 CREATE OR REPLACE TEMP TABLE _v AS
-SELECT key, v[2] AS serve_id, v[7] AS doc_id, v[8] AS verdict, ts
+SELECT key, gs_str(r.serve_id) AS serve_id, gs_str(r.doc_id) AS doc_id, gs_str(r.verdict) AS verdict,
+       gs_ts(gs_str(r.ts)) AS ts
 FROM _p
-WHERE t[1] = 'VARCHAR' AND v[1] = 'verdict' AND keys_ok AND n_open = 1
-  AND t[2] = 'VARCHAR' AND v[2] <> ''
-  AND t[7] = 'VARCHAR' AND v[7] <> ''
-  AND t[8] = 'VARCHAR' AND v[8] IN ('helped', 'noise', 'wrong')
-  AND ts_ok
+WHERE ok AND r.event = '"verdict"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.doc_id)
+  AND r.verdict IN ('"helped"', '"noise"', '"wrong"') AND starts_with(r.ts, '"')
 """
+_UNREAL_TS = "ts IS NULL OR year(ts) NOT BETWEEN 1 AND 9999"
 
-_SERVE_CANDIDATES = """
-CREATE OR REPLACE TEMP TABLE _sc AS
-SELECT key, v[2] AS serve_id, ts, v[4] AS project, v[5] AS task,
-       CASE WHEN t[9] = 'VARCHAR' THEN v[9] END AS session_id, v[6] AS items, n_open
-FROM _p
-WHERE t[1] = 'VARCHAR' AND v[1] = 'serve'
-  AND t[2] = 'VARCHAR' AND v[2] <> ''
-  AND t[4] = 'VARCHAR' AND v[4] <> ''
-  AND t[5] = 'VARCHAR'
-  AND t[6] = 'ARRAY' AND keys_ok AND ts_ok
-"""
+# A doc_id of type string can only be found in an object, so the item is one. Its
+# unchecked fields (rank of an always item, score) are plain scalars. A rank of 19
+# digits or more, or a number too large for a double, is left to Python.
+_ITEM_OK = """coalesce(gs_nonempty(i.doc_id) AND gs_nonempty(i.doc_version) AND i.channel IN ('"ranked"', '"always"')
+  AND gs_scalar(i.rank) AND gs_scalar(i.score)
+  AND (i.channel = '"always"' OR regexp_full_match(i.rank, '[1-9][0-9]{0,17}'))
+  AND (i.rank IS NULL OR NOT regexp_full_match(i.rank, '-?[0-9]{19,}'))
+  AND (i.score IS NULL OR NOT gs_number(i.score) OR isfinite(try_cast(i.score AS DOUBLE))), false)"""
+_INT = "regexp_full_match(i.rank, '-?[0-9]+')"
+_ITEM_VALUES = f"""{{'doc_id': gs_str(i.doc_id), 'doc_version': gs_str(i.doc_version), 'channel': gs_str(i.channel),
+  'rank': CASE WHEN {_INT} THEN i.rank::BIGINT END,
+  'score': CASE WHEN gs_number(i.score) THEN i.score::DOUBLE END,
+  'rank_text': CASE WHEN {_INT} THEN i.rank END}}"""
 
-_ITEM_PATHS = "['$.doc_id', '$.doc_version', '$.channel', '$.rank', '$.score']"
-_ITEM_CANDIDATES = """
-CREATE OR REPLACE TEMP TABLE _ic AS
-SELECT key, n_items, u, g, len(keys) = len(list_distinct(keys)) AS keys_ok
-FROM (
-  SELECT key, n_items, json_type(it, PATHS) AS u, json_extract_string(it, PATHS) AS g, json_keys(it) AS keys
-  FROM (SELECT key, len(its) AS n_items, unnest(its) AS it
-        FROM (SELECT key, json_extract(items, '$[*]') AS its FROM _sc
-              WHERE n_open = 1 + json_array_length(items))))
-""".replace("PATHS", _ITEM_PATHS)
 
-# A doc_id of type VARCHAR can only be found in an object, so the item is one.
-_ITEM_OK = """
-u[1] = 'VARCHAR' AND g[1] <> ''
-AND u[2] = 'VARCHAR' AND g[2] <> ''
-AND u[3] = 'VARCHAR' AND g[3] IN ('ranked', 'always')
-AND (g[3] = 'always' OR (u[4] = 'UBIGINT' AND try_cast(g[4] AS UBIGINT) BETWEEN 1 AND 9223372036854775807))
-"""
+def _content_key(items: str) -> str:
+    # Two lines of one serve_id are identical when ts, project, task and the item set
+    # (doc_version, channel, rank of ranked items) agree. Stored keys of earlier ingests
+    # depend on this exact text: change it and old rows no longer compare.
+    return f"""md5(to_json({{
+  'ts': strftime(ts, '%Y-%m-%dT%H:%M:%S.%f'), 'project': project, 'task': task,
+  'items': {items}
+}}))"""
 
+
+# Items sorted by doc_id (distinct within a serve, so sorting the rows sorts by it).
 _SERVES = f"""
 CREATE OR REPLACE TEMP TABLE _s AS
-SELECT s.key, s.serve_id, s.ts, s.project, s.task, s.session_id
-FROM _sc s JOIN (
-  SELECT key, bool_and(coalesce(keys_ok AND {_ITEM_OK}, false)) AS ok, count(*) AS n,
-         count(DISTINCT g[1]) AS n_docs
-  FROM _ic GROUP BY key
-) i USING (key)
-WHERE i.ok AND i.n_docs = i.n
+SELECT *, {_content_key("list_sort(list_transform(items, lambda i: [i.doc_id, i.doc_version, i.channel, "
+                        "CASE WHEN i.channel = 'ranked' THEN i.rank_text END]))")} AS content_key
+FROM (
+  SELECT key, gs_str(r.serve_id) AS serve_id, gs_ts(gs_str(r.ts)) AS ts, gs_str(r.project) AS project,
+         gs_str(r.task) AS task, gs_str(r.session_id) AS session_id,
+         list_transform(r.items, lambda i: {_ITEM_VALUES}) AS items
+  FROM _p
+  WHERE ok AND r.event = '"serve"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.project) AND starts_with(r.task, '"')
+    AND starts_with(r.ts, '"') AND len(r.items) >= 1
+    AND list_bool_and(list_transform(r.items, lambda i: {_ITEM_OK}))
+    AND len(list_distinct(list_transform(r.items, lambda i: i.doc_id))) = len(r.items))
 """
-
+# The contract's normalisation in SQL where it is plain: printable ASCII (plus control
+# characters that are not white space) is NFKC already, casefolds to lower case, and
+# holds no white space but the space. Other tasks are normalised in Python.
+_ASCII_TASK = ("strlen(task) = length(task) AND NOT regexp_matches(task, '[\\t\\x0b\\x0c\\r\\x1c-\\x1f]')")
+_TASKS = f"""
+CREATE OR REPLACE TEMP TABLE _tasks AS
+SELECT task, task_norm, task_norm <> '' AS has_text FROM (
+  SELECT task, array_to_string(list_filter(string_split(lower(task), ' '), lambda w: w <> ''), ' ') AS task_norm
+  FROM (SELECT DISTINCT task FROM _s) WHERE {_ASCII_TASK})
+"""
+_OTHER_TASKS = "SELECT DISTINCT task FROM _s ANTI JOIN _tasks USING (task)"
 _ITEMS = """
 CREATE OR REPLACE TEMP TABLE _i AS
-SELECT key, g[1] AS doc_id, g[2] AS doc_version, g[3] AS channel,
-       CASE WHEN u[4] IN ('UBIGINT', 'BIGINT') THEN try_cast(g[4] AS BIGINT) END AS rank,
-       CASE WHEN u[5] IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN try_cast(g[5] AS DOUBLE) END AS score,
-       CASE WHEN u[4] IN ('UBIGINT', 'BIGINT') THEN g[4] END AS rank_text
-FROM _ic WHERE key IN (SELECT key FROM _s)
+SELECT key, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text
+FROM (SELECT key, unnest(items) AS it FROM _s)
+"""
+_PY_CONTENT_KEYS = f"""
+SELECT s.key, {_content_key("list([i.doc_id, i.doc_version, i.channel, CASE WHEN i.channel = 'ranked' THEN i.rank_text END] "
+                            "ORDER BY i.doc_id)")} AS content_key
+FROM _py_serves_arrow s JOIN _py_items_arrow i USING (key)
+GROUP BY s.key, ts, project, task
 """
 
-# Two lines of one serve_id are identical when ts, project, task and the item set
-# (doc_version, channel, rank of ranked items) agree; computed the same way for
-# every serve, whichever path validated it.
-CONTENT_KEY = """
-SELECT s.key, md5(to_json({
-  'ts': strftime(s.ts, '%Y-%m-%dT%H:%M:%S.%f'), 'project': s.project, 'task': s.task,
-  'items': list([i.doc_id, i.doc_version, i.channel,
-                 CASE WHEN i.channel = 'ranked' THEN i.rank_text END] ORDER BY i.doc_id)
-})) AS content_key
-FROM _s s JOIN _i i ON i.key = s.key
-GROUP BY s.key, s.ts, s.project, s.task
-"""
+STAGING_TABLES = ("_p", "_v", "_s", "_i", "_tasks", "_py_serves", "_py_items", "_py_verdicts")
+
+
+@dataclass
+class Staged:
+    """What staging left in `_s`, `_i`, `_v`, and what it found by itself."""
+
+    rejects: list[tuple[int, str, str, str]]  # key, reason, detail, raw
+    blank: list[int] = field(default_factory=list)  # keys of lines that turned out blank
+    fast_lines: int = 0
+    fallback_lines: int = 0
 
 
 @dataclass
@@ -154,52 +218,92 @@ def _task_info(tasks: list[str]) -> pa.Table:
                      "has_text": pa.array([bool(t.split()) for t in tasks], pa.bool_())})
 
 
+def stage(con, extra: list[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
+    """Validate the lines of the temp table `_lines` (key BIGINT, raw VARCHAR, no empty line).
+
+    Leaves the accepted records in `_s` (key, serve_id, ts, project, task, task_norm,
+    query_id, session_id, content_key), `_i` (key, doc_id, doc_version, channel, rank,
+    score, rank_text) and `_v` (key, serve_id, doc_id, verdict, ts). `extra` are lines
+    that are not valid UTF-8 (they only go through the Python rules). A line that holds
+    only white space is not a record: its key is returned in `blank` (with
+    `skip_blank` false it is judged like any other line).
+    """
+    con.execute(_MACROS)
+    for stmt in (_STAGE, _VERDICTS, _SERVES):
+        con.execute(stmt)
+    con.execute("DELETE FROM _v WHERE " + _UNREAL_TS)
+    con.execute("DELETE FROM _s WHERE " + _UNREAL_TS)
+    con.execute(_TASKS)
+    other = [r[0] for r in con.execute(_OTHER_TASKS).fetchall()]
+    if other:
+        con.register("_tasks_arrow", _task_info(other))
+        try:
+            con.execute("INSERT INTO _tasks SELECT * FROM _tasks_arrow")
+        finally:
+            con.unregister("_tasks_arrow")
+    # A task with no text breaks a rule whose reason depends on the other fields: Python decides.
+    con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
+    con.execute(_ITEMS)
+    n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
+    fallback = con.execute(
+        "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
+        "USING (key) ORDER BY key").fetchall()
+    fallback += list(extra)
+    blank = [k for k, s in fallback if _blank(s)] if skip_blank else []
+    if blank:
+        skip = set(blank)
+        fallback = [(k, s) for k, s in fallback if k not in skip]
+    py = _python_rows(fallback)
+    for name in ("serves", "items", "verdicts"):
+        con.register("_py_" + name + "_arrow", py[name])
+    try:
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _s AS
+            SELECT s.key, s.serve_id, s.ts, s.project, s.task, t.task_norm,
+                   substr(sha256(s.project || chr(31) || t.task_norm), 1, 16) AS query_id, s.session_id, s.content_key
+            FROM _s s JOIN _tasks t USING (task)
+            UNION ALL
+            SELECT s.*, k.content_key FROM _py_serves_arrow s JOIN ({_PY_CONTENT_KEYS}) k USING (key)""")
+        con.execute("INSERT INTO _i SELECT * FROM _py_items_arrow")
+        con.execute("INSERT INTO _v SELECT * FROM _py_verdicts_arrow")
+    finally:
+        for name in ("serves", "items", "verdicts"):
+            con.unregister("_py_" + name + "_arrow")
+    return Staged(py["rejects"], blank, n_fast, len(fallback))
+
+
+def drop_staging(con) -> None:
+    for t in STAGING_TABLES:
+        con.execute("DROP TABLE IF EXISTS " + t)
+
+
+def _blank(piece: str | bytes) -> bool:
+    # White space as Python's str.strip() sees it (U+00A0, U+3000 ... included).
+    if isinstance(piece, bytes):
+        return not piece.decode("utf-8", errors="replace").strip()
+    return not piece.strip()
+
+
 def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
     """Validate non-blank lines, each under a unique integer key (e.g. file and line number)."""
     text = [(k, s) for k, s in lines if isinstance(s, str)]
-    con.register("_lines", pa.table({"key": pa.array([k for k, _ in text], pa.int64()),
-                                     "raw": pa.array([s for _, s in text], pa.string())}))
-    registered = ["_lines"]
+    con.register("_lines_arrow", pa.table({"key": pa.array([k for k, _ in text], pa.int64()),
+                                           "raw": pa.array([s for _, s in text], pa.string())}))
     try:
-        con.execute(_TS_MACRO)
-        for stmt in (_STAGE, _VERDICTS, _SERVE_CANDIDATES, _ITEM_CANDIDATES, _SERVES):
-            con.execute(stmt)
-        tasks = [r[0] for r in con.execute("SELECT DISTINCT task FROM _s").fetchall()]
-        con.register("_tasks", _task_info(tasks))
-        registered.append("_tasks")
-        # A task with no text breaks a rule whose reason depends on the other fields: Python decides.
-        con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
-        con.execute(_ITEMS)
-        n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
-        fallback = con.execute(
-            "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
-            "USING (key) ORDER BY key").fetchall()
-        fallback += [(k, s) for k, s in lines if not isinstance(s, str)]
-        py = _python_rows(fallback)
-        for name in ("serves", "items", "verdicts"):
-            con.register("_py_" + name, py[name])
-            registered.append("_py_" + name)
-        con.execute("""
-            CREATE OR REPLACE TEMP TABLE _s AS
-            SELECT s.key, s.serve_id, s.ts, s.project, s.task, t.task_norm,
-                   substr(sha256(s.project || chr(31) || t.task_norm), 1, 16) AS query_id, s.session_id
-            FROM _s s JOIN _tasks t USING (task)
-            UNION ALL SELECT * FROM _py_serves""")
-        con.execute("INSERT INTO _i SELECT * FROM _py_items")
-        con.execute("INSERT INTO _v SELECT * FROM _py_verdicts")
-        serves = con.sql(
-            "SELECT s.*, k.content_key, l.raw FROM _s s JOIN (" + CONTENT_KEY + ") k USING (key) "
-            "LEFT JOIN _lines l USING (key) ORDER BY s.key").to_arrow_table()
+        con.execute("CREATE OR REPLACE TEMP TABLE _lines AS SELECT * FROM _lines_arrow")
+    finally:
+        con.unregister("_lines_arrow")
+    try:
+        staged = stage(con, [(k, s) for k, s in lines if not isinstance(s, str)], skip_blank=False)
+        serves = con.sql("SELECT s.*, l.raw FROM _s s LEFT JOIN _lines l USING (key) ORDER BY s.key").to_arrow_table()
         items = con.sql(
             "SELECT i.key, s.serve_id, i.doc_id, i.doc_version, i.channel, i.rank, i.score "
             "FROM _i i JOIN _s s USING (key) ORDER BY i.key").to_arrow_table()
         verdicts = con.sql("SELECT * FROM _v ORDER BY key").to_arrow_table()
     finally:
-        for view in registered:
-            con.unregister(view)
-        for t in ("_p", "_v", "_sc", "_ic", "_s", "_i"):
-            con.execute("DROP TABLE IF EXISTS " + t)
-    return Parsed(serves, items, verdicts, py["rejects"], n_fast, len(fallback))
+        drop_staging(con)
+        con.execute("DROP TABLE IF EXISTS _lines")
+    return Parsed(serves, items, verdicts, staged.rejects, staged.fast_lines, staged.fallback_lines)
 
 
 def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
@@ -220,14 +324,14 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
             continue
         if isinstance(rec, Serve):
             for k, val in zip(s, (key, rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm,
-                                  rec.query_id, rec.session_id)):
+                                  rec.query_id, rec.session_id), strict=True):
                 s[k].append(val)
             for it in rec.items:
                 for k, val in zip(i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score,
-                                      it.rank_text)):
+                                      it.rank_text), strict=True):
                     i[k].append(val)
         else:
-            for k, val in zip(v, (key, rec.serve_id, rec.doc_id, rec.verdict, rec.ts)):
+            for k, val in zip(v, (key, rec.serve_id, rec.doc_id, rec.verdict, rec.ts), strict=True):
                 v[k].append(val)
     types = {"key": pa.int64(), "ts": pa.timestamp("us"), "rank": pa.int64(), "score": pa.float64()}
 

@@ -3,38 +3,84 @@
 A file's rows are replaced as a whole (delete then insert, one transaction), so a
 retry, a backfill or an appended file never duplicates anything, and rows of a
 file that has since been deleted stay: the warehouse is the record.
+
+Files are streamed into DuckDB in chunks of whole lines (`logfiles.TextStream`,
+hashed while read) and split and numbered there; no Python list of a file's lines
+is built, except for the rare file that is not plain UTF-8 text or whose gzip
+stream breaks, which `logfiles.read_file` reads with the exact rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from goldenset import failpoints
-from goldenset.bulk import parse_lines
-from goldenset.logfiles import list_files, list_partitions, read_file
+from goldenset import failpoints, progress
+from goldenset.bulk import drop_staging, stage
+from goldenset.logfiles import (
+    LogFile,
+    NotPlainText,
+    TextStream,
+    file_sha256,
+    list_files,
+    list_partitions,
+    read_file,
+)
 from goldenset.warehouse import transaction
 
+_LINE_BITS = 32  # a line key is (file number << 32) | line number
+_LINE_MASK = (1 << _LINE_BITS) - 1
+
 # Constant statements, one per table: table names are never spliced into SQL at run time.
-_REPLACE = {
-    "log_serves": ("DELETE FROM log_serves WHERE list_contains(?, source_file)",
-                   "INSERT INTO log_serves BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
-    "log_serve_items": ("DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
-                        "INSERT INTO log_serve_items BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
-    "log_verdicts": ("DELETE FROM log_verdicts WHERE list_contains(?, source_file)",
-                     "INSERT INTO log_verdicts BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
-    "log_rejects": ("DELETE FROM log_rejects WHERE list_contains(?, source_file)",
-                    "INSERT INTO log_rejects BY NAME SELECT * EXCLUDE (key) FROM _incoming"),
-}
-_MARK_DIRTY = (
+_DELETE = (
+    "DELETE FROM log_serves WHERE list_contains(?, source_file)",
+    "DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
+    "DELETE FROM log_verdicts WHERE list_contains(?, source_file)",
+    "DELETE FROM log_rejects WHERE list_contains(?, source_file)",
+    "DELETE FROM log_files WHERE list_contains(?, source_file)",
+)
+# The serves that replaced files held before: an incremental build recomputes their queries.
+_MARK_REPLACED = (
     "INSERT INTO log_dirty SELECT serve_id, query_id FROM log_serves WHERE list_contains(?, source_file)",
     "INSERT INTO log_dirty SELECT serve_id, NULL FROM log_verdicts WHERE list_contains(?, source_file)",
 )
-_LINE_BITS = 32  # a line key is (file number << 32) | line number
+_INSERT = (
+    f"""INSERT INTO log_serves BY NAME
+    SELECT f.source_file, f.dt, f.file_name, (s.key & {_LINE_MASK})::INTEGER AS line, s.serve_id, s.ts, s.project,
+           s.task, s.task_norm, s.query_id, s.session_id, s.content_key, l.raw
+    FROM _s s JOIN _lines l USING (key) JOIN _batch_files f ON f.file_no = s.key >> {_LINE_BITS}""",
+    f"""INSERT INTO log_serve_items BY NAME
+    SELECT f.source_file, (i.key & {_LINE_MASK})::INTEGER AS line, s.serve_id, i.doc_id, i.doc_version, i.channel,
+           i.rank, i.score
+    FROM _i i JOIN _s s USING (key) JOIN _batch_files f ON f.file_no = i.key >> {_LINE_BITS}""",
+    f"""INSERT INTO log_verdicts BY NAME
+    SELECT f.source_file, f.dt, f.file_name, (v.key & {_LINE_MASK})::INTEGER AS line, v.serve_id, v.doc_id,
+           v.verdict, v.ts
+    FROM _v v JOIN _batch_files f ON f.file_no = v.key >> {_LINE_BITS}""",
+    # An unreadable file that read no line at all has no line number.
+    f"""INSERT INTO log_rejects BY NAME
+    SELECT f.source_file, f.dt, f.file_name,
+           CASE WHEN r.reason = 'unreadable_file' AND r.key & {_LINE_MASK} = 0 THEN NULL
+                ELSE (r.key & {_LINE_MASK})::INTEGER END AS line,
+           r.reason, r.detail, r.raw, r.rejected_at
+    FROM _batch_rejects r JOIN _batch_files f ON f.file_no = r.key >> {_LINE_BITS}""",
+    "INSERT INTO log_dirty SELECT serve_id, query_id FROM _s",
+    "INSERT INTO log_dirty SELECT serve_id, NULL FROM _v",
+)
+# A chunk of whole lines, split and numbered in DuckDB; a trailing \r is not part of a
+# line, and empty lines are blank (other blank lines are found with the fallback).
+_ADD_CHUNK = """
+INSERT INTO _lines
+SELECT ? + n AS key, raw FROM (
+  SELECT n, CASE WHEN suffix(piece, chr(13)) THEN left(piece, -1) ELSE piece END AS raw FROM (
+    SELECT generate_subscripts(pieces, 1) AS n, unnest(pieces) AS piece
+    FROM (SELECT string_split(text, chr(10)) AS pieces FROM _chunk)))
+WHERE raw <> ''
+"""
+_BATCH_TABLES = ("_lines", "_batch_files", "_batch_rejects")
 
 
 @dataclass
@@ -53,15 +99,7 @@ class PartitionReport:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _known(con, source_file: str):
-    rows = con.execute(
-        "SELECT content_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) FROM log_files "
-        "WHERE source_file = ?", [source_file]
-    ).fetchall()
-    return rows[0] if rows else None
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 # mtime has a coarse tick on some file systems (up to 2 s): a file written in the same
@@ -74,171 +112,240 @@ def _unchanged_by_stat(st, known) -> bool:
     _, size, mtime, verified_at = known
     if st is None or (st.st_size, st.st_mtime) != (size, mtime):
         return False
-    return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - RACY_SECONDS
+    return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
-def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list:
-    """The files of partition `dt` that are new or whose content changed, read."""
+def _known_files(con) -> dict[str, tuple]:
+    """What the warehouse recorded of every file it ingested, in one query."""
+    return {r[0]: r[1:] for r in con.execute(
+        "SELECT source_file, content_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) FROM log_files"
+    ).fetchall()}
+
+
+@dataclass
+class _Todo:
+    file: LogFile
+    was_known: bool
+    report: PartitionReport
+    had_content: bool = False  # the warehouse holds rows of a readable version of it
+
+
+def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport, known: dict) -> list[_Todo]:
+    """The files of partition `dt` that are new or whose content changed (not read yet)."""
     todo = []
     for f in list_files(Path(root), dt):
         report.files_seen += 1
-        known = _known(con, f.source_file)
-        if known is not None and known[0] is not None and not rehash:
-            try:
-                st = f.path.stat()
-            except OSError:
-                st = None
-            # Size and mtime unchanged: the content is taken as unchanged without reading it.
-            if _unchanged_by_stat(st, known):
-                report.files_unchanged += 1
-                continue
-        content = read_file(f)
-        if content.content_sha256 is None and known is not None and known[0] is not None:
+        rec = known.get(f.source_file)
+        if rec is None or rec[0] is None:
+            # New, or unreadable when last tried: read it.
+            todo.append(_Todo(f, rec is not None, report))
+            continue
+        try:
+            st = f.path.stat()
+        except OSError:
+            st = None
+        # Size and mtime unchanged: the content is taken as unchanged without reading it.
+        if not rehash and _unchanged_by_stat(st, rec):
+            report.files_unchanged += 1
+            continue
+        digest = file_sha256(f.path)
+        if digest is None:
             # Readable before, unreadable now (permissions, a file being replaced): keep
             # what was committed rather than trade it for a quarantine row.
             report.files_unchanged += 1
             continue
-        if known is not None and content.content_sha256 is not None and content.content_sha256 == known[0]:
+        if digest == rec[0]:
             con.execute(
                 "UPDATE log_files SET size_bytes = ?, mtime = ?, verified_at = ? WHERE source_file = ?",
-                [content.size_bytes, content.mtime, utcnow(), f.source_file],
+                [st.st_size if st else None, st.st_mtime if st else None, utcnow(), f.source_file],
             )
             report.files_unchanged += 1
             continue
-        todo.append((f, content, known is not None, report))
+        todo.append(_Todo(f, True, report, had_content=True))
     return todo
 
 
-# Lines validated in one DuckDB pass and committed in one transaction. Larger batches
-# amortise DuckDB's per-statement cost; this bound keeps a backfill's memory flat.
-BATCH_LINES = 400_000
+# Text read into DuckDB and validated before a batch of whole files is committed in one
+# transaction. Larger batches amortise DuckDB's per-statement cost; this bound (with
+# DuckDB's memory limit) keeps a backfill's memory flat. A larger file is a batch alone.
+BATCH_BYTES = 256 << 20
 
 
 def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
-    """Ingest every new or changed file of partition `dt`: one parse, one transaction."""
-    report = PartitionReport(dt)
-    todo = _changed_files(con, root, dt, rehash, report)
-    if todo:
-        _ingest_files(con, todo)
-    return report
+    """Ingest every new or changed file of partition `dt`."""
+    return ingest_all(con, root, [dt], rehash=rehash)[0]
 
 
 def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: bool = False) -> list[PartitionReport]:
     """Ingest the given partitions (default: every dt= folder present).
 
-    Partitions are batched up to BATCH_LINES lines; a batch (whole partitions, whole
-    files) is replaced in one transaction.
+    Files are read in (dt, file name) order and committed in batches of whole files
+    of up to BATCH_BYTES of text, one transaction each.
     """
     root = Path(root)
     dts = list_partitions(root) if partitions is None else partitions
-    reports, batch, lines = [], [], 0
+    known = _known_files(con)
+    reports, todo = [], []
     for dt in dts:
         report = PartitionReport(dt)
         reports.append(report)
-        todo = _changed_files(con, root, dt, rehash, report)
-        batch.extend(todo)
-        lines += sum(c.lines_read for _, c, _, _ in todo)
-        if lines >= BATCH_LINES:
-            _ingest_files(con, batch)
-            batch, lines = [], 0
-    if batch:
-        _ingest_files(con, batch)
+        todo.extend(_changed_files(con, root, dt, rehash, report, known))
+    if not todo:
+        return reports
+    with progress.step("ingesting files", total=len(todo)) as advance:
+        batch = _Batch(con)
+        try:
+            for item in todo:
+                batch.add(item)
+                if batch.text_bytes >= BATCH_BYTES:
+                    advance(batch.commit())
+                    batch = _Batch(con)
+            if batch.files:
+                advance(batch.commit())
+        finally:
+            batch.discard()
     return reports
 
 
-def _ingest_files(con, todo: list) -> None:
-    """Replace the rows of the given files with what they hold now, in one transaction."""
-    now = utcnow()
-    entries = []
-    for no, (_, content, _, _) in enumerate(todo):
+@dataclass
+class _FileState:
+    todo: _Todo
+    content_sha256: str | None
+    size_bytes: int | None
+    mtime: float | None
+    lines_total: int
+    lines_read: int | None = None  # known up front only for files read by read_file
+    fault: str | None = None
+    fault_line: int | None = None
+
+
+class _Batch:
+    """Files read into the temp table `_lines`, validated and committed together."""
+
+    def __init__(self, con):
+        self.con = con
+        self.files: list[_FileState] = []
+        self.extra: list[tuple[int, bytes]] = []  # lines that are not UTF-8: Python rules only
+        self.text_bytes = 0
+        con.execute("CREATE OR REPLACE TEMP TABLE _lines (key BIGINT, raw VARCHAR)")
+
+    def add(self, todo: _Todo) -> None:
+        no = len(self.files)
         base = no << _LINE_BITS
-        entries.extend((base | n, line) for n, line in content.lines)
-    parsed = parse_lines(con, entries)
-    rejects = list(parsed.rejects)
-    for no, (_, content, _, _) in enumerate(todo):
-        if content.fault is not None:
-            key = (no << _LINE_BITS) | (content.fault_line or 0)
-            rejects.append((key, "unreadable_file", content.fault, None))
-    files = {
-        "source_file": pa.array([f.source_file for f, _, _, _ in todo], pa.string()),
-        "dt": pa.array([f.dt for f, _, _, _ in todo], pa.string()),
-        "file_name": pa.array([f.file_name for f, _, _, _ in todo], pa.string()),
-    }
-    reject_table = pa.table({
-        "key": pa.array([r[0] for r in rejects], pa.int64()),
-        "reason": pa.array([r[1] for r in rejects], pa.string()),
-        "detail": pa.array([r[2] for r in rejects], pa.string()),
-        "raw": pa.array([r[3] for r in rejects], pa.string()),
-        "rejected_at": pa.array([now] * len(rejects), pa.timestamp("us")),
-    })
-    tables = {
-        "log_serves": _locate(parsed.serves, files, ("source_file", "dt", "file_name")),
-        "log_serve_items": _locate(parsed.items, files, ("source_file",)),
-        "log_verdicts": _locate(parsed.verdicts, files, ("source_file", "dt", "file_name")),
-        "log_rejects": _locate(reject_table, files, ("source_file", "dt", "file_name")),
-    }
-    # An unreadable file that read no line at all has no line number.
-    rej = tables["log_rejects"]
-    lines = pc.if_else(pc.and_(pc.equal(rej.column("line"), 0), pc.equal(rej.column("reason"), "unreadable_file")),
-                       pa.scalar(None, pa.int32()), rej.column("line"))
-    tables["log_rejects"] = rej.set_column(rej.column_names.index("line"), "line", lines)
-    per_file_rejects = [0] * len(todo)
-    for r in rejects:
-        per_file_rejects[r[0] >> _LINE_BITS] += 1
-    replaced = [f.source_file for f, _, was_known, _ in todo if was_known]
-    every = [f.source_file for f, _, _, _ in todo]
-    with transaction(con):
-        # The serves these files touched, before and after, tell an incremental build
-        # which queries to recompute.
-        for mark in _MARK_DIRTY:
-            con.execute(mark, [replaced])
-        for t, arrow in tables.items():
-            delete, insert = _REPLACE[t]
+        stream = TextStream(todo.file)
+        try:
+            for first_line, text in stream.chunks():
+                self._add_chunk(base + first_line - 1, text)
+            self.files.append(_FileState(todo, stream.content_sha256, stream.size_bytes, stream.mtime,
+                                         stream.lines_total))
+            self.text_bytes += stream.text_bytes
+            return
+        except NotPlainText:
+            pass
+        # Not plain UTF-8 text, or a fault: the exact line-by-line rules decide what was read.
+        self.con.execute("DELETE FROM _lines WHERE key >> 32 = ?", [no])
+        content = read_file(todo.file)
+        if content.content_sha256 is None and todo.had_content:
+            # Readable a moment ago, unreadable now: keep what was committed.
+            todo.report.files_unchanged += 1
+            return
+        text = [(base | n, s) for n, s in content.lines if isinstance(s, str)]
+        self.extra += [(base | n, s) for n, s in content.lines if not isinstance(s, str)]
+        if text:
+            self.con.register("_chunk_lines", pa.table({"key": pa.array([k for k, _ in text], pa.int64()),
+                                                        "raw": pa.array([s for _, s in text], pa.string())}))
+            try:
+                self.con.execute("INSERT INTO _lines SELECT key, raw FROM _chunk_lines")
+            finally:
+                self.con.unregister("_chunk_lines")
+        self.files.append(_FileState(todo, content.content_sha256, content.size_bytes, content.mtime,
+                                     content.lines_total, content.lines_read, content.fault, content.fault_line))
+        self.text_bytes += sum(len(s) for _, s in content.lines)
+
+    def _add_chunk(self, base: int, text: str) -> None:
+        self.con.register("_chunk", pa.table({"text": pa.array([text], pa.large_string())}))
+        try:
+            self.con.execute(_ADD_CHUNK, [base])
+        finally:
+            self.con.unregister("_chunk")
+
+    def commit(self) -> int:
+        """Validate, replace the files' rows in one transaction, update the reports; return the file count."""
+        con, files = self.con, self.files
+        now = utcnow()
+        staged = stage(con, self.extra)
+        rejects = list(staged.rejects)
+        for no, fs in enumerate(files):
+            if fs.fault is not None:
+                rejects.append(((no << _LINE_BITS) | (fs.fault_line or 0), "unreadable_file", fs.fault, None))
+        con.register("_rejects_arrow", pa.table({
+            "key": pa.array([r[0] for r in rejects], pa.int64()),
+            "reason": pa.array([r[1] for r in rejects], pa.string()),
+            "detail": pa.array([r[2] for r in rejects], pa.string()),
+            "raw": pa.array([r[3] for r in rejects], pa.string()),
+            "rejected_at": pa.array([now] * len(rejects), pa.timestamp("us")),
+        }))
+        con.register("_files_arrow", pa.table({
+            "file_no": pa.array(range(len(files)), pa.int64()),
+            "source_file": pa.array([fs.todo.file.source_file for fs in files], pa.string()),
+            "dt": pa.array([fs.todo.file.dt for fs in files], pa.string()),
+            "file_name": pa.array([fs.todo.file.file_name for fs in files], pa.string()),
+        }))
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE _batch_rejects AS SELECT * FROM _rejects_arrow")
+            con.execute("CREATE OR REPLACE TEMP TABLE _batch_files AS SELECT * FROM _files_arrow")
+        finally:
+            con.unregister("_rejects_arrow")
+            con.unregister("_files_arrow")
+        n = len(files)
+        lines, serves, verdicts = ([0] * n for _ in range(3))
+        for counts, sql in ((lines, "SELECT key >> 32, count(*) FROM _lines GROUP BY ALL"),
+                            (serves, "SELECT key >> 32, count(*) FROM _s GROUP BY ALL"),
+                            (verdicts, "SELECT key >> 32, count(*) FROM _v GROUP BY ALL")):
+            for no, c in con.execute(sql).fetchall():
+                counts[no] = c
+        for key in staged.blank:
+            lines[key >> _LINE_BITS] -= 1
+        per_file_rejects = [0] * n
+        for r in rejects:
+            per_file_rejects[r[0] >> _LINE_BITS] += 1
+        read = [fs.lines_read if fs.lines_read is not None else lines[no] for no, fs in enumerate(files)]
+        replaced = [fs.todo.file.source_file for fs in files if fs.todo.was_known]
+        with transaction(con):
             if replaced:
-                con.execute(delete, [replaced])
-            if arrow.num_rows:
-                con.register("_incoming", arrow)
+                for mark in _MARK_REPLACED:
+                    con.execute(mark, [replaced])
+                for delete in _DELETE:
+                    con.execute(delete, [replaced])
+            for insert in _INSERT[:4]:
                 con.execute(insert)
-                con.unregister("_incoming")
-        if replaced:
-            con.execute("DELETE FROM log_files WHERE list_contains(?, source_file)", [replaced])
-        failpoints.hit("ingest.mid_transaction")
-        for mark in _MARK_DIRTY:
-            con.execute(mark, [every])
-        con.executemany(
-            "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
-            "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
-            "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
-            [[f.source_file, f.dt, f.file_name, c.content_sha256, c.size_bytes, c.mtime,
-              c.lines_total, c.lines_read, per_file_rejects[no], now, now]
-             for no, (f, c, _, _) in enumerate(todo)],
-        )
-    failpoints.hit("ingest.after_batch")
-    serves = _per_file(parsed.serves, len(todo))
-    verdicts = _per_file(parsed.verdicts, len(todo))
-    for no, (_, c, _, report) in enumerate(todo):
-        report.files_ingested += 1
-        report.lines_read += c.lines_read
-        report.serves += serves[no]
-        report.verdicts += verdicts[no]
-        report.rejected += per_file_rejects[no]
-    for key, reason, _, _ in rejects:
-        reasons = todo[key >> _LINE_BITS][3].reasons
-        reasons[reason] = reasons.get(reason, 0) + 1
+            failpoints.hit("ingest.mid_transaction")
+            for insert in _INSERT[4:]:
+                con.execute(insert)
+            con.executemany(
+                "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
+                "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
+                "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
+                [[fs.todo.file.source_file, fs.todo.file.dt, fs.todo.file.file_name, fs.content_sha256,
+                  fs.size_bytes, fs.mtime, fs.lines_total, read[no], per_file_rejects[no], now, now]
+                 for no, fs in enumerate(files)],
+            )
+        failpoints.hit("ingest.after_batch")
+        for no, fs in enumerate(files):
+            report = fs.todo.report
+            report.files_ingested += 1
+            report.lines_read += read[no]
+            report.serves += serves[no]
+            report.verdicts += verdicts[no]
+            report.rejected += per_file_rejects[no]
+        for key, reason, _, _ in rejects:
+            reasons = files[key >> _LINE_BITS].todo.report.reasons
+            reasons[reason] = reasons.get(reason, 0) + 1
+        self.discard()
+        return n
 
-
-def _per_file(table: pa.Table, n_files: int) -> list[int]:
-    counts = [0] * n_files
-    for no in pc.shift_right(table.column("key"), _LINE_BITS).to_pylist():
-        counts[no] += 1
-    return counts
-
-
-def _locate(table: pa.Table, files: dict[str, pa.Array], columns: tuple[str, ...]) -> pa.Table:
-    """Turn each row's line key back into its file's columns and its line number."""
-    keys = table.column("key")
-    file_no = pc.shift_right(keys, _LINE_BITS)
-    table = table.append_column("line", pc.cast(pc.bit_wise_and(keys, (1 << _LINE_BITS) - 1), pa.int32()))
-    for c in columns:
-        table = table.append_column(c, pc.take(files[c], file_no))
-    return table
+    def discard(self) -> None:
+        drop_staging(self.con)
+        for t in _BATCH_TABLES:
+            self.con.execute("DROP TABLE IF EXISTS " + t)
+        self.files = []

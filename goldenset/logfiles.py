@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,109 @@ def list_files(root: Path, dt: str) -> list[LogFile]:
         if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz"))
     )
     return [LogFile(folder / n, dt, n) for n in names]
+
+
+class NotPlainText(Exception):
+    """The file cannot be streamed as UTF-8 text (unreadable, a gzip fault, not UTF-8): use read_file."""
+
+
+class _Hashing:
+    """A binary file whose bytes are hashed as they are read."""
+
+    def __init__(self, fh, digest):
+        self._fh = fh
+        self._digest = digest
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self._digest.update(data)
+        return data
+
+    def readinto(self, buf) -> int:  # pragma: no cover - gzip reads through read()
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+
+# Text handed on at a time: whole lines, about this many bytes. Bounds the memory a
+# file takes while it is read, whatever its size.
+CHUNK_BYTES = 32 << 20
+_BOM = b"\xef\xbb\xbf"
+
+
+class TextStream:
+    """A log file read as UTF-8 text in chunks of whole lines, hashed while it is read.
+
+    `chunks()` yields (number of the chunk's first line, the chunk's lines joined by
+    `\\n`); lines are not yet stripped of `\\r` or checked for blankness. Once it is
+    exhausted, `content_sha256`, `size_bytes`, `mtime` and `lines_total` are set. It
+    raises NotPlainText, possibly after some chunks, when the file cannot be read this
+    way; `read_file` then reads it with the exact rules for every fault.
+    """
+
+    def __init__(self, f: LogFile, chunk_bytes: int = CHUNK_BYTES):
+        self.file = f
+        self.chunk_bytes = chunk_bytes
+        self.content_sha256: str | None = None
+        self.size_bytes: int | None = None
+        self.mtime: float | None = None
+        self.lines_total = 0
+        self.text_bytes = 0
+
+    def chunks(self) -> Iterator[tuple[int, str]]:
+        try:
+            with open(self.file.path, "rb") as fh:
+                yield from self._chunks(fh)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise NotPlainText(str(exc)) from None
+
+    def _chunks(self, fh) -> Iterator[tuple[int, str]]:
+        st = os.fstat(fh.fileno())
+        digest = hashlib.sha256()
+        source = _Hashing(fh, digest)
+        stream = gzip.GzipFile(fileobj=source, mode="rb") if self.file.file_name.endswith(".gz") else source
+        line, carry, first = 1, b"", True
+        while block := stream.read(self.chunk_bytes):
+            if first:
+                first = False
+                if block.startswith(_BOM):
+                    block = block[3:]
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            piece, carry = data[:cut], data[cut + 1:]
+            yield line, self._decode(piece)
+            line += piece.count(b"\n") + 1
+        while source.read(1 << 20):  # the hash covers every byte of the file
+            pass
+        if carry:
+            yield line, self._decode(carry)
+            line += 1
+        self.lines_total = line - 1
+        self.content_sha256 = digest.hexdigest()
+        self.size_bytes, self.mtime = st.st_size, st.st_mtime
+
+    def _decode(self, piece: bytes) -> str:
+        try:
+            text = piece.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotPlainText(str(exc)) from None
+        self.text_bytes += len(piece)
+        return text
+
+
+def file_sha256(path: Path) -> str | None:
+    """sha256 of a file's bytes, read in blocks; None when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(CHUNK_BYTES):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def read_file(f: LogFile) -> FileContent:
