@@ -37,6 +37,9 @@ _SMALL_BATCHES = (
 )
 
 
+BATCH = 1  # an ingest batch bound of one byte: every changed file is a batch (a transaction) of its own
+
+
 def goldenset_argv(args: list[str], batch_lines: int | None = None) -> list[str]:
     if batch_lines is None:
         return [sys.executable, "-m", "goldenset", *args]
@@ -67,6 +70,7 @@ class World:
     root: Path
     home: Path
     env_extra: dict[str, str] = field(default_factory=dict)
+    _started: int = 0
 
     @property
     def logs(self) -> Path:
@@ -112,18 +116,22 @@ class World:
     ) -> subprocess.CompletedProcess:
         return self.run("build", *self.paths(corpus), *extra, batch_lines=batch_lines, **env)
 
-    def start(self, *args: str, batch_lines: int | None = None, **env: str) -> subprocess.Popen:
-        """Start `goldenset ARGS` and return at once."""
-        return subprocess.Popen(
-            goldenset_argv(list(args), batch_lines),
-            env=self.env(**env),
-            cwd=self.root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    def start(self, *args: str, batch_lines: int | None = None, **env: str) -> Started:
+        """Start `goldenset ARGS` and return at once; its stderr goes to a file a test can watch."""
+        self._started += 1
+        err = self.root / f"started-{self._started}.stderr"
+        with err.open("w") as fh:
+            proc = subprocess.Popen(
+                goldenset_argv(list(args), batch_lines),
+                env=self.env(**env),
+                cwd=self.root,
+                stdout=subprocess.PIPE,
+                stderr=fh,
+                text=True,
+            )
+        return Started(proc, err)
 
-    def start_build(self, *extra: str, batch_lines: int | None = None, **env: str) -> subprocess.Popen:
+    def start_build(self, *extra: str, batch_lines: int | None = None, **env: str) -> Started:
         return self.start("build", *self.paths(), *extra, batch_lines=batch_lines, **env)
 
 
@@ -148,7 +156,7 @@ def killed(proc) -> bool:
     return proc.returncode == -signal.SIGKILL
 
 
-def wait_for(predicate, what: str, timeout: float = HANG_SECONDS, proc: subprocess.Popen | None = None):
+def wait_for(predicate, what: str, timeout: float = HANG_SECONDS, proc=None):
     """Poll `predicate` until it returns something truthy; fail with `what` after `timeout`.
 
     With `proc`, also fail as soon as the process has ended (it will not make the thing happen).
@@ -166,15 +174,44 @@ def wait_for(predicate, what: str, timeout: float = HANG_SECONDS, proc: subproce
         time.sleep(0.05)
 
 
-def finish(proc: subprocess.Popen, timeout: float = HANG_SECONDS) -> subprocess.CompletedProcess:
-    """Wait for a started process and return it as a CompletedProcess."""
+@dataclass
+class Started:
+    """A process started in the background: the Popen, and the file its stderr goes to."""
+
+    proc: subprocess.Popen
+    stderr_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        out, _ = self.proc.communicate(timeout=timeout)
+        return out, self.stderr()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+
+def finish(proc, timeout: float = HANG_SECONDS) -> subprocess.CompletedProcess:
+    """Wait for a started process (Started or Popen) and return it as a CompletedProcess."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         raise AssertionError(f"process hung past {timeout} s\n{out}\n{err}") from None
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return subprocess.CompletedProcess(getattr(proc, "args", None), proc.returncode, out, err)
 
 
 def free_dead_runs(world: World) -> list[str]:
@@ -406,7 +443,7 @@ def start_reader(world: World, name: str = "reader") -> Reader:
     return Reader(proc, log, stop)
 
 
-def paused(world: World, proc: subprocess.Popen, marker: Path) -> int:
+def paused(world: World, proc, marker: Path) -> int:
     """Wait until `proc` is paused at its failpoint; return the PID the failpoint wrote."""
     text = wait_for(lambda: marker.exists() and marker.read_text(), f"the failpoint marker {marker}", proc=proc)
     return int(text)

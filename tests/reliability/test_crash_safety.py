@@ -23,10 +23,10 @@ import subprocess
 import pytest
 
 from tests.reliability.harness import (
+    BATCH,
     HANG_SECONDS,
     PUBLISHED,
     assert_same_tables,
-    copy_world,
     failpoint_env,
     finish,
     free_dead_runs,
@@ -37,43 +37,7 @@ from tests.reliability.harness import (
     read_tables,
     start_reader,
     write_stage_a,
-    write_stage_b,
 )
-
-BATCH = 1  # the ingest batch bound: every changed file is a batch (a transaction) of its own
-
-
-@pytest.fixture(scope="module")
-def built_a(tmp_path_factory):
-    """A world after one clean build of stage A (two log days, corpus v1)."""
-    world = make_world(tmp_path_factory.mktemp("stage-a"))
-    write_stage_a(world)
-    ok(world.build(batch_lines=BATCH))
-    return world
-
-
-@pytest.fixture(scope="module")
-def tables_a(built_a):
-    """What stage A's build published (and quarantined)."""
-    return read_tables(built_a.db)
-
-
-@pytest.fixture(scope="module")
-def tables_b(built_a, tmp_path_factory):
-    """What a build of stage B, never killed, publishes after stage A's build."""
-    world = copy_world(built_a, tmp_path_factory.mktemp("reference-b") / "world")
-    write_stage_b(world)
-    ok(world.build(batch_lines=BATCH))
-    return read_tables(world.db)
-
-
-@pytest.fixture
-def at_stage_b(built_a, tmp_path):
-    """A copy of the built stage A world whose inputs have moved to stage B (not built yet)."""
-    world = copy_world(built_a, tmp_path / "world")
-    write_stage_b(world)
-    return world
-
 
 # Each moment, by the failpoint that stops the build there: day 1's grown file is the
 # first ingest batch (its old rows are replaced), day 3's new file the second.

@@ -1,0 +1,43 @@
+"""Worlds shared by the reliability tests: one clean build of stage A, and what stage B publishes.
+
+Building is the slow part (a real `goldenset build` subprocess, Dagster included), so
+stage A is built once per session and every test that needs it works on a copy.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reliability.harness import BATCH, copy_world, make_world, ok, read_tables, write_stage_a, write_stage_b
+
+
+@pytest.fixture(scope="session")
+def built_a(tmp_path_factory):
+    """A world after one clean build of stage A (two log days, corpus v1). Copy it; never change it."""
+    world = make_world(tmp_path_factory.mktemp("stage-a") / "world")
+    write_stage_a(world)
+    ok(world.build(batch_lines=BATCH))
+    return world
+
+
+@pytest.fixture(scope="session")
+def tables_a(built_a):
+    """What stage A's build published (and quarantined)."""
+    return read_tables(built_a.db)
+
+
+@pytest.fixture(scope="session")
+def tables_b(built_a, tmp_path_factory):
+    """What a build of stage B, never killed, publishes after stage A's build."""
+    world = copy_world(built_a, tmp_path_factory.mktemp("reference-b") / "world")
+    write_stage_b(world)
+    ok(world.build(batch_lines=BATCH))
+    return read_tables(world.db)
+
+
+@pytest.fixture
+def at_stage_b(built_a, tmp_path):
+    """A copy of the built stage A world whose inputs have moved to stage B (not built yet)."""
+    world = copy_world(built_a, tmp_path / "world")
+    write_stage_b(world)
+    return world
