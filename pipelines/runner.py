@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 
-from goldenset import layout, settings
+from goldenset import layout, progress, settings
 from goldenset.corpus import read_corpus
 from goldenset.errors import GoldensetError, InputError
 from goldenset.labelling.rubric import load_rubric
@@ -103,13 +104,15 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
 
     defs = build_definitions()
     with get_instance() as instance:
+        for freed in reclaim_dead_runs(instance):
+            (notify or progress.notice)(freed)
         keys = register_days(instance, days) if days else []
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         try:
             job.execute_in_process(
                 instance=instance,
                 run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                tags={**range_tags(keys), **trigger_tags(trigger)},
+                tags={**range_tags(keys), **trigger_tags(trigger), **_process_tags()},
             )
         except dg.Failure as exc:
             cause = _unwrap(exc)
@@ -130,6 +133,41 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
         return RefreshResult(status, warnings)
     finally:
         con.close()
+
+
+# An in-process run holds its `duckdb` pool slot in the instance; a process killed mid-run
+# (kill -9, OOM) never gives it back, and the next build would wait for it forever. Runs the
+# CLI starts carry the process's identity, so the next build can tell a dead one.
+PID_TAG, HOST_TAG, START_TAG = "goldenset/pid", "goldenset/host", "goldenset/process-start"
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of process `pid` (field 22 of /proc/PID/stat), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def _process_tags() -> dict[str, str]:
+    pid = os.getpid()
+    return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _process_start(pid) or ""}
+
+
+def reclaim_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the CLI's runs whose process is gone and free their pool slots; say what was freed."""
+    freed = []
+    live = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=live, tags={HOST_TAG: socket.gethostname()})):
+        pid = int(run.tags.get(PID_TAG, "0") or 0)
+        if not pid or (_process_start(pid) == run.tags.get(START_TAG) and _process_start(pid) is not None):
+            continue
+        instance.report_run_failed(run, f"the goldenset process {pid} that ran it is gone")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        freed.append(f"freed the `duckdb` pool slot of run {run.run_id[:8]}: its process {pid} is gone")
+    return freed
 
 
 def _example_answers(db: Path) -> str:

@@ -152,11 +152,6 @@ def test_a_reader_polling_across_a_paused_build_that_resumes_sees_the_old_build_
     assert_same_tables(read_tables(at_stage_b.db), tables_b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a killed in-process run keeps its Dagster `duckdb` pool slot; the next "
-    "build waits for it forever (pipelines/runner.py does not free it)",
-)
 def test_the_next_build_after_a_kill_completes_with_the_same_dagster_instance(at_stage_b, tables_b):
     assert killed(at_stage_b.build(batch_lines=BATCH, **failpoint_env("build.before_commit")))
     # No operator steps in: the same GOLDENSET_HOME, its Dagster instance as the kill left it.
