@@ -1,153 +1,173 @@
-"""Scale benchmark: the pipeline against a hand-written DuckDB SQL script, same files.
+"""Scale benchmark: `goldenset build` as a user runs it against a hand-written DuckDB script.
 
-    python benchmarks/pipeline_scale.py --items 1000000 [--workdir /tmp/gs-bench]
+    python benchmarks/pipeline_scale.py --items 10000000 --workdir /tmp/gs-bench
+    python benchmarks/pipeline_scale.py --tiny          # seconds; what CI runs
 
-Prints ratios (pipeline / baseline, nightly / full, unchanged / full), never
-absolute pass/fail: the numbers depend on the machine, the ratios much less.
-The baseline reads the same JSON Lines with DuckDB's read_json and computes the
-same golden set with window functions, but without line-level validation,
-quarantine or history: the floor any implementation pays to read the data.
+Generates N served items (serves of 5 items) over --days log days, plus the days
+the incremental figures need, then times separate processes under /usr/bin/time -v
+on the same files:
+
+1. the baseline: benchmarks/baseline.sql (the four filters straight from read_json,
+   no validation, quarantine or history), run by benchmarks/run_sql.py;
+2. `python -m goldenset build --logs L --corpus C --db D` on the --days days (full);
+3. the same again (unchanged rebuild);
+4. after one new day (nightly on top of --days days);
+5. after the days up to --history-days (a backfill, reported but not a target),
+   then one more new day (nightly on top of --history-days days).
+
+It prints wall time and peak RSS of each, the ratios the scale targets are stated
+in (full / script, unchanged / full, nightly / full, nightly at --history-days /
+nightly at --days) and the cost per served item. The machine is shared, so only
+ratios from one run are comparable; nothing here asserts a time.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import resource
+import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import time
-from datetime import datetime, timedelta
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
-import orjson
 
-ITEMS_PER_SERVE = 8
-JUDGED_SHARE = 0.6
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_logs import ITEMS_PER_SERVE, Plan, day_name, write_corpus, write_logs  # noqa: E402
 
-
-def generate(root: Path, items: int, days: int, docs: int, seed: int = 1) -> tuple[Path, Path]:
-    """Write `items` served items over `days` log days, and a corpus of `docs` documents."""
-    rng = random.Random(seed)
-    logs = root / "logs"
-    serves = items // ITEMS_PER_SERVE
-    per_day = serves // days
-    start = datetime(2026, 10, 1)
-    tasks = [f"task number {i} about topic {i % 97}" for i in range(max(serves // 4, 1))]
-    n = 0
-    for day in range(days):
-        dt = (start + timedelta(days=day)).date().isoformat()
-        folder = logs / f"dt={dt}"
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "part-0001.jsonl", "wb") as fh:
-            for _ in range(per_day):
-                n += 1
-                ts = start + timedelta(days=day, seconds=rng.randrange(86400))
-                doc_ids = rng.sample(range(docs), ITEMS_PER_SERVE)
-                items = [{"doc_id": "rules/style", "doc_version": "1", "channel": "always"}] + [
-                    {"doc_id": f"doc-{d}", "doc_version": "1", "channel": "ranked", "rank": r, "score": 0.5}
-                    for r, d in enumerate(doc_ids[1:], start=1)]
-                sid = f"s-{n}"
-                task = rng.choice(tasks)
-                fh.write(orjson.dumps({"event": "serve", "serve_id": sid, "ts": ts.isoformat() + "Z",
-                                       "project": f"p{n % 5}", "task": task, "items": items}) + b"\n")
-                for it in items:
-                    if rng.random() < JUDGED_SHARE:
-                        v = rng.choice(("helped", "noise", "noise", "wrong"))
-                        vts = ts + timedelta(seconds=rng.randrange(1, 3600))
-                        fh.write(orjson.dumps({"event": "verdict", "serve_id": sid, "doc_id": it["doc_id"],
-                                               "verdict": v, "ts": vts.isoformat() + "Z"}) + b"\n")
-    corpus = root / "corpus.jsonl"
-    with open(corpus, "wb") as fh:
-        fh.write(orjson.dumps({"doc_id": "rules/style", "version": "1", "status": "active", "text": "rule"}) + b"\n")
-        for d in range(docs):
-            status = "retired" if d % 50 == 0 else "active"
-            fh.write(orjson.dumps({"doc_id": f"doc-{d}", "version": "2" if d % 40 == 0 else "1",
-                                   "status": status, "text": f"document {d}"}) + b"\n")
-    return logs, corpus
+HERE = Path(__file__).resolve().parent
+TIME = "/usr/bin/time"
 
 
-BASELINE_SQL = """
-CREATE TABLE raw AS SELECT * FROM read_json(?, format='newline_delimited', union_by_name=true,
-  columns={event:'VARCHAR', serve_id:'VARCHAR', ts:'VARCHAR', project:'VARCHAR', task:'VARCHAR',
-           doc_id:'VARCHAR', verdict:'VARCHAR',
-           items:'STRUCT(doc_id VARCHAR, doc_version VARCHAR, channel VARCHAR, rank BIGINT)[]'});
-CREATE TABLE corpus AS SELECT * FROM read_json(?, format='newline_delimited');
-CREATE TABLE serves AS SELECT serve_id, ts::TIMESTAMPTZ AS ts, project,
-  array_to_string(string_split_regex(lower(trim(task)), '\\s+'), ' ') AS qnorm, task, items
-  FROM raw WHERE event = 'serve' QUALIFY row_number() OVER (PARTITION BY serve_id) = 1;
-CREATE TABLE v AS SELECT serve_id, doc_id, verdict FROM raw WHERE event = 'verdict'
-  QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id ORDER BY ts::TIMESTAMPTZ DESC) = 1;
-CREATE TABLE j AS SELECT s.serve_id, s.ts, s.project, s.qnorm, i.doc_id, i.doc_version, i.channel, v.verdict
-  FROM (SELECT serve_id, ts, project, qnorm, unnest(items) AS i FROM serves) s
-  JOIN v ON v.serve_id = s.serve_id AND v.doc_id = s.i.doc_id;
-CREATE TABLE labels AS SELECT * FROM (
-  SELECT j.*, row_number() OVER (PARTITION BY j.project, j.qnorm, j.doc_id ORDER BY j.ts DESC, j.serve_id DESC) AS rn
-  FROM j JOIN corpus c ON c.doc_id = j.doc_id AND c.status = 'active' WHERE channel = 'ranked')
-  WHERE rn = 1 AND (project, qnorm) IN (SELECT project, qnorm FROM j WHERE verdict = 'helped');
-"""
+@dataclass
+class Run:
+    """One timed process."""
+
+    name: str
+    seconds: float
+    peak_rss_bytes: int
+    output: str
 
 
-def timed(fn):
+def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str]) -> Run:
+    """Run argv under /usr/bin/time -v; wall time measured here, peak RSS from time's report."""
+    if not Path(TIME).exists():
+        raise SystemExit(f"{TIME} is missing: install Debian's `time` package (apt-get install time)")
+    report = cwd / f".time-{name}.txt"
     t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
+    proc = subprocess.run([TIME, "-v", "-o", str(report), *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report.read_text())
+    report.unlink()
+    return Run(name, seconds, int(m.group(1)) * 1024 if m else 0, proc.stdout + proc.stderr)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--items", type=int, default=1_000_000)
+def move_days(pool: Path, logs: Path, days: range) -> None:
+    for day in days:
+        src = pool / day_name(day)
+        if src.exists():
+            shutil.move(str(src), logs / day_name(day))
+
+
+def labels_in(db: Path) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM golden_set").fetchone()[0]
+    finally:
+        con.close()
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description="Time goldenset build against a hand-written DuckDB script.")
+    ap.add_argument("--items", type=int, default=1_000_000, help="served items over --days days")
     ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--history-days", type=int, default=None, help="second nightly on top of this many days "
+                    "(default 2 x --days; 0 skips it)")
+    ap.add_argument("--docs", type=int, default=None, help="corpus size (default items / 100, at least 1,000)")
+    ap.add_argument("--gzip-every", type=int, default=0, help="gzip every k-th day's main file (0: none)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/goldenset-bench"))
-    args = ap.parse_args()
+    ap.add_argument("--tiny", action="store_true", help="a few thousand items over 3 days: seconds, for CI")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data and databases")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.items, args.days, args.gzip_every = 3_000, 3, 2
+    history = 2 * args.days if args.history_days is None else args.history_days
+    if history and history <= args.days:
+        ap.error("--history-days must exceed --days")
+    docs = args.docs or max(args.items // 100, 1_000)
+    serves_per_day = max(args.items // ITEMS_PER_SERVE // args.days, 1)
 
-    from goldenset.build import build_golden_set
-    from goldenset.checks import BuildChecks
-    from goldenset.ingest import ingest_all
-    from goldenset.snapshots import snapshot_corpus
-    from goldenset.warehouse import connect
+    work = args.workdir.resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    pool, logs = work / "pool", work / "logs"
+    logs.mkdir(parents=True)
+    corpus = work / "corpus.jsonl"
+    total_days = (history + 1) if history else args.days + 1
+    t = time.perf_counter()
+    write_logs(pool, Plan(serves_per_day, total_days, docs, gzip_every=args.gzip_every))
+    write_corpus(corpus, docs)
+    gen_s = time.perf_counter() - t
+    move_days(pool, logs, range(args.days))
+    log_bytes = sum(p.stat().st_size for p in logs.rglob("*") if p.is_file())
+    items = serves_per_day * args.days * ITEMS_PER_SERVE
+    print(f"served items             {items:,} ({serves_per_day * args.days:,} serves x {ITEMS_PER_SERVE}, "
+          f"{args.days} days, {log_bytes / 1e9:.2f} GB of logs, {docs:,} documents; generated in {gen_s:.0f} s)")
 
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    args.workdir.mkdir(parents=True)
-    gen_s, (logs, corpus) = timed(lambda: generate(args.workdir, args.items, args.days + 1, args.docs))
-    last_day = sorted(p.name for p in logs.iterdir())[-1]
-    held_back = args.workdir / last_day
-    shutil.move(str(logs / last_day), held_back)  # the "new day" for the nightly measurement
-    print(f"generated {args.items:,} served items over {args.days} days (+1 held back) in {gen_s:.1f}s")
+    # All of the build's state (Dagster instance included) under the work directory.
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env.update(GOLDENSET_HOME=str(work / "home"), PYTHONUNBUFFERED="1")
+    py = sys.executable
+    base_db, db = work / "baseline.duckdb", work / "goldenset.duckdb"
+    script = timed("script", [py, str(HERE / "run_sql.py"), str(HERE / "baseline.sql"), "--db", str(base_db),
+                              "--var", f"logs={logs}/dt=*/*.jsonl*", "--var", f"corpus={corpus}"], work, env)
+    build = [py, "-m", "goldenset", "build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(db)]
+    full = timed("full", build, work, env)
+    labels = labels_in(db)
+    script_labels = labels_in(base_db)
+    unchanged = timed("unchanged", build, work, env)
+    move_days(pool, logs, range(args.days, args.days + 1))
+    nightly = timed("nightly", build, work, env)
+    runs = [script, full, unchanged, nightly]
+    backfill = nightly_h = None
+    if history:
+        move_days(pool, logs, range(args.days + 1, history))
+        backfill = timed("backfill", build, work, env)
+        move_days(pool, logs, range(history, history + 1))
+        nightly_h = timed("nightly_history", build, work, env)
+        runs += [backfill, nightly_h]
 
-    base = duckdb.connect(str(args.workdir / "baseline.duckdb"))
-    base_s, _ = timed(lambda: _run_baseline(base, logs, corpus))
-    base.close()
+    def gb(r: Run) -> str:
+        return f"peak RSS {r.peak_rss_bytes / 1e9:5.2f} GB"
 
-    con = connect(args.workdir / "goldenset.duckdb")
-    checks = BuildChecks()
-
-    def full():
-        ingest_all(con, logs)
-        snapshot_corpus(con, corpus)
-        return build_golden_set(con, checks=checks)
-
-    full_s, res = timed(full)
-    unchanged_s, _ = timed(full)
-    shutil.move(str(held_back), logs / last_day)
-    nightly_s, _ = timed(full)
-    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
-    print(f"baseline SQL script      {base_s:7.1f}s")
-    print(f"full build               {full_s:7.1f}s   ratio to baseline {full_s / base_s:5.2f}")
-    print(f"unchanged rebuild        {unchanged_s:7.1f}s   ratio to full     {unchanged_s / full_s:5.3f}")
-    print(f"nightly (one new day)    {nightly_s:7.1f}s   ratio to full     {nightly_s / full_s:5.3f}")
-    print(f"peak RSS of this process {rss_gb:7.2f} GB; golden set: {res.counts['n_queries']:,} queries")
-
-
-def _run_baseline(con, logs: Path, corpus: Path) -> None:
-    for stmt in (s for s in BASELINE_SQL.split(";") if s.strip()):
-        if "read_json(?" in stmt and "corpus" in stmt.split("AS")[0]:
-            con.execute(stmt, [str(corpus)])
-        elif "read_json(?" in stmt:
-            con.execute(stmt, [str(logs / "*" / "*.jsonl")])
-        else:
-            con.execute(stmt)
+    print(f"baseline SQL script      {script.seconds:8.1f} s   {gb(script)}")
+    print(f"full build               {full.seconds:8.1f} s   {gb(full)}   ratio to script {full.seconds / script.seconds:.2f}")
+    print(f"unchanged rebuild        {unchanged.seconds:8.1f} s   {gb(unchanged)}   "
+          f"{100 * unchanged.seconds / full.seconds:.1f}% of full")
+    print(f"nightly on {args.days:>3} days       {nightly.seconds:8.1f} s   {gb(nightly)}   "
+          f"{100 * nightly.seconds / full.seconds:.1f}% of full")
+    if history:
+        print(f"backfill to {history:>3} days      {backfill.seconds:8.1f} s   {gb(backfill)}")
+        print(f"nightly on {history:>3} days       {nightly_h.seconds:8.1f} s   {gb(nightly_h)}   "
+              f"ratio to nightly on {args.days} days {nightly_h.seconds / nightly.seconds:.2f}")
+    print(f"cost per served item     full build {1e6 * full.seconds / items:.2f} us, "
+          f"script {1e6 * script.seconds / items:.2f} us")
+    print(f"golden set labels        build {labels:,}, script {script_labels:,}")
+    result = {"items": items, "days": args.days, "history_days": history, "log_bytes": log_bytes, "docs": docs,
+              "labels": labels, "script_labels": script_labels,
+              "runs": {r.name: {k: v for k, v in asdict(r).items() if k != "output"} for r in runs}}
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
 
 
 if __name__ == "__main__":

@@ -1,0 +1,51 @@
+"""The scale benchmark's tiny mode runs end to end and prints every figure (no time is asserted)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBER = r"[0-9][0-9,]*(\.[0-9]+)?"
+# Every line the benchmark prints, with the figures it must carry.
+FIGURES = {
+    "served items": rf"served items +{NUMBER} \({NUMBER} serves x 5, 3 days, {NUMBER} GB of logs",
+    "script": rf"baseline SQL script +{NUMBER} s +peak RSS +{NUMBER} GB",
+    "full": rf"full build +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}",
+    "unchanged": rf"unchanged rebuild +{NUMBER} s +peak RSS +{NUMBER} GB +{NUMBER}% of full",
+    "nightly": rf"nightly on +3 days +{NUMBER} s +peak RSS +{NUMBER} GB +{NUMBER}% of full",
+    "backfill": rf"backfill to +6 days +{NUMBER} s +peak RSS +{NUMBER} GB",
+    "nightly on history": rf"nightly on +6 days +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to nightly on 3 days {NUMBER}",
+    "cost per item": rf"cost per served item +full build {NUMBER} us, script {NUMBER} us",
+    "labels": rf"golden set labels +build {NUMBER}, script {NUMBER}",
+}
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time (Debian's `time` package)")
+def test_tiny_benchmark_prints_every_figure(tmp_path):
+    work, figures = tmp_path / "bench", tmp_path / "figures.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "pipeline_scale.py"), "--tiny", "--workdir", str(work),
+         "--json", str(figures)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    missing = [name for name, pattern in FIGURES.items() if not re.search(pattern, proc.stdout)]
+    assert not missing, f"figures missing: {missing}\n{proc.stdout}"
+    result = json.loads(figures.read_text())
+    assert set(result["runs"]) == {"script", "full", "unchanged", "nightly", "backfill", "nightly_history"}
+    assert all(r["seconds"] > 0 and r["peak_rss_bytes"] > 0 for r in result["runs"].values())
+    assert result["labels"] > 0 and result["script_labels"] > 0
+    assert not work.exists(), "the generated data is deleted unless --keep"
+
+
+def test_the_baseline_script_is_the_four_filters_over_read_json():
+    sql = (ROOT / "benchmarks" / "baseline.sql").read_text()
+    assert "read_json(getvariable('logs')" in sql
+    for step in ("judged", "always_served", "retired", "repeats", "no_positive"):
+        assert f"('{step}'" in sql
