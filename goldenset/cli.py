@@ -183,13 +183,14 @@ def _breakdown(counts: dict[str, int]) -> str:
 
 def _mount() -> None:
     from goldenset.bench.cli import bench_app
-    from goldenset.commands import label, labels, pool, rubric
+    from goldenset.commands import calibrate, label, labels, pool, rubric
 
     app.add_typer(rubric.app, name="rubric")
     app.add_typer(pool.app, name="pool")
     app.add_typer(label.app, name="label")
     app.add_typer(labels.app, name="labels")
     app.add_typer(bench_app, name="bench")
+    app.add_typer(calibrate.app, name="calibrate")
 
 
 _mount()

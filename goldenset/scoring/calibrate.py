@@ -34,7 +34,8 @@ Everything here works on typed records (`ScoredPair`), never on the warehouse.
 - holdout: with `holdout_after` D every choice is made on the pairs labelled
   before D 00:00 UTC; `holdout` reports the rates at those cutoffs on the pairs
   labelled on or after it. Pairs without a label time take part in neither.
-- repeats: a pair scored N times is calibrated on the mean; per chosen cutoff
+- repeats: a pair scored N times is calibrated on the mean (correctly rounded
+  from the exact values, so N equal scores average to that score); per chosen cutoff
   (single, band low and high) the report counts how many repeats pass. A pair
   with 0 < passes < N at any of them is unstable and goes to review: it is never
   re-asked until it passes.
@@ -97,7 +98,10 @@ class ScoredPair:
         values = tuple(float(s) for s in scores)
         if not values:
             raise InputError(f"pair ({query_id}, {doc_id}) has no score; score it at least once")
-        return cls(query_id, doc_id, project, float(np.mean(values)), acceptable, labelled_at, values)
+        # The correctly rounded mean of the exact values: N equal scores average to that very score
+        # (np.mean gives 0.10000000000000002 for three 0.1s, a cutoff no pair has).
+        mean = float(sum(map(Fraction, values), Fraction(0)) / len(values))
+        return cls(query_id, doc_id, project, mean, acceptable, labelled_at, values)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,8 @@ class PolicyCheck:
     false-fail rate at low <= B, and, when the policy stored a bootstrap, both
     rates at the single cutoff no higher than the stored 97.5th percentile
     (rounded to 4 decimals, as stored). Rates that got better never fail it. A
-    scorer version other than the policy's fails it too: the cutoffs belong to
-    the version they were chosen on.
+    scorer version or configuration (e.g. another dense model) other than the
+    policy's fails it too: the cutoffs belong to the scorer they were chosen on.
     """
 
     holds: bool
@@ -152,8 +152,12 @@ def read_policy(path: str | Path) -> dict[str, Any]:
     return validate_policy(policy, f"policy {path}")
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
-                 scorer_version: str | None = None) -> PolicyCheck:
+                 scorer_version: str | None = None, scorer_config: Mapping[str, Any] | None = None) -> PolicyCheck:
     """Re-measure a stored policy's cutoffs on today's pairs and say whether its rates still hold."""
     policy = validate_policy(dict(policy))
     check_pairs(pairs)
@@ -177,6 +181,10 @@ def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
     if scorer_version is not None:
         items.append(PolicyCheckItem("scorer_version", scorer_version, policy["version"],
                                      scorer_version == policy["version"]))
+    if scorer_config is not None:
+        # Compared as canonical JSON: key order and spacing are not a different scorer.
+        today, stored = _canonical(scorer_config), _canonical(policy["config"])
+        items.append(PolicyCheckItem("scorer_config", today, stored, today == stored))
     n_acc = sum(p.acceptable for p in pairs)
     return PolicyCheck(all(i.holds for i in items), len(pairs), n_acc, len(pairs) - n_acc, single, high, low,
                        tuple(items))

@@ -314,6 +314,12 @@ def test_a_pair_whose_repeats_straddle_a_cutoff_is_unstable():
     assert rep["pairs"][0]["query_id"] == "q2"  # nearest to the cutoff first
 
 
+def test_equal_repeats_average_to_that_very_score():
+    # np.mean([0.1, 0.1, 0.1]) is 0.10000000000000002: a cutoff no pair scored.
+    assert ScoredPair.from_repeats("q", "d", "a", [0.1, 0.1, 0.1], True).score == 0.1
+    assert ScoredPair.from_repeats("q", "d", "a", [0.25, 0.75, 0.5], True).score == 0.5
+
+
 # --------------------------------------------------------------------------- JSON shape
 def test_json_keys_follow_the_contract_order():
     out = run(SEVEN, errors=[ErrorPair("q9", "d9", "timed out after 30 s")], bootstrap_n=20, by_project=True)
