@@ -183,7 +183,7 @@ def _breakdown(counts: dict[str, int]) -> str:
 
 def _mount() -> None:
     from goldenset.bench.cli import bench_app
-    from goldenset.commands import calibrate, label, labels, pool, rubric
+    from goldenset.commands import calibrate, judge, label, labels, pool, rubric
 
     app.add_typer(rubric.app, name="rubric")
     app.add_typer(pool.app, name="pool")
@@ -191,6 +191,7 @@ def _mount() -> None:
     app.add_typer(labels.app, name="labels")
     app.add_typer(bench_app, name="bench")
     app.add_typer(calibrate.app, name="calibrate")
+    app.add_typer(judge.app, name="judge")
 
 
 _mount()

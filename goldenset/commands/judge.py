@@ -1,0 +1,136 @@
+"""`goldenset judge label`: the LLM judge labels the labelling queue as an annotator (contract 8.3).
+
+It reads the queue and the passages, closes DuckDB, asks the judge about each row and
+appends one label line (kind `judge`) per valid answer to
+LABELS/dt=<UTC today>/judge-NAME.jsonl. The next `goldenset build` ingests them; the
+gate (--judge-min-pairs, --judge-min-kappa) decides whether they join the golden set.
+Exit 0 when the run went through (invalid answers and errors are counted, not fatal);
+1 when the judge cannot be reached or lacks the model, when every row asked was a
+transport error, or when a line failed the label-line check; 2 for a bad option.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from goldenset import settings
+from goldenset.errors import GoldensetError, UsageError
+
+app = typer.Typer(
+    name="judge",
+    help="The LLM judge as an annotator: label the labelling queue with label lines of kind judge.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """The LLM judge."""
+    # A callback keeps `judge` a command group, so `label` stays a subcommand while it is the only one.
+
+
+@app.command("label")
+def label_cmd(
+    annotator: Annotated[str, typer.Option(
+        "--annotator", help="The judge's annotator name (letters, digits, '.', '_', '-'); its file is "
+                            "LABELS/dt=<UTC today>/judge-NAME.jsonl.")],
+    judge_url: Annotated[str | None, typer.Option(
+        "--judge-url", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
+        help="OpenAI-compatible server (API key: GOLDENSET_JUDGE_API_KEY).")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
+        help="Model name the server serves.")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds one row may take, retries included; a slower one is an error.")] = 30.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
+    labels: Annotated[str | None, typer.Option(
+        "--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")] = None,
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
+    wait: Annotated[float | None, typer.Option(
+        "--wait", help="Seconds to wait for another process writing the DuckDB file (else "
+                       "GOLDENSET_LOCK_TIMEOUT, else 30).")] = None,
+) -> None:
+    """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
+    from goldenset.cli import reading
+    from goldenset.labelling.rubric import load_rubric
+    from goldenset.scoring.judge import JudgeClient, JudgeSettings
+    from goldenset.scoring.judge_label import check_annotator, judge_queue
+    from goldenset.scoring.pairs import queue_rows
+    from goldenset.scoring.workflow import scoring_progress
+
+    check_annotator(annotator)
+    if not judge_url or not judge_model:
+        raise UsageError("judge label needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and "
+                         "GOLDENSET_JUDGE_MODEL)")
+    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    as_of = None if closed.as_of is None else str(closed.as_of)
+    client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
+    try:
+        # Read, then close: the judge may take minutes, and a build must not wait for it.
+        with reading(settings.resolve("db", db), wait) as con:
+            rows = queue_rows(con)
+        with scoring_progress(f"asking the judge ({annotator})") as report:
+            result = judge_queue(rows, client, closed, annotator, settings.resolve("labels", labels),
+                                 progress=report)
+    finally:
+        client.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_json()))
+    else:
+        _print(result, len(rows))
+    _warn(result, len(rows))
+    if result.refused:
+        first = result.refused[0]
+        raise GoldensetError(f"{len(result.refused)} label line(s) failed the label-line check and were not "
+                             f"written, the first ({first.query_id}, {first.doc_id}): {first.reason}: "
+                             f"{first.detail}; this is a bug in goldenset, please report it")
+    if result.scored and result.errors == result.scored:
+        raise GoldensetError(f"the judge answered none of the {result.scored} rows asked: "
+                             f"{result.problems[0].detail}")
+
+
+def _warn(result, queued: int) -> None:
+    from goldenset.cli import err
+
+    if not queued:
+        err.print("the labelling queue is empty: run `goldenset pool` first", markup=False)
+    if result.unasked:
+        err.print(f"WARNING: {result.unasked} queue row(s) not asked: no loaded corpus snapshot holds their "
+                  "version", markup=False)
+
+
+def _print(result, queued: int) -> None:
+    from goldenset.cli import out
+
+    answers = result.answers
+    out.print(f"judge {result.annotator}: asked {result.scored} of {queued} queue rows; {result.labels_written} "
+              f"label line{'s' if result.labels_written != 1 else ''} written to {result.file}", markup=False,
+              soft_wrap=True)
+    out.print(f"health: {result.invalid['hallucinated_span']} hallucinated span"
+              f"{'s' if result.invalid['hallucinated_span'] != 1 else ''} in {answers} answer"
+              f"{'s' if answers != 1 else ''} ({result.hallucinated_span_share:.1%}); {result.errors} transport "
+              f"error{'s' if result.errors != 1 else ''}", markup=False, soft_wrap=True)
+    t = Table(title="invalid answers by reason", title_justify="left")
+    t.add_column("reason")
+    t.add_column("answers", justify="right")
+    for reason, n in result.invalid.items():
+        t.add_row(reason, str(n))
+    out.print(t)
+    if result.problems:
+        p = Table(title="rows without a label line", title_justify="left")
+        for col in ("query_id", "doc_id", "reason", "detail"):
+            p.add_column(col, overflow="fold")
+        for x in result.problems:
+            p.add_row(x.query_id, x.doc_id, x.reason, x.detail)
+        out.print(p)

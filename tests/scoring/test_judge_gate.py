@@ -1,0 +1,124 @@
+"""The judge's labels and the gate (contract 8.3), end to end: pool, human lines, `judge label`, `build`.
+
+The queue holds 12 pairs (test_judge_label.py). ana labels five of them; the judge
+(the stub) labels all twelve, agreeing with ana on four:
+
+    pair     d1   d2   d3    d5   d6   | d4   d7    d8   d9   p1   p2    p3
+    ana      rel  rel  part  irr  irr  |
+    judge    rel  rel  part  irr  rel  | rel  part  irr  rel  irr  part  rel
+
+Kappa on the five shared pairs, by hand: po = 4/5; ana's shares rel 2/5, part 1/5,
+irr 2/5; the judge's rel 3/5, part 1/5, irr 1/5; pe = (2x3 + 1x1 + 2x1)/25 = 9/25;
+kappa = (20/25 - 9/25) / (16/25) = 11/16 = 0.6875.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from judge_stub import good, passage_of
+from world import Q1, Q2, Q3, RUBRIC, TEXT, label_line, make_world, rebuild, write_labels
+
+from goldenset.labelling.merge import JudgeGate
+from goldenset.warehouse import connect
+from goldenset_dagster.cli import main
+
+DOC_OF = {text: d for d, text in TEXT.items()}
+GRADE = {"relevant": 2, "partial": 1, "irrelevant": 0}
+ANA = {(Q1, "d1"): "relevant", (Q1, "d2"): "relevant", (Q1, "d3"): "partial", (Q2, "d5"): "irrelevant",
+       (Q2, "d6"): "irrelevant"}
+JUDGE_ONLY = {(Q1, "d4"): "relevant", (Q2, "d7"): "partial", (Q2, "d8"): "irrelevant", (Q3, "d9"): "relevant",
+              (Q3, "p1"): "irrelevant", (Q3, "p2"): "partial", (Q3, "p3"): "relevant"}
+JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
+HELD_BACK_WHY = "kappa 0.6875 on 5 shared pairs (needs >= {k:g} on >= {n} pairs); 12 labels held back"
+
+
+@pytest.fixture
+def judged(tmp_path, capsys, judge_stub):
+    """A build, a pool of 12 pairs, ana's lines on five of them and the judge's label file on all twelve."""
+    world = make_world(tmp_path / "w")
+    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    by_doc = {d: lab for (_, d), lab in JUDGE.items()}
+
+    def reply(body):
+        doc = DOC_OF[passage_of(body)]
+        grade = GRADE[by_doc[doc]]
+        return good(grade, "As the rubric says.", TEXT[doc][:16] if grade else "")
+
+    judge_stub.answer_by(reply)
+    assert main(["judge", "label", "--annotator", "qwen", "--judge-url", judge_stub.url, "--judge-model",
+                 "stub-model", "--labels", str(world.labels), "--rubric", str(RUBRIC), *world.args(),
+                 "--json"]) == 0
+    capsys.readouterr()
+    return world
+
+
+def cli_build(world) -> int:
+    return main(["build", "--logs", str(world.logs), "--corpus", str(world.corpus), "--db", str(world.db),
+                 "--labels", str(world.labels), "--rubric", str(RUBRIC)])
+
+
+def latest(world):
+    con = connect(world.db, read_only=True)
+    try:
+        build = con.execute("SELECT n_human_labels, n_judge_labels, judge_labels_held_back FROM golden_builds "
+                            "ORDER BY build_id DESC LIMIT 1").fetchone()
+        rows = con.execute("SELECT query_id, doc_id, source, label, grade FROM golden_set WHERE source <> 'log' "
+                           "ORDER BY query_id, doc_id").fetchall()
+        judges = con.execute("SELECT annotator, n, kappa, passed, labels, min_pairs, min_kappa FROM build_judges "
+                             "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC "
+                             "LIMIT 1)").fetchall()
+    finally:
+        con.close()
+    return build, {(q, d): (src, lab, g) for q, d, src, lab, g in rows}, judges
+
+
+def status_json(world, capsys) -> dict:
+    capsys.readouterr()
+    assert main(["status", "--db", str(world.db), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_names_it(judged, capsys):
+    assert cli_build(judged) == 0
+    build, rows, judges = latest(judged)
+    assert build == (5, 0, 12)  # five human rows; the judge's twelve current labels held back
+    assert rows == {pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()}
+    assert judges == [("qwen", 5, 0.6875, False, 12, 50, 0.6)]
+    assert status_json(judged, capsys)["judges_held_back"] == [
+        {"annotator": "qwen", "n": 5, "kappa": 0.6875, "min_pairs": 50, "min_kappa": 0.6, "labels": 12,
+         "why": HELD_BACK_WHY.format(k=0.6, n=50)}]
+    assert main(["status", "--db", str(judged.db)]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert f"judge qwen held back: {HELD_BACK_WHY.format(k=0.6, n=50)}" in text
+
+
+def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, capsys, monkeypatch):
+    # The build's asset config reads its default gate from the environment.
+    monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "5")
+    assert cli_build(judged) == 0
+    build, rows, judges = latest(judged)
+    assert build == (5, 7, 0)
+    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.6)]
+    # ana's five pairs keep her labels, d6 included (the judge says relevant, and its line is later).
+    assert rows == {**{pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()},
+                    **{pair: ("judge", lab, GRADE[lab]) for pair, lab in JUDGE_ONLY.items()}}
+    assert status_json(judged, capsys)["judges_held_back"] == []
+
+
+def test_a_judge_whose_kappa_is_below_the_minimum_is_held_back_by_the_librarys_gate(judged, capsys):
+    rebuild(judged, judge_gate=JudgeGate(min_pairs=5, min_kappa=0.7))
+    build, rows, judges = latest(judged)
+    assert build == (5, 0, 12)
+    assert judges == [("qwen", 5, 0.6875, False, 12, 5, 0.7)]
+    assert status_json(judged, capsys)["judges_held_back"][0]["why"] == HELD_BACK_WHY.format(k=0.7, n=5)
+
+
+def test_a_gate_the_judge_meets_exactly_lets_it_in(judged):
+    # kappa 11/16 is exactly 0.6875: "at least" admits it.
+    rebuild(judged, judge_gate=JudgeGate(min_pairs=5, min_kappa=0.6875))
+    build, rows, judges = latest(judged)
+    assert build == (5, 7, 0)
+    assert judges[0][3] is True
