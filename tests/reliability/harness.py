@@ -214,32 +214,6 @@ def finish(proc, timeout: float = HANG_SECONDS) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(getattr(proc, "args", None), proc.returncode, out, err)
 
 
-def free_dead_runs(world: World) -> list[str]:
-    """Do for the killed build what an operator does in the UI: fail its run, free its pool slot.
-
-    A run whose process was killed stays STARTED and keeps its `duckdb` pool slot; the
-    next in-process build waits for that slot forever (see the xfail test
-    test_the_next_build_after_a_kill_completes_with_the_same_dagster_instance).
-    """
-    script = (
-        "import sys, dagster as dg\n"
-        "from goldenset_dagster.instance import get_instance\n"
-        "freed = []\n"
-        "with get_instance() as instance:\n"
-        "    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):\n"
-        "        instance.report_run_failed(run, 'the process was killed')\n"
-        "        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)\n"
-        "        freed.append(run.run_id)\n"
-        "print(' '.join(freed))\n"
-    )
-    proc = ok(
-        subprocess.run(
-            [sys.executable, "-c", script], env=world.env(), capture_output=True, text=True, timeout=HANG_SECONDS
-        )
-    )
-    return proc.stdout.split()
-
-
 # What a build publishes, compared across worlds: every column but wall-clock times (and
 # the corpus path, which names the world's folder).
 PUBLISHED = {
