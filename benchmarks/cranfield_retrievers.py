@@ -1,0 +1,20 @@
+"""Retrievers for `cranfield_pooling.py`: the reference retriever's lexical side alone.
+
+`cranfield_retrievers:lexical_only` is the ranker the simulated production
+served from (BM25, bm25s, English stop words, title + text), measured by
+`goldenset bench run --retriever` like any plug-in (with this folder on
+PYTHONPATH). It is the reference retriever with `dense` disabled: its fusion of
+one list keeps the lexical order, so its run is exactly what `lexical` returns.
+"""
+
+from __future__ import annotations
+
+from goldenset.bench.reference import hybrid
+from goldenset.bench.retriever import RetrieverContext
+
+
+def lexical_only(ctx: RetrieverContext):
+    """The reference retriever with its dense component switched off."""
+    retriever = hybrid(ctx)
+    retriever.disable(["dense"])
+    return retriever
