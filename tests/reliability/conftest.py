@@ -27,12 +27,19 @@ def tables_a(built_a):
 
 
 @pytest.fixture(scope="session")
-def tables_b(built_a, tmp_path_factory):
-    """What a build of stage B, never killed, publishes after stage A's build."""
+def built_b(built_a, tmp_path_factory):
+    """A copy of stage A's world moved to stage B and built again, never killed (builds 1 and 2).
+    Read it; never change it."""
     world = copy_world(built_a, tmp_path_factory.mktemp("reference-b") / "world")
     write_stage_b(world)
     ok(world.build(batch_lines=BATCH))
-    return read_tables(world.db)
+    return world
+
+
+@pytest.fixture(scope="session")
+def tables_b(built_b):
+    """What a build of stage B, never killed, publishes after stage A's build."""
+    return read_tables(built_b.db)
 
 
 @pytest.fixture
