@@ -82,28 +82,28 @@ def _connect(db: str | None, wait: float | None):
 @app.callback(invoke_without_command=True)
 def calibrate_cmd(
     scorer: Annotated[str | None, typer.Option(
-        "--scorer", help="dense, bm25, judge, or a scorer plug-in as module:factory.")] = None,
+        "--scorer", metavar="S", help="dense, bm25, judge, or a scorer plug-in as module:factory.")] = None,
     check: Annotated[Path | None, typer.Option(
         "--check", metavar="POLICY", help="Re-measure this stored policy on today's labels instead (exit 0 "
                                           "when its rates hold, 1 when not).")] = None,
     against: Annotated[str | None, typer.Option(
-        "--against", help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
+        "--against", metavar="human|log", help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
                           "acceptable: helped). Default human.")] = None,
     cost_ratio: Annotated[float | None, typer.Option(
-        "--cost-ratio", help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
+        "--cost-ratio", metavar="R", help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
                              "minimises R x false passes + false fails. Default 1.")] = None,
     max_false_pass: Annotated[float | None, typer.Option(
-        "--max-false-pass", help="A: the band's high cutoff is the lowest with false-pass rate <= A. "
+        "--max-false-pass", metavar="A", help="A: the band's high cutoff is the lowest with false-pass rate <= A. "
                                  "Default 0.05.")] = None,
     max_false_fail: Annotated[float | None, typer.Option(
-        "--max-false-fail", help="B: the band's low cutoff is the highest with false-fail rate <= B. "
+        "--max-false-fail", metavar="B", help="B: the band's low cutoff is the highest with false-fail rate <= B. "
                                  "Default 0.05.")] = None,
     bootstrap: Annotated[int | None, typer.Option(
         "--bootstrap", metavar="N", help="Resample the scored pairs N times for percentiles of the rates.")] = None,
     seed: Annotated[int | None, typer.Option(
-        "--seed", help="Seed of numpy's default_rng for --bootstrap. Default 0.")] = None,
+        "--seed", metavar="X", help="Seed of numpy's default_rng for --bootstrap. Default 0.")] = None,
     by: Annotated[str | None, typer.Option(
-        "--by", help="project: also calibrate each project on its own pairs.")] = None,
+        "--by", metavar="project", help="project: also calibrate each project on its own pairs.")] = None,
     holdout_after: Annotated[str | None, typer.Option(
         "--holdout-after", metavar="DATE", help="Choose on labels before DATE (YYYY-MM-DD, UTC) and report the "
                                                 "rates on the labels from DATE on.")] = None,
@@ -111,17 +111,17 @@ def calibrate_cmd(
         "--repeats", metavar="N", help="Score each pair N times; calibrate on the mean, report pairs whose "
                                        "repeats cross a chosen cutoff. Default 1.")] = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Seconds one score may take; a slower one is an error pair.")] = 30.0,
+        "--timeout", metavar="SECONDS", help="Seconds one score may take; a slower one is an error pair.")] = 30.0,
     scorer_config: Annotated[str | None, typer.Option(
         "--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer.")] = None,
     judge_url: Annotated[str | None, typer.Option(
-        "--judge-url", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
+        "--judge-url", metavar="URL", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
         help="OpenAI-compatible server of --scorer judge (API key: GOLDENSET_JUDGE_API_KEY).")] = None,
     judge_model: Annotated[str | None, typer.Option(
-        "--judge-model", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
+        "--judge-model", metavar="M", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
         help="Model name the judge server serves.")] = None,
     rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric YAML whose task and as_of the judge is told (else GOLDENSET_RUBRIC, "
+        "--rubric", metavar="FILE", help="Rubric YAML whose task and as_of the judge is told (else GOLDENSET_RUBRIC, "
                          "else HOME/rubric.yaml).")] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", metavar="PNG", help="Where the plot goes (else REPORTS/calibration/<scorer>-<against>-"

@@ -40,21 +40,21 @@ def _group() -> None:
 @app.command("label")
 def label_cmd(
     annotator: Annotated[str, typer.Option(
-        "--annotator", help="The judge's annotator name (letters, digits, '.', '_', '-'); its file is "
+        "--annotator", metavar="NAME", help="The judge's annotator name (letters, digits, '.', '_', '-'); its file is "
                             "LABELS/dt=<UTC today>/judge-NAME.jsonl.")],
     judge_url: Annotated[str | None, typer.Option(
-        "--judge-url", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
+        "--judge-url", metavar="URL", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
         help="OpenAI-compatible server (API key: GOLDENSET_JUDGE_API_KEY).")] = None,
     judge_model: Annotated[str | None, typer.Option(
-        "--judge-model", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
+        "--judge-model", metavar="M", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
         help="Model name the server serves.")] = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Seconds one row may take, retries included; a slower one is an error.")] = 30.0,
+        "--timeout", metavar="SECONDS", help="Seconds one row may take, retries included; a slower one is an error.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
     labels: Annotated[str | None, typer.Option(
-        "--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")] = None,
+        "--labels", metavar="DIR", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")] = None,
     rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+        "--rubric", metavar="FILE", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
     db: Annotated[str | None, typer.Option(
         "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
     wait: Annotated[float | None, typer.Option(
