@@ -170,3 +170,31 @@ def test_log_files_appended_to_rewritten_or_deleted_after_ingestion_converge_to_
     # Re-reading what is there now changes nothing more.
     ok(world.build())
     assert _content(world.db) == _content(fresh.db)
+
+
+def test_a_log_file_read_while_its_writer_was_mid_line_converges_once_the_line_is_complete(tmp_path):
+    """The serving process had written half of its last line when the build read the file: that
+    half is quarantined, and when the line is finished the file's rows are what it holds then."""
+    world = make_world(tmp_path / "world")
+    records = log_day(1)
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    cut = text.rindex("\n", 0, len(text) - 1) + 1 + 20  # 20 characters into the last line
+    path = world.logs / "dt=2026-11-01" / "part-0001.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(text[:cut], encoding="utf-8")
+    write_corpus(world.corpus, corpus_v1())
+    ok(world.build())
+    assert read_tables(world.db, {"r": "SELECT line, reason FROM rejected_records"})["r"] == [
+        (len(records), "invalid_json")
+    ]
+
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(text[cut:])
+    ok(world.build())
+
+    fresh = make_world(tmp_path / "fresh")
+    write_log(fresh.logs, "2026-11-01", "part-0001.jsonl", records)
+    write_corpus(fresh.corpus, corpus_v1())
+    ok(fresh.build())
+    assert _content(world.db) == _content(fresh.db)
+    assert read_tables(world.db, {"r": "SELECT count(*) FROM rejected_records"})["r"] == [(0,)]
