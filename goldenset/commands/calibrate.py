@@ -286,9 +286,10 @@ def print_calibration(outcome) -> None:
             marks.setdefault(m.cutoffs.index(row), []).append(name)
     r = cal.costs.cost_ratio
     t = Table(title=f"cutoffs around the chosen ones ({len(m.cutoffs)} in all; --json lists every one)",
-              title_justify="left")
-    for col in ("cutoff", "false passes", "false fails", "FP rate", "FF rate", "cost", "chosen"):
-        t.add_column(col, justify="left" if col in ("cutoff", "chosen") else "right")
+              title_justify="left", caption="FP: false passes (unacceptable pairs passing), FF: false fails "
+                                            "(acceptable pairs failing)", caption_justify="left")
+    for col in ("cutoff", "FP", "FF", "FP rate", "FF rate", "cost", "chosen"):
+        t.add_column(col, justify="left" if col in ("cutoff", "chosen") else "right", no_wrap=True)
     for i in _shown_rows(m):
         if i is None:
             t.add_row("...", "", "", "", "", "", "")
@@ -389,14 +390,18 @@ def _print_repeats(cal) -> None:
     rows = cal.stability or ()
     unstable = [x for x in rows if x.unstable]
     out.print(f"repeats: {cal.repeats} scores per pair, calibrated on the mean; {len(unstable)} unstable "
-              f"pair{'s' if len(unstable) != 1 else ''} (repeats on both sides of a chosen cutoff) go to review",
+              f"pair{'s' if len(unstable) != 1 else ''} (repeats on both sides of a chosen cutoff) "
+              f"{'go' if len(unstable) != 1 else 'goes'} to review",
               markup=False, soft_wrap=True)
-    t = Table(title="pairs nearest the chosen cutoffs", title_justify="left")
-    for col in ("query_id", "doc_id", "mean", "min", "max", "passing", "unstable"):
-        t.add_column(col, justify="right" if col in ("mean", "min", "max") else "left")
+    names = [name for name, _ in rows[0].passes] if rows else []
+    t = Table(title=f"pairs nearest the chosen cutoffs: repeats passing each (of {cal.repeats})",
+              title_justify="left")
+    for col in ("query_id", "doc_id", "mean", "range", *names, "review"):
+        t.add_column(col, justify="left" if col in ("query_id", "doc_id", "range", "review") else "right",
+                     no_wrap=True)
     for x in rows:
-        t.add_row(x.query_id, x.doc_id, f"{x.mean:.4g}", f"{x.min:.4g}", f"{x.max:.4g}",
-                  ", ".join(f"{name} {k}/{x.n}" for name, k in x.passes), "yes" if x.unstable else "")
+        t.add_row(x.query_id, x.doc_id, f"{x.mean:.4g}", f"{x.min:.4g}-{x.max:.4g}", *(str(k) for _, k in x.passes),
+                  "yes" if x.unstable else "")
     out.print(t)
 
 
@@ -423,8 +428,8 @@ def print_check(outcome, path: Path) -> None:
             t.add_row(i.name, _value(i.measured), _value(i.limit), "yes" if i.holds else "NO")
     out.print(t)
     r = Table(title="today's rates at the stored cutoffs", title_justify="left")
-    for col in ("cutoff", "value", "false passes", "false fails", "FP rate", "FF rate"):
-        r.add_column(col, justify="left" if col in ("cutoff", "value") else "right")
+    for col in ("cutoff", "value", "FP", "FF", "FP rate", "FF rate"):
+        r.add_column(col, justify="left" if col in ("cutoff", "value") else "right", no_wrap=True)
     for name, row in (("single", c.single), ("low", c.low), ("high", c.high)):
         if row is not None:
             r.add_row(name, _cut(row.cutoff), str(row.false_passes), str(row.false_fails),

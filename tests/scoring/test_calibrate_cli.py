@@ -321,6 +321,44 @@ def test_calibrating_the_judge_keeps_invalid_answers_and_failures_apart(capsys, 
     assert "Judge as of 2026-08-01" in user
 
 
+def test_a_judge_policy_is_rechecked_with_the_judge_it_stored(capsys, seven, judge_stub, tmp_path):
+    text_of = {TEXT[d]: d for d in TEXT}
+    grade = {"d1": 0, "d2": 2, "d3": 0, "d4": 1, "d5": 2, "d6": 0, "d7": 2}  # agrees with ana everywhere
+    judge_stub.answer_by(lambda body: good(g := grade[text_of[passage_of(body)]], "Says so.",
+                                           TEXT[text_of[passage_of(body)]][:12] if g else ""))
+    path = tmp_path / "judge-policy.json"
+    code, out, err = run(capsys, seven, "--judge-url", judge_stub.url, "--judge-model", "stub-model", "--rubric",
+                         str(RUBRIC), "--policy", str(path), scorer="judge")
+    assert code == 0, err
+    policy = json.loads(path.read_text())
+    assert policy["config"] == {"url": judge_stub.url, "model": "stub-model", "as_of": "2026-08-01",
+                                "task": policy["config"]["task"]}
+    assert policy["config"]["task"].startswith("A support-agent-facing assistant")
+    asked = len(judge_stub.requests)
+    assert main(["calibrate", "--check", str(path), *seven.args(), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["holds"] is True
+    assert len(judge_stub.requests) == asked  # the same judge, so every answer came from the cache
+
+
+def test_bm25_scores_over_the_builds_snapshot_and_a_passage_without_a_query_token_scores_0(capsys, seven):
+    # Q1's words (long, refund, window) are in no passage ("refunds" is another token: no stemming),
+    # so d1 .. d4 score 0; every Q2 passage holds "tokens" and "expire" once and is as long as
+    # the others, so d5, d6, d7 share one score s > 0.
+    out = run_json(capsys, seven, scorer="bm25")
+    (zero, s, none) = [c["cutoff"] for c in out["cutoffs"]]
+    assert (zero, none) == (0.0, None) and s > 0
+    assert [(c["false_passes"], c["false_fails"]) for c in out["cutoffs"]] == [(3, 0), (1, 2), (0, 4)]
+    from goldenset.warehouse import connect
+
+    con = connect(seven.db, read_only=True)
+    try:
+        fingerprints = con.execute("SELECT DISTINCT s.corpus_fingerprint = b.corpus_fingerprint FROM score_cache s, "
+                                   "golden_builds b WHERE s.scorer = 'bm25' AND b.build_id = 2").fetchall()
+    finally:
+        con.close()
+    assert fingerprints == [(True,)]
+
+
 # --------------------------------------------------------------------------- readable output and the plot
 def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp_path, capsys):
     world = make_world(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
@@ -343,6 +381,25 @@ def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp
     assert any(c[:5] == ("billing", "4", "2", "2", "0.4") for c in cells)
     assert any(c[:2] == (Q2, "d8") and c[2].startswith("raised KeyError") for c in cells)
     assert any(line.startswith("at the global single cutoff 0.4: macro false-pass 0.5000") for line in lines)
+
+
+def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys):
+    world = make_world(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else
+                                                   "2026-11-20T09:00:00Z"))
+    table = {d: s for _, d, _, s in SEVEN} | {"d2": [0.1, 0.3, 0.2]}  # mean 0.2, on both sides of 0.2
+    code, out, err = run(capsys, world, "--holdout-after", "2026-11-15", "--repeats", "3",
+                         config=scorer_config(table))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert ("holdout: chosen on 4 pairs labelled before 2026-11-15 (0 undated left out); on the 3 labelled from "
+            "then on, the single cutoff 0.4 has false-pass rate 1.0000 (1 of 1), false-fail rate 0.0000 (0 of 2), "
+            "and 0 of them (0.0000) fall in the band") in lines
+    assert ("repeats: 3 scores per pair, calibrated on the mean; 1 unstable pair (repeats on both sides of a "
+            "chosen cutoff) goes to review") in lines
+    cells = [tuple(c.strip() for c in line.strip("│").split("│")) for line in lines if line.startswith("│")]
+    # d2 at 0.1, 0.3, 0.2: the single cutoff 0.4 passes none, the low 0.2 two, the high 0.4 none.
+    assert (Q1, "d2", "0.2", "0.1-0.3", "0", "2", "0", "yes") in cells
+    assert (Q1, "d4", "0.4", "0.4-0.4", "3", "3", "3", "") in cells
 
 
 def test_the_plot_goes_under_reports_by_default_and_its_path_is_printed(capsys, seven, isolated_home):
