@@ -271,6 +271,19 @@ def test_bad_options_are_wrong_usage(capsys, seven, args, message):
     assert capsys.readouterr().err.startswith(f"Error: {message}")
 
 
+def test_calibrate_without_a_scorer_or_a_policy_says_which_to_pass(capsys, seven):
+    assert main(["calibrate", *seven.args()]) == 2
+    assert capsys.readouterr().err == ("Error: pass --scorer S (dense, bm25, judge or module:factory) to calibrate, "
+                                       "or --check POLICY to re-measure a stored policy\n")
+
+
+def test_calibrate_before_any_build_says_to_build(capsys, tmp_path):
+    assert main(["calibrate", "--scorer", "dense", "--db", str(tmp_path / "none.duckdb")]) == 1
+    assert capsys.readouterr().err == (f"Error: no warehouse at {tmp_path / 'none.duckdb'}: run `goldenset build` "
+                                       "first\n")
+    assert not (tmp_path / "none.duckdb").exists()
+
+
 def test_a_dense_model_that_cannot_load_is_one_line_and_exit_1(capsys, seven, monkeypatch, tmp_path):
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-model"))
     code, out, err = run(capsys, seven, scorer="dense")
