@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from goldenset import failpoints
 from goldenset.builds import BuildRecord, load_build
 from goldenset.errors import InputError
 
@@ -59,6 +64,7 @@ def _prepare(out: Path) -> None:
         (out / "qrels").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write the export folder {out}: {exc.strerror or exc}") from None
+    _remove_stale(out)
 
 
 def export_build(con, out: str | Path, build_id: int | None = None) -> ExportResult:
@@ -85,18 +91,62 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
         "ORDER BY d.doc_id",
         [build_id],
     ).fetchall()
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    with open(out / "queries.jsonl", "w", encoding="utf-8") as fh:
-        for qid, task, project in queries:
-            fh.write(json.dumps({"_id": qid, "text": task, "metadata": {"project": project}}, ensure_ascii=False) + "\n")
-    with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
-        for doc_id, title, text in docs:
-            fh.write(json.dumps({"_id": doc_id, "title": title or "", "text": text}, ensure_ascii=False) + "\n")
-    with open(out / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for qid, doc_id, rel in labels:
-            fh.write(f"{qid}\t{doc_id}\t{rel}\n")
-    with open(out / "qrels.trec", "w", encoding="utf-8") as fh:
-        for qid, doc_id, rel in labels:
-            fh.write(f"{qid} 0 {doc_id} {rel}\n")
+    # Every file is written beside its target and moved into place only when all are
+    # written (the manifest last): a reader, or a kill, never finds a half-written file, and
+    # an export that dies before the end leaves the previous one whole.
+    _write_all(out, {
+        "corpus.jsonl": (json.dumps({"_id": d, "title": t or "", "text": x}, ensure_ascii=False) + "\n"
+                         for d, t, x in docs),
+        "queries.jsonl": (json.dumps({"_id": q, "text": t, "metadata": {"project": p}}, ensure_ascii=False) + "\n"
+                          for q, t, p in queries),
+        "qrels/test.tsv": itertools.chain(["query-id\tcorpus-id\tscore\n"],
+                                          (f"{q}\t{d}\t{g}\n" for q, d, g in labels)),
+        "qrels.trec": (f"{q} 0 {d} {g}\n" for q, d, g in labels),
+        "manifest.json": [json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"],
+    })
     return ExportResult(out, build_id, len(queries), len(labels), len(docs))
+
+
+def _staged(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
+def _write_all(out: Path, files: dict[str, Iterable[str]]) -> None:
+    """Write each file to a temporary name beside it, then rename them all into place, in order."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for name, chunks in files.items():
+            target = out / name
+            tmp = _staged(target)
+            staged.append((tmp, target))
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.writelines(chunks)
+        failpoints.hit("export.before_publish")
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+_STAGED = re.compile(r"\.(corpus\.jsonl|queries\.jsonl|test\.tsv|qrels\.trec|manifest\.json)\.([0-9]+)\.tmp")
+
+
+def _remove_stale(out: Path) -> None:
+    """Temporary files of an export whose process died before it finished (a live one keeps its own)."""
+    for folder in (out, out / "qrels"):
+        for tmp in folder.glob(".*.tmp"):
+            m = _STAGED.fullmatch(tmp.name)
+            if m and not _alive(int(m.group(2))):
+                tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True

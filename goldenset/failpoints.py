@@ -15,7 +15,8 @@ that point. Then, by what follows the name:
 reached in this process, not the first.
 
 The points a build passes: `ingest.mid_transaction`, `ingest.after_batch`,
-`build.before_history`, `build.before_commit`.
+`build.before_history`, `build.before_commit`; an export passes
+`export.before_publish` (every file written, none moved into place yet).
 """
 
 from __future__ import annotations

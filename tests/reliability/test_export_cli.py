@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from tests.reliability.contract import contract_fingerprint
-from tests.reliability.harness import copy_world, corpus_v1, corpus_v2, ok
+from tests.reliability.harness import copy_world, corpus_v1, corpus_v2, killed, ok
 
 # Contract section 5's manifest fields, and the ones the README adds.
 MANIFEST_FIELDS = {
@@ -154,3 +154,29 @@ def test_export_of_a_build_that_does_not_exist_says_which_is_the_latest_in_one_l
     assert proc.returncode == 1
     assert proc.stderr == f"Error: build {build} does not exist; the latest is 2\n"
     assert not out.exists()
+
+
+def _visible(out) -> dict:
+    return {
+        str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def test_an_export_killed_before_it_publishes_leaves_the_previous_export_whole_and_the_next_one_tidies_up(
+    built_b, tmp_path
+):
+    out = tmp_path / "export"
+    _export(built_b, out, "--build", "1")
+    before = _visible(out)
+    assert set(before) == {"manifest.json", "queries.jsonl", "corpus.jsonl", "qrels/test.tsv", "qrels.trec"}
+
+    proc = built_b.run(
+        "export", "--out", str(out), "--db", str(built_b.db), GOLDENSET_FAILPOINT="export.before_publish"
+    )
+    assert killed(proc), proc.stderr
+    assert _visible(out) == before  # every file of build 1's export, byte for byte
+    assert any(p.name.startswith(".") for p in out.rglob("*.tmp"))  # what the killed export had written
+
+    _export(built_b, out)
+    _assert_export_is_build(built_b, out, 2, 2, corpus_v2())
+    assert not list(out.rglob("*.tmp"))
