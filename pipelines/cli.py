@@ -15,6 +15,7 @@ import typer
 
 from goldenset import settings
 from goldenset.checks import BuildChecks
+from goldenset.labelling.merge import JudgeGate
 from goldenset.cli import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt, err, out, print_status
 from goldenset.cli import main as run_app
 from goldenset.cli import app as library_app
@@ -41,6 +42,12 @@ def build(
     threshold: Annotated[float, typer.Option(help="Cosine threshold for --near-duplicates.")] = 0.92,
     block_rejected_share: Annotated[float, typer.Option(
         help="Refuse to publish above this rejected-line share.")] = BuildChecks.block_rejected_share,
+    judge_min_pairs: Annotated[int | None, typer.Option(
+        help="A judge's labels count only with at least this many pairs shared with the human label "
+             "(else GOLDENSET_JUDGE_MIN_PAIRS, else 50).")] = None,
+    judge_min_kappa: Annotated[float | None, typer.Option(
+        help="... and a Cohen's kappa against it of at least this (else GOLDENSET_JUDGE_MIN_KAPPA, "
+             "else 0.6).")] = None,
     wait: WaitOpt = None,
     trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
 ) -> None:
@@ -48,10 +55,12 @@ def build(
     from goldenset_dagster.runner import run_refresh
 
     paths = resolve_paths(logs, corpus, db, labels, rubric)
+    gate = JudgeGate.from_environment(judge_min_pairs, judge_min_kappa)
     result = run_refresh(
         paths, trigger=trigger, wait=settings.lock_timeout(wait),
         golden_set_config={"near_duplicates": near_duplicates, "near_duplicate_threshold": threshold,
-                           "block_rejected_share": block_rejected_share},
+                           "block_rejected_share": block_rejected_share,
+                           "judge_min_pairs": gate.min_pairs, "judge_min_kappa": gate.min_kappa},
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
     )
     for warning in result.warnings:

@@ -108,6 +108,16 @@ def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, c
     assert status_json(judged, capsys)["judges_held_back"] == []
 
 
+def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monkeypatch):
+    monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "500")
+    assert main(["build", "--logs", str(judged.logs), "--corpus", str(judged.corpus), "--db", str(judged.db),
+                 "--labels", str(judged.labels), "--rubric", str(RUBRIC),
+                 "--judge-min-pairs", "5", "--judge-min-kappa", "0.68"]) == 0
+    build, _, judges = latest(judged)
+    assert build == (5, 7, 0)
+    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.68)]
+
+
 def test_a_judge_whose_kappa_is_below_the_minimum_is_held_back_by_the_librarys_gate(judged, capsys):
     rebuild(judged, judge_gate=JudgeGate(min_pairs=5, min_kappa=0.7))
     build, rows, judges = latest(judged)
