@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 Qrels = dict[str, dict[str, int]]
+METRICS = ("recall@5", "ndcg@10", "mrr", "map")
 
 
 def read_run(path: Path) -> dict[str, list[str]]:
@@ -49,8 +50,17 @@ def _per_query(ranked: list[str], rels: dict[str, int]) -> dict[str, float]:
             "mrr": rr, "map": ap / len(relevant)}
 
 
+def per_query(run: dict[str, list[str]], qrels: Qrels) -> dict[str, dict[str, float]]:
+    """metric -> query_id -> value, over the run's queries that have a relevant document in the qrels."""
+    out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
+    for q, ranked in run.items():
+        if any(g >= 1 for g in qrels.get(q, {}).values()):
+            for m, v in _per_query(ranked, qrels[q]).items():
+                out[m][q] = v
+    return out
+
+
 def means(run: dict[str, list[str]], qrels: Qrels) -> dict[str, float]:
     """Mean of each metric over the run's queries that have a relevant document in the qrels."""
-    rows = [_per_query(ranked, qrels[q]) for q, ranked in run.items()
-            if any(g >= 1 for g in qrels.get(q, {}).values())]
-    return {m: sum(r[m] for r in rows) / len(rows) for m in ("recall@5", "ndcg@10", "mrr", "map")} if rows else {}
+    values = per_query(run, qrels)
+    return {m: sum(v.values()) / len(v) for m, v in values.items() if v}

@@ -297,6 +297,7 @@ def run(args: argparse.Namespace) -> dict:
     truth = full_qrels(collection)
     for name in ("core", "lexical"):
         before["recomputed"][f"truth_{name}"] = cm.means(before["run_files"][name], truth)
+        before[f"truth_{name}_values"] = cm.per_query(before["run_files"][name], truth)
 
     configs = [(r, d) for r in args.rankers for d in args.depths]
     pools: dict[str, dict] = {}

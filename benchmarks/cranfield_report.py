@@ -30,6 +30,23 @@ def mean_interval(values: list[float]) -> dict:
     return {"n": n, "mean": mean, "lo": mean - half, "hi": mean + half}
 
 
+def paired_t(a: dict[str, float], b: dict[str, float]) -> dict:
+    """B - A on the common queries: mean, 95% Student's t interval, MDE (80% power), as bench compare."""
+    common = sorted(set(a) & set(b))
+    diffs = [b[q] - a[q] for q in common]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    if n < 2 or sd == 0.0:
+        return {"n": n, "diff": mean, "lo": mean, "hi": mean, "mde": None,
+                "verdict": "indistinguishable" if mean == 0 or n < 2 else ("better" if mean > 0 else "worse")}
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    lo, hi = mean - half, mean + half
+    mde = (float(stats.t.ppf(0.975, n - 1)) + float(stats.t.ppf(0.80, n - 1))) * sd / math.sqrt(n)
+    verdict = "indistinguishable" if lo <= 0.0 <= hi else ("better" if lo > 0 else "worse")
+    return {"n": n, "diff": mean, "lo": lo, "hi": hi, "mde": mde, "verdict": verdict}
+
+
 def _compared(comparison: dict) -> dict[str, dict]:
     return {m["metric"]: m for m in comparison["metrics"] if m["metric"] in METRICS}
 
@@ -66,6 +83,8 @@ def figures(collection: cc.Collection, log: dict, rubric: str, before_state: dic
         "truth_core": {m: before["truth_core"].get(m) for m in METRICS},
         "truth_lexical": {m: before["truth_lexical"].get(m) for m in METRICS},
         "lexical_vs_core": _compared(before["lexical_vs_core"]),
+        "truth_lexical_vs_core": {m: paired_t(before["truth_lexical_values"][m], before["truth_core_values"][m])
+                                  for m in METRICS},
         "runs": {"core": before["core"], "lexical": before["lexical"]},
         "recomputed": before["recomputed"],
     }
@@ -231,10 +250,13 @@ def markdown(fig: dict) -> str:
     rows = []
     for metric in fig["metrics"]:
         b, a = before["lexical_vs_core"].get(metric), m["lexical_vs_core"].get(metric)
+        t = before["truth_lexical_vs_core"][metric]
         rows.append([metric, str(b["n"]) if b else "n/a", _diff(b), _f(b["mde"]) if b else "n/a",
-                     str(a["n"]) if a else "n/a", _diff(a), _f(a["mde"]) if a else "n/a"])
+                     str(a["n"]) if a else "n/a", _diff(a), _f(a["mde"]) if a else "n/a", _diff(t)])
     out += _table(["metric", "n before", "core - lexical before", "MDE before", "n after", "core - lexical after",
-                   "MDE after"], rows)
+                   "MDE after", "core - lexical, all Cranfield judgments"], rows)
+    out += ["", "The last column is this script's paired t on the same two runs scored against every Cranfield "
+            "judgment (the same queries): the answer the golden set should give."]
     out += ["", f"Queries with a relevant label: {before['n_queries']} before, {m['n_queries']} after. Pooling adds "
             "documents to the golden queries, never queries: the "
             f"{_n(c['dropped_no_positive'], 'query', 'queries')} dropped by `no_positive` stay out (contract 7.3), "

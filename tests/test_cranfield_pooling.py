@@ -125,6 +125,7 @@ def test_the_figures_hold_every_number_with_its_interval(mini_run):
         for compared in (main["before_vs_after"], main["lexical_vs_core"], fig["before"]["lexical_vs_core"]):
             assert {"diff", "lo", "hi", "mde", "n", "verdict"} <= set(compared[metric])
         assert fig["before"]["truth_core"][metric] is not None
+        assert {"diff", "lo", "hi", "mde", "n", "verdict"} <= set(fig["before"]["truth_lexical_vs_core"][metric])
     assert [c for c in fig["checks"] if not c["ok"]] == []
 
 
@@ -181,3 +182,5 @@ def test_recall_against_the_one_ranker_pool_is_optimistic(mini_run):
     assert fig["before"]["truth_lexical"]["recall@5"] == pytest.approx(7 / 9, abs=5e-5)
     # The grown pool holds every relevant document of the golden queries: recall now is Cranfield's.
     assert main["core"]["recall@5"]["mean"] == pytest.approx(fig["before"]["truth_core"]["recall@5"], abs=5e-5)
+    truth_diff = fig["before"]["truth_lexical_vs_core"]["recall@5"]["diff"]
+    assert truth_diff == pytest.approx(fig["before"]["truth_core"]["recall@5"] - 7 / 9, abs=5e-5)
