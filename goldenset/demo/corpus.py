@@ -110,6 +110,13 @@ RULES = (
         "Code must run on Python 3.11 or later. Prefer pathlib over os.path, f-strings over "
         "%-formatting, and type hints on public functions.",
     ),
+    Doc(
+        "rules/support-tone",
+        "rules",
+        "Answer customers plainly",
+        "Quote the policy that applies and the date it took effect. Never promise a refund, credit or "
+        "exception the policy does not grant; escalate to a team lead instead.",
+    ),
 )
 
 # The reindex marks deprecated APIs and old spellings as superseded by their
@@ -124,15 +131,42 @@ PREFERRED_SUPERSEDED = (
 )
 
 
-def stdlib_docs() -> tuple[Doc, ...]:
-    """One document per documented module, public class or function, and listed class's method; by doc_id."""
+# The first embedding of the corpus is most of the demo's time (MiniLM on a CPU, every
+# batch padded to its longest text), so the corpus keeps what the tasks need: each listed
+# class's methods that some task names, plus a few others as near misses, and each
+# docstring cut to an excerpt, as an index chunks a long page.
+METHOD_NEAR_MISSES = 4
+EXCERPT_CHARS = 600
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """Whole lines of the text up to `limit` characters; the first line at least, cut to the limit."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    out = lines[0][:limit]
+    for line in lines[1:]:
+        if len(out) + 1 + len(line) > limit:
+            break
+        out += "\n" + line
+    return out.rstrip()
+
+
+def stdlib_docs(wanted: Collection[str] = ()) -> tuple[Doc, ...]:
+    """A document per documented module, public class or function, and some methods of the listed classes.
+
+    Methods: those in `wanted` (doc_ids some task names) and the first METHOD_NEAR_MISSES
+    others of each class, alphabetically. Sorted by doc_id.
+    """
     docs: dict[str, Doc] = {}
 
-    def add(qual: str, module: str, obj: Any) -> None:
+    def add(qual: str, module: str, obj: Any) -> bool:
         text = inspect.getdoc(obj)
-        if text and text.strip():
-            doc_id = "stdlib/" + qual
-            docs.setdefault(doc_id, Doc(doc_id, module, qual, text))
+        doc_id = "stdlib/" + qual
+        if not text or not text.strip() or doc_id in docs:
+            return False
+        docs[doc_id] = Doc(doc_id, module, qual, excerpt(text))
+        return True
 
     for name in MODULES:
         mod = importlib.import_module(name)
@@ -158,12 +192,17 @@ def stdlib_docs() -> tuple[Doc, ...]:
         cls = getattr(importlib.import_module(modname), clsname, None)
         if cls is None:
             continue
+        others = 0
         for attr in sorted(vars(cls)):
             if attr.startswith("_"):
                 continue
             obj = getattr(cls, attr, None)
-            if obj is not None and inspect.isroutine(obj):
+            if obj is None or not inspect.isroutine(obj):
+                continue
+            if f"stdlib/{qual}.{attr}" in wanted:
                 add(f"{qual}.{attr}", modname, obj)
+            elif others < METHOD_NEAR_MISSES and add(f"{qual}.{attr}", modname, obj):
+                others += 1
     return tuple(docs[k] for k in sorted(docs))
 
 
@@ -299,6 +338,13 @@ class Snapshots:
 
     before: tuple[CorpusRow, ...]
     after: tuple[CorpusRow, ...]
+
+    def merged(self, before: Collection[CorpusRow], after: Collection[CorpusRow]) -> Snapshots:
+        """These snapshots with more rows (another section of the corpus), still sorted by doc_id."""
+        return Snapshots(
+            tuple(sorted((*self.before, *before), key=lambda r: r.doc_id)),
+            tuple(sorted((*self.after, *after), key=lambda r: r.doc_id)),
+        )
 
 
 def _row(doc: Doc, updated_at: str) -> CorpusRow:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from goldenset.demo.corpus import Reindex
-from goldenset.demo.logbook import UTC, LogBook, dumps, ts
+from goldenset.demo.logbook import LogBook, dumps, ts
 from goldenset.demo.serves import Ids, Serve
 from goldenset.demo.tasks import Task
 from goldenset.demo.verdicts import VerdictWriter

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -12,8 +12,9 @@ import orjson
 from goldenset.demo.corpus import RULES, CorpusRow, plan_reindex, snapshots, stdlib_docs
 from goldenset.demo.faults import write_faults
 from goldenset.demo.logbook import LogBook, Parts
+from goldenset.demo.policies import policy_section
 from goldenset.demo.serves import Catalogue, Ids, force_rare_variants, generate_serves, write_serves
-from goldenset.demo.tasks import draw_popularity, resolve_tasks
+from goldenset.demo.tasks import draw_popularity, named_doc_ids, resolve_tasks
 from goldenset.demo.verdicts import ItemKey, VerdictWriter, write_verdicts
 
 
@@ -45,6 +46,10 @@ class DemoData:
     n_lines: int = 0
 
 
+def _stdlib(doc_id: str) -> bool:
+    return doc_id.startswith("stdlib/")
+
+
 def _write_corpus(path: Path, rows: tuple[CorpusRow, ...]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(r.to_json()) + b"\n" for r in rows))
     return path
@@ -66,19 +71,21 @@ def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | No
     # files byte-identical for the same arguments, so a new draw goes after the others.
     rng = random.Random(seed)
 
-    docs = stdlib_docs()
-    known = {d.doc_id for d in docs}
-    tasks = resolve_tasks(known)
+    docs = stdlib_docs(named_doc_ids())
+    section = policy_section(end.isoformat())
+    tasks = resolve_tasks({d.doc_id for d in (*docs, *section.docs)})
     relevant = sorted({a for project in tasks.values() for t in project for a in t.answers})
     mix = draw_popularity(rng, tasks)
-    popular = sorted({a for p in sorted(mix) for t in mix[p].most_asked(3) for a in t.answers})
-    plan = plan_reindex(rng, docs, relevant, popular, days)
-    corpus = snapshots(RULES, docs, plan, start, end)
+    # The random history and reindex touch stdlib documents only; the policy section's is written out.
+    popular = sorted({a for p in sorted(mix) for t in mix[p].most_asked(3) for a in t.answers if _stdlib(a)})
+    plan = plan_reindex(rng, docs, [a for a in relevant if _stdlib(a)], popular, days)
+    plan = replace(plan, added_v2=plan.added_v2 + section.added_by_reindex)
+    corpus = snapshots(RULES, docs, plan, start, end).merged(section.before, section.after)
 
     book = LogBook(start, days)
     ids = Ids(rng)
     parts = Parts.draw(rng, days)
-    catalogue = Catalogue.of(docs)
+    catalogue = Catalogue.of((*docs, *section.docs))
     serves = generate_serves(rng, ids, mix, catalogue, plan, start, days)
     serves = force_rare_variants(rng, serves)
     write_serves(serves, parts, book)

@@ -6,7 +6,7 @@ import gzip
 import random
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,6 @@ def ts(instant: datetime, style: str = "Z") -> str:
 def dumps(obj: Any) -> str:
     """One compact JSON line (orjson: no spaces, keys in insertion order)."""
     return orjson.dumps(obj).decode("utf-8")
-
-
-def day_start(start: date, day: int) -> datetime:
-    """Midnight UTC of the window's day `day` (0 is `start`)."""
-    return datetime.combine(start + timedelta(days=day), datetime.min.time(), UTC)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from goldenset.demo.corpus import Doc, Reindex
-from goldenset.demo.logbook import UTC, LogBook, Parts, dumps, ts
+from goldenset.demo.logbook import LogBook, Parts, dumps, ts
 from goldenset.demo.tasks import PROJECT_RULES, PROJECT_WEIGHTS, VARIANT_KINDS, VARIANT_WEIGHTS, ProjectTasks, variant
 
 

@@ -11,12 +11,16 @@ PROJECT_RULES = {
     "web-api": ("rules/house-style", "rules/cite-sources", "rules/no-secrets"),
     "cli-kit": ("rules/house-style", "rules/cite-sources", "rules/python-311"),
     "ops-runbooks": ("rules/house-style", "rules/cite-sources", "rules/no-secrets"),
+    "support": ("rules/support-tone", "rules/no-secrets"),
 }
 
-PROJECT_WEIGHTS = {"data-tools": 4, "web-api": 3, "cli-kit": 2, "ops-runbooks": 2}
+PROJECT_WEIGHTS = {"data-tools": 4, "web-api": 3, "cli-kit": 2, "ops-runbooks": 2, "support": 2}
 
-# Tasks a developer would ask, each with the documents that answer it (qualified
-# names under stdlib/). Names this Python does not document are dropped at run time.
+# Tasks people ask, each with the documents that answer it as the logs' index saw
+# them: qualified names under stdlib/ (names this Python does not document are
+# dropped at run time), or doc_ids of the support-policies section (policies.py).
+# The support team's refund questions are answered by the 2022 page: the only refund
+# page that index held.
 TASKS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "data-tools": (
         ("Parse a CSV file with a custom delimiter", ("csv.reader", "csv.Dialect", "csv.register_dialect")),
@@ -133,6 +137,17 @@ TASKS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ),
         ("Keep the last N log lines in memory", ("collections.deque",)),
     ),
+    "support": (
+        ("How many days does a customer have to request a refund?", ("policies/refunds-2022.md",)),
+        (
+            "Can a customer get a refund after cancelling an annual plan?",
+            ("policies/refunds-2022.md", "policies/cancellations.md"),
+        ),
+        ("How do I cancel a subscription before it renews?", ("policies/cancellations.md",)),
+        ("Is a customer owed service credits after an outage?", ("policies/service-credits.md",)),
+        ("How long do we keep customer data after an account is closed?", ("legal/data-retention.md",)),
+        ("Can a customer get a VAT invoice for an old payment?", ("policies/invoices.md",)),
+    ),
 }
 
 
@@ -164,8 +179,13 @@ class ProjectTasks:
 
 
 def doc_id_of(name: str) -> str:
-    """The doc_id a TASKS entry names: a qualified stdlib name lives under stdlib/."""
-    return "stdlib/" + name
+    """The doc_id a TASKS entry names: a doc_id as it is, a qualified stdlib name under stdlib/."""
+    return name if "/" in name else "stdlib/" + name
+
+
+def named_doc_ids() -> frozenset[str]:
+    """Every doc_id some task of TASKS names."""
+    return frozenset(doc_id_of(n) for project in TASKS.values() for _, names in project for n in names)
 
 
 def resolve_tasks(known: Collection[str]) -> dict[str, tuple[Task, ...]]:

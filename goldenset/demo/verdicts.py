@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
-from goldenset.demo.logbook import UTC, LogBook, Parts, dumps, ts
+from goldenset.demo.logbook import LogBook, Parts, dumps, ts
 from goldenset.demo.serves import Serve
 
 
