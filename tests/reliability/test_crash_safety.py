@@ -17,6 +17,7 @@ harness.goldenset_argv), so that a kill can fall between two committed batches.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -56,8 +57,10 @@ def test_a_build_killed_at_any_moment_leaves_the_previous_build_and_the_next_bui
     proc = at_stage_b.build(batch_lines=BATCH, **failpoint_env(point))
     assert killed(proc), f"the failpoint {point} was not reached: exit {proc.returncode}\n{proc.stderr}"
 
-    # The file opens, and what it publishes is build 1, whole.
+    # The file opens, and what it publishes is build 1, whole; `status` says so.
     assert_same_tables(read_tables(at_stage_b.db, PUBLISHED), {k: tables_a[k] for k in PUBLISHED})
+    status = json.loads(ok(at_stage_b.run("status", "--json", "--db", str(at_stage_b.db))).stdout)
+    assert status["build_id"] == 1
 
     ok(at_stage_b.build(batch_lines=BATCH))
     assert_same_tables(read_tables(at_stage_b.db), tables_b)
