@@ -347,8 +347,8 @@ SELECT query_id, doc_id, CASE WHEN seen_before THEN valid_from_build - 1 END AS 
 FROM starts WHERE NOT has_prev
 UNION ALL
 SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'verdict_changed',
-       CASE WHEN source = 'log' AND p_source = 'log' THEN p_plain ELSE p_value END,
-       CASE WHEN source = 'log' AND p_source = 'log' THEN plain ELSE value END
+       CASE WHEN source = 'log' AND p_source = 'log' THEN p_plain ELSE p_source || ':' || p_plain END,
+       CASE WHEN source = 'log' AND p_source = 'log' THEN plain ELSE source || ':' || plain END
 FROM starts WHERE has_prev AND (p_source IS DISTINCT FROM source OR p_plain IS DISTINCT FROM plain)
 UNION ALL
 SELECT query_id, doc_id, valid_from_build - 1, valid_from_build, 'version_changed', p_doc_version, doc_version
