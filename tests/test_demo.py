@@ -191,6 +191,13 @@ def test_two_annotators_write_label_lines_and_the_bad_ones_are_rejected_with_the
         assert raw == ben_lines[line - 1]
     good_ana = _valid_lines(ana, set())
     good_ben = _valid_lines(ben, {r[1] for r in rows})
+    # They answered queued pairs of every reason, at the version the queue asked for.
+    queued = {
+        (t["query_id"], t["doc_id"], t["doc_version"]): t["reason"]
+        for t in map(json.loads, (demo.root / "queue.jsonl").read_text(encoding="utf-8").splitlines())
+    }
+    answered = {queued.get((x["query_id"], x["doc_id"], x["doc_version"])) for x in good_ana}
+    assert {"stale", "successor", "pooled"} <= answered
     assert len(good_ana) > len(good_ben) > 10
     assert {line["annotator"] for line in good_ana} == {"ana"} and {line["annotator"] for line in good_ben} == {"ben"}
     assert all(line["rubric"] == "support-policies" and line["event"] == "label" for line in good_ana + good_ben)
