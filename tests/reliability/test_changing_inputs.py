@@ -142,59 +142,40 @@ def _content(db) -> dict:
 
 
 def test_log_files_appended_to_rewritten_or_deleted_after_ingestion_converge_to_their_new_content(tmp_path):
+    """Day 1's file was read while its writer was mid-line (that half line is quarantined until
+    the line is finished), then grows; day 2's is rewritten shorter; day 3's is deleted."""
     world = make_world(tmp_path / "world")
-    grows = write_log(world.logs, "2026-11-01", "part-0001.jsonl", log_day(1))
+    day1 = log_day(1)
+    text = "".join(json.dumps(r) + "\n" for r in day1)
+    cut = text.rindex("\n", 0, len(text) - 1) + 1 + 20  # 20 characters into the last line
+    grows = world.logs / "dt=2026-11-01" / "part-0001.jsonl"
+    grows.parent.mkdir(parents=True)
+    grows.write_text(text[:cut], encoding="utf-8")
     shrinks = write_gz_log(world.logs, "2026-11-02", "part-0001.jsonl.gz", log_day(2) + ["{broken"])
     deleted = write_log(world.logs, "2026-11-03", "part-0001.jsonl", log_day(3))
     write_corpus(world.corpus, corpus_v1())
     ok(world.build())
+    assert read_tables(world.db, {"r": "SELECT source_file, line, reason FROM rejected_records ORDER BY ALL"})["r"] == [
+        ("dt=2026-11-01/part-0001.jsonl", len(day1), "invalid_json"),
+        ("dt=2026-11-02/part-0001.jsonl.gz", len(log_day(2)) + 1, "invalid_json"),
+    ]
 
-    # Appended: more serves and a verdict that overrules an earlier one. Rewritten: fewer
-    # serves, other verdicts, the malformed line gone. Deleted: its rows stay.
+    # Appended: the rest of the half line, more serves and a verdict that overrules an earlier
+    # one. Rewritten: fewer serves, other verdicts, the malformed line gone. Deleted: its rows stay.
     appended = log_day(1, n_serves=3, first=12) + [verdict("s1-0", "d4", "wrong", "2026-11-01T23:59:00Z")]
     with grows.open("a", encoding="utf-8") as fh:
-        fh.write("".join(json.dumps(r) + "\n" for r in appended))
+        fh.write(text[cut:] + "".join(json.dumps(r) + "\n" for r in appended))
     rewritten = [r for r in log_day(2, n_serves=6) if r.get("verdict") != "noise"]
     write_gz_log(world.logs, "2026-11-02", shrinks.name, rewritten)
     deleted.unlink()
     ok(world.build())
 
     fresh = make_world(tmp_path / "fresh")
-    write_log(fresh.logs, "2026-11-01", "part-0001.jsonl", log_day(1) + appended)
+    write_log(fresh.logs, "2026-11-01", "part-0001.jsonl", day1 + appended)
     write_gz_log(fresh.logs, "2026-11-02", "part-0001.jsonl.gz", rewritten)
     write_log(fresh.logs, "2026-11-03", "part-0001.jsonl", log_day(3))
     write_corpus(fresh.corpus, corpus_v1())
     ok(fresh.build())
 
-    assert _content(world.db) == _content(fresh.db)
-    # Re-reading what is there now changes nothing more.
-    ok(world.build())
-    assert _content(world.db) == _content(fresh.db)
-
-
-def test_a_log_file_read_while_its_writer_was_mid_line_converges_once_the_line_is_complete(tmp_path):
-    """The serving process had written half of its last line when the build read the file: that
-    half is quarantined, and when the line is finished the file's rows are what it holds then."""
-    world = make_world(tmp_path / "world")
-    records = log_day(1)
-    text = "".join(json.dumps(r) + "\n" for r in records)
-    cut = text.rindex("\n", 0, len(text) - 1) + 1 + 20  # 20 characters into the last line
-    path = world.logs / "dt=2026-11-01" / "part-0001.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text(text[:cut], encoding="utf-8")
-    write_corpus(world.corpus, corpus_v1())
-    ok(world.build())
-    assert read_tables(world.db, {"r": "SELECT line, reason FROM rejected_records"})["r"] == [
-        (len(records), "invalid_json")
-    ]
-
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(text[cut:])
-    ok(world.build())
-
-    fresh = make_world(tmp_path / "fresh")
-    write_log(fresh.logs, "2026-11-01", "part-0001.jsonl", records)
-    write_corpus(fresh.corpus, corpus_v1())
-    ok(fresh.build())
     assert _content(world.db) == _content(fresh.db)
     assert read_tables(world.db, {"r": "SELECT count(*) FROM rejected_records"})["r"] == [(0,)]
