@@ -192,7 +192,7 @@ def _rejects(world, file: str) -> dict[int | None, tuple[str, str | None]]:
     }
 
 
-def test_the_hostile_build_is_published_and_says_nothing_on_stderr(hostile):
+def test_a_hostile_log_is_built_and_published_without_a_traceback(hostile):
     world, built, _ = hostile
     assert "Traceback" not in built.stderr
     assert "build 1 published" in built.stdout
