@@ -81,11 +81,6 @@ class CommandRun:
     argv: tuple[str, ...]
     exit_code: int
 
-    @property
-    def shown(self) -> str:
-        """The command line as the README writes it."""
-        return "$ goldenset " + " ".join(_quote(a) for a in self.argv)
-
 
 @dataclass(frozen=True)
 class CalibrationCase:
@@ -128,6 +123,7 @@ class DemoSummary:
 
 
 def _quote(arg: str) -> str:
+    """The argument as a POSIX shell needs it: quoted when it holds anything but plain path characters."""
     return arg if arg and all(c.isalnum() or c in "-_./=:,@" for c in arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
@@ -183,13 +179,11 @@ class _Steps:
         """Print `$ goldenset ARGV`, then run it in-process: it prints what it prints for a user."""
         from goldenset_dagster.cli import main
 
-        done = CommandRun(tuple(argv), 0)
-        self.echo(done.shown)
+        self.echo("$ goldenset " + " ".join(_quote(a) for a in argv))
         # Not captured: each command sizes its tables to the terminal it finds, as it would for a user.
-        code = main(list(argv))
-        if code != 0:
-            self.echo(f"(exit {code})")
-        done = CommandRun(tuple(argv), code)
+        done = CommandRun(tuple(argv), main(list(argv)))
+        if done.exit_code != 0:
+            self.echo(f"(exit {done.exit_code})")
         self.commands.append(done)
         return done
 
