@@ -14,8 +14,9 @@ that point. Then, by what follows the name:
 `@N` after the name (`ingest.mid_transaction@2`) acts on the N-th time the point is
 reached in this process, not the first.
 
-The points a build passes: `ingest.mid_transaction`, `ingest.after_batch`,
-`build.before_history`, `build.before_commit`; an export passes
+The points a build passes: `snapshot.mid_transaction` (a new corpus content's
+documents stored, its snapshot and load rows not yet), `ingest.mid_transaction`,
+`ingest.after_batch`, `build.before_history`, `build.before_commit`; an export passes
 `export.before_publish` (every file written, none moved into place yet).
 """
 

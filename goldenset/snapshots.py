@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from goldenset import failpoints
 from goldenset.corpus import CorpusSnapshot, drift, read_corpus, stat_signature
 from goldenset.errors import NoBuild
 from goldenset.ingest import RACY_SECONDS, utcnow
@@ -65,6 +66,7 @@ def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None,
                 [snapshot.content_sha256],
             )
             con.unregister("_docs")
+        failpoints.hit("snapshot.mid_transaction")
         new_fp = con.execute(
             "SELECT count(*) = 0 FROM corpus_snapshots WHERE fingerprint = ?", [snapshot.fingerprint]
         ).fetchall()[0][0]

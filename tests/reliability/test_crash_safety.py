@@ -39,9 +39,11 @@ from tests.reliability.harness import (
     write_stage_a,
 )
 
-# Each moment, by the failpoint that stops the build there: day 1's grown file is the
-# first ingest batch (its old rows are replaced), day 3's new file the second.
+# Each moment, by the failpoint that stops the build there. The corpus snapshot comes first
+# (corpus v2 is new content); then day 1's grown file is the first ingest batch (its old
+# rows are replaced), day 3's new file the second.
 MOMENTS = [
+    pytest.param("snapshot.mid_transaction", id="corpus-snapshot-mid-transaction"),
     pytest.param("ingest.mid_transaction", id="ingest-first-batch-mid-transaction"),
     pytest.param("ingest.mid_transaction@2", id="ingest-second-batch-mid-transaction"),
     pytest.param("ingest.after_batch", id="ingest-between-two-committed-batches"),
