@@ -325,12 +325,15 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
         ("B touched", b, False),  # new mtime, same content
         ("A again", retitled_a, True),  # A's fingerprint (titles do not count): a change all the same
         ("A half-written", "broken", False),
+        ("A vanished", "gone", False),
         ("A restored", a, False),  # the fingerprint the cursor holds: nothing to do
     ]
     cursor, keys, executed = None, [], 0
     with dg.instance_for_test() as instance:
         for what, rows, rebuild in steps:
-            if rows == "broken":
+            if rows == "gone":
+                world.corpus.unlink()
+            elif rows == "broken":
                 world.corpus.write_text(world.corpus.read_text()[:-30], encoding="utf-8")
                 os.utime(world.corpus, ns=(world.corpus.stat().st_mtime_ns + 10**9,) * 2)
             elif rows is not None:
