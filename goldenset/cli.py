@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None, application: typer.Typer | None = None) 
     application = application or app
     previous = progress.set_reporter(RichReporter(err))
     try:
-        application(args=argv, standalone_mode=False)
+        # Without standalone mode click returns a command's exit code (typer.Exit(1)) instead
+        # of exiting; it must not be lost (`rubric check` on an open rubric exits 1).
+        code = application(args=argv, standalone_mode=False)
     except GoldensetError as exc:
         _report(exc)
         return exc.exit_code
@@ -267,7 +269,7 @@ def main(argv: list[str] | None = None, application: typer.Typer | None = None) 
         return 1
     finally:
         progress.set_reporter(previous)
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _report(exc: GoldensetError) -> None:

@@ -15,10 +15,10 @@ import typer
 
 from goldenset import settings
 from goldenset.checks import BuildChecks
-from goldenset.labelling.merge import JudgeGate
 from goldenset.cli import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt, err, out, print_status
-from goldenset.cli import main as run_app
 from goldenset.cli import app as library_app
+from goldenset.cli import main as run_app
+from goldenset.labelling.merge import JudgeGate
 from goldenset.settings import resolve_paths
 
 app = typer.Typer(
@@ -75,11 +75,12 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed for the sample data.")] = 7,
     force: Annotated[bool, typer.Option(help="Replace a warehouse the demo did not make.")] = False,
 ) -> None:
-    """Generate realistic sample logs and corpus, build, reindex, and show what to query."""
-    from goldenset_dagster.runner import run_demo
+    """Run the whole loop on sample data: build, reindex, rubric, pool, two annotators, merge, agreement, bench, calibrate."""
+    from goldenset_dagster.demo import run_demo
 
-    summary = run_demo(root or settings.home(), seed=seed, force=force, echo=lambda m: out.print(m, markup=False))
-    print_status(summary.status, title=f"demo: build {summary.status.build.build_id} (after reindex)")
+    summary = run_demo(root or settings.home(), seed=seed, force=force,
+                       echo=lambda m: out.print(m, markup=False, soft_wrap=True))
+    print_status(summary.status, title=f"demo: build {summary.status.build.build_id} (labels merged)")
     typer.echo(summary.epilogue)
 
 

@@ -7,7 +7,6 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -23,9 +22,6 @@ from goldenset.warehouse import connect
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.jobs import build_run_config, trigger_tags
 from goldenset_dagster.partitions import range_tags, register_days
-
-if TYPE_CHECKING:
-    from goldenset_dagster.demo import DemoSummary
 
 
 @dataclass(frozen=True)
@@ -154,11 +150,3 @@ def reclaim_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         freed.append(f"freed the `duckdb` pool slot of run {run.run_id[:8]}: its process {pid} is gone")
     return freed
-
-
-def run_demo(root: Path, seed: int = 7, force: bool = False, echo: Callable[[str], None] = print) -> DemoSummary:
-    """The demo (goldenset_dagster.demo): sample data through the whole loop, each step printed."""
-    from goldenset_dagster.demo import run_demo as demo
-
-    return demo(root, seed=seed, force=force, echo=echo)
-
