@@ -145,3 +145,13 @@ def test_with_only_goldenset_home_set_everything_lands_under_it(tmp_path, monkey
     capsys.readouterr()
     assert main(["status", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["build_id"] == 1
+
+
+def test_rubric_check_through_the_program_exits_1_on_an_open_rubric_and_0_on_a_closed_one(capsys):
+    from importlib.resources import files
+
+    data = files("goldenset") / "data"
+    assert main(["rubric", "check", str(data / "open-rubric.yaml")]) == 1
+    assert "-> no label" in capsys.readouterr().out
+    assert main(["rubric", "check", str(data / "support-policies.yaml")]) == 0
+    assert capsys.readouterr().out.strip() == "closed: 32 assignments, 3 labels"
