@@ -171,6 +171,8 @@ def read_corpus(path: str | Path) -> CorpusSnapshot:
     name = path.name
     if not (name.endswith(".jsonl") or name.endswith(".jsonl.gz") or name.endswith(".parquet")):
         raise CorpusError(f"corpus {path}: expected a .jsonl, .jsonl.gz or .parquet file")
+    if path.is_dir():
+        raise CorpusError(f"corpus {path} is a directory, not a file; set --corpus or GOLDENSET_CORPUS")
     if not path.is_file():
         raise CorpusError(f"corpus {path} does not exist; set --corpus or GOLDENSET_CORPUS")
     rows = _rows_from_parquet if name.endswith(".parquet") else _rows_from_jsonl

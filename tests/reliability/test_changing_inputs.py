@@ -50,6 +50,11 @@ def _jsonl(docs) -> bytes:
     return "".join(json.dumps(d) + "\n" for d in docs).encode()
 
 
+def _a_directory(path):
+    path.unlink()
+    path.mkdir()  # a sync tool that made a folder where the file was
+
+
 def _half_written_jsonl(path):
     data = _jsonl(corpus_v2())
     path.write_bytes(data[: len(data) - 25])  # cut inside the last row
@@ -78,6 +83,9 @@ BAD_CORPORA = [
     ),
     pytest.param(
         "corpus.jsonl", _half_written_jsonl, "rejected, nothing changed: row 9: invalid JSON", id="half-written-jsonl"
+    ),
+    pytest.param(
+        "corpus.jsonl", _a_directory, "is a directory, not a file; set --corpus or GOLDENSET_CORPUS", id="a-directory"
     ),
     pytest.param("corpus.jsonl.gz", _half_written_gz, "is unreadable:", id="half-written-jsonl-gz"),
     pytest.param("corpus.parquet", _half_written_parquet, "is unreadable:", id="half-written-parquet"),
