@@ -5,7 +5,7 @@ from datetime import UTC
 import dagster as dg
 
 from goldenset.snapshots import snapshot_corpus
-from goldenset_dagster.assets import fail_or_retry, percent, short_fingerprint
+from goldenset_dagster.assets import raise_for, percent, short_fingerprint
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
 
@@ -27,7 +27,7 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     return dg.MaterializeResult(
         metadata={
             "fingerprint": short_fingerprint(stored.fingerprint),

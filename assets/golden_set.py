@@ -9,12 +9,12 @@ from pydantic import Field
 from goldenset import settings
 from goldenset.build import TRIGGERS, BuildResult, FunnelStep, build_golden_set
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
-from goldenset.errors import BuildBlocked, GoldensetError
+from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
 from goldenset.labelling.merge import JudgeGate
 from goldenset.neardup import plan_merges, query_map
 from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
-from goldenset_dagster.assets import fail_or_retry, percent, short_fingerprint
+from goldenset_dagster.assets import raise_for, percent, short_fingerprint
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
@@ -111,8 +111,8 @@ def golden_set(
         for o in exc.checks:
             yield _check_result(o)
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    except GoldensetError as exc:
-        raise fail_or_retry(exc) from exc
+    except Exception as exc:
+        raise_for(exc, warehouse.db_path)
 
     for o in result.checks:
         yield _check_result(o)
@@ -175,7 +175,7 @@ def relabel_queue(warehouse: WarehouseResource):
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     lines = ["| query_id | doc_id | judged | current | superseded_by | reason | since build |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in sample]
@@ -202,7 +202,7 @@ def golden_set_export(config: ExportConfig, warehouse: WarehouseResource):
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(res.out.resolve())),
         "build_id": res.build_id,

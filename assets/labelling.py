@@ -5,7 +5,7 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.labelling.pool import DEFAULT_DEPTH, DEFAULT_RANKERS, queue_summary, run_pool
-from goldenset_dagster.assets import fail_or_retry
+from goldenset_dagster.assets import raise_for
 from goldenset_dagster.assets.golden_set import golden_set
 from goldenset_dagster.resources import LabelSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
@@ -39,7 +39,7 @@ def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: 
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     return dg.MaterializeResult(metadata={
         "queue_size": summary["queue_size"],
         "by_reason": dg.MetadataValue.json(summary["by_reason"]),

@@ -4,7 +4,7 @@ import dagster as dg
 
 from goldenset.labelling.ingest import ingest_labels
 from goldenset.status import label_partition_stats, rejected_sample
-from goldenset_dagster.assets import fail_or_retry
+from goldenset_dagster.assets import raise_for
 from goldenset_dagster.assets.serve_log import sample_md
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LabelSource, WarehouseResource
@@ -42,7 +42,7 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     for dt in keys:
         st, rep = stats[dt], reports.get(dt)
         context.add_asset_metadata({

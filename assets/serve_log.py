@@ -6,7 +6,7 @@ import dagster as dg
 
 from goldenset.ingest import ingest_all
 from goldenset.status import partition_stats, rejected_sample
-from goldenset_dagster.assets import fail_or_retry
+from goldenset_dagster.assets import raise_for
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LogSource, WarehouseResource
 
@@ -40,7 +40,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         finally:
             con.close()
     except Exception as exc:
-        raise fail_or_retry(exc) from exc
+        raise_for(exc, warehouse.db_path)
     for dt in keys:
         st, rep = stats[dt], reports.get(dt)
         context.add_asset_metadata({

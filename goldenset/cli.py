@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset import progress, settings
-from goldenset.errors import GoldensetError, UsageError
+from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.settings import resolve_paths
 
 app = typer.Typer(
@@ -54,10 +54,16 @@ def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
 
 @contextmanager
 def reading(db: Path, wait: float | None = None) -> Iterator:
-    """A read-only connection for the length of a block."""
+    """A read-only connection for the length of a block; a DuckDB failure inside it names the file."""
+    import duckdb
+
     con = open_warehouse(db, read_only=True, wait=wait)
     try:
         yield con
+    except duckdb.Error as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"warehouse {db} could not be read ({first}); if the file is damaged, restore it from a "
+                         "backup, or move it aside and build again from the logs") from None
     finally:
         con.close()
 

@@ -70,16 +70,65 @@ def loads(raw: bytes):
     except UnicodeDecodeError as exc:
         raise StrictJSONError("not valid UTF-8") from exc
     try:
+        return _parse_checked(text)
+    except RecursionError:
+        pass
+    # Standard JSON may nest deeper than Python's recursion limit (about 1,000 levels): parse
+    # it again on a thread with a stack and a limit sized for the line. RFC 8259 lets a
+    # parser set a depth limit; past MAX_DEPTH brackets the line is refused as too deep.
+    brackets = raw.count(b"[") + raw.count(b"{")
+    if brackets > MAX_DEPTH:
+        raise StrictJSONError(f"nested deeper than {MAX_DEPTH:,} levels")
+    return _on_deep_stack(lambda: _parse_checked(text), brackets)
+
+
+MAX_DEPTH = 1_000_000
+_STACK_PER_LEVEL = 600  # bytes of C stack one nesting level of the json scanner may take
+
+
+def _parse_checked(text: str):
+    try:
         value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except StrictJSONError:
         raise
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise
+    except ValueError as exc:
         raise StrictJSONError(str(exc)) from exc
     try:
         # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 text can hold.
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise StrictJSONError("a string escape decodes to a lone surrogate, not valid UTF-8") from exc
-    except RecursionError as exc:
-        raise StrictJSONError("nested too deeply") from exc
     return value
+
+
+def _on_deep_stack(fn, depth: int):
+    """Run `fn` on a thread whose stack and recursion limit fit `depth` nesting levels."""
+    import sys
+    import threading
+
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # handed back to the caller's thread below
+            result["error"] = exc
+
+    old_limit, old_stack = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(max(old_limit, depth + 10_000))
+    threading.stack_size(min(1 << 30, max(32 << 20, depth * _STACK_PER_LEVEL + (8 << 20))))
+    try:
+        worker = threading.Thread(target=run, name="goldenset-deep-json")
+        worker.start()
+    finally:
+        threading.stack_size(old_stack)
+    worker.join()
+    sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        err = result["error"]
+        if isinstance(err, RecursionError):
+            raise StrictJSONError("nested too deeply") from err
+        raise err
+    return result["value"]

@@ -35,9 +35,11 @@ class RefreshResult:
 def _unwrap(exc: BaseException) -> BaseException:
     """The library error behind a Dagster step failure, if there is one."""
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # a cause chain can loop back on itself
         if isinstance(seen, GoldensetError):
             return seen
+        visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
     return exc
 

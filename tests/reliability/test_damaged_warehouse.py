@@ -56,12 +56,6 @@ def _damaged_inside(world) -> bytes:
     return damaged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a checksum or short-read error at query time is not a library error: "
-    "goldenset/cli.py main reports it as 'unexpected Error ... This is a bug in "
-    "goldenset' instead of naming the damaged warehouse",
-)
 def test_read_commands_on_a_warehouse_damaged_inside_say_it_is_damaged_in_one_line(built_a, tmp_path):
     world = copy_world(built_a, tmp_path / "world")
     damaged = _damaged_inside(world)
@@ -73,13 +67,6 @@ def test_read_commands_on_a_warehouse_damaged_inside_say_it_is_damaged_in_one_li
         assert str(world.db) in proc.stderr and "damaged" in proc.stderr, (args, proc.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an unexpected exception in an asset makes `goldenset build` spin forever: "
-    "assets/__init__.py `raise fail_or_retry(exc) from exc` re-raises a non-library "
-    "error as its own __cause__, and pipelines/runner.py _unwrap follows "
-    "__cause__ with no guard against the loop",
-)
 def test_a_build_on_a_warehouse_damaged_inside_fails_in_one_line_instead_of_hanging(built_a, tmp_path):
     world = copy_world(built_a, tmp_path / "world")
     _damaged_inside(world)
