@@ -35,6 +35,20 @@ def isolated_home(tmp_path, monkeypatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def no_dagster_state_between_tests():
+    """Each test starts without a Dagster instance's state storage left current by an earlier one.
+
+    A disposed test instance can leave its defs-state storage in Dagster's context variable;
+    the next Definitions() load then dereferences the dead instance. Dagster's own context
+    manager resets the variable around every test.
+    """
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     """A fresh warehouse (schema created, nothing ingested) in its own DuckDB file."""
