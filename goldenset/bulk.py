@@ -13,13 +13,15 @@ first character and a string's value is its text between the quotes (escapes are
 decoded only when there is a backslash). The fast path is sound by construction:
 
 - json_valid, a leading `{`, and no comma before a closing bracket;
-- no duplicate keys, vouched for in one of two ways. Either every key token in the
-  line (`":`, with no white space before any colon) is one of the fields read, each
-  present once: then there are no other keys at any depth, and since every field
-  read is a plain scalar (or the items, objects of plain scalars) no NaN or
-  Infinity can hide either. Or, for lines with other fields: the line holds no `{`
-  but the record's and its items' own, DuckDB's key lists of the record and of each
-  item have no repeats, and no bare nan/inf token follows `:`, `[` or `,`;
+- no duplicate keys, vouched for in one of two ways. Either the line holds no other
+  key than the fields read, each once: counted by its colons (one after each key, the
+  others inside strings whose text is read), or, when it holds a backslash, by its
+  `":` key tokens. Then there are no other keys at any depth, and since every field
+  the event's rules do not check must be a plain scalar (and the items objects of
+  plain scalars), no NaN or Infinity can hide either. Or, for lines with other
+  fields: the line holds no `{` but the record's and its items' own, DuckDB's key
+  lists of the record and of each item have no repeats, and no bare nan/inf token
+  follows `:`, `[` or `,`;
 - every required field has exactly the required JSON type and value.
 
 `tests/test_bulk.py` holds the two paths to the same answers on generated lines.
