@@ -42,8 +42,10 @@ def damaged_message(db_path: str | None, exc: Exception) -> str:
     """One line for a DuckDB failure inside the warehouse."""
     first = (str(exc).splitlines() or [type(exc).__name__])[0]
     where = f"warehouse {db_path}" if db_path else "the warehouse"
-    return (f"DuckDB failed reading or writing {where} ({first}); if the file is damaged, restore it from a "
-            "backup, or move it aside and build again from the logs")
+    return (
+        f"DuckDB failed reading or writing {where} ({first}); if the file is damaged, restore it from a "
+        "backup, or move it aside and build again from the logs"
+    )
 
 
 def percent(share: float) -> dg.MetadataValue:

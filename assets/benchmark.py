@@ -32,8 +32,9 @@ class BenchmarkConfig(dg.Config):
     depth: int | None = Field(default=None, description="Documents asked per query (default max(100, largest k)).")
     exclude_stale: bool = Field(default=False, description="Leave stale labels out of the qrels.")
     max_age_days: float = Field(default=30, description="Refuse a golden set built longer ago than this.")
-    allow_degraded: bool = Field(default=False, description="Run with a retriever component down; "
-                                                            "the run is stamped DEGRADED.")
+    allow_degraded: bool = Field(
+        default=False, description="Run with a retriever component down; the run is stamped DEGRADED."
+    )
     index_dir: str = Field(default="", description="Lexical index cache; empty: GOLDENSET_HOME/bench-index.")
     report_dir: str = Field(default="", description="Report folder; empty: GOLDENSET_HOME/reports/RUN_ID.")
 
@@ -69,13 +70,21 @@ def _inline_plot(markdown: str, report: Path) -> str:
     group_name="benchmark",
     kinds={"duckdb", "python"},
     check_specs=[
-        dg.AssetCheckSpec(AGE_CHECK, asset="retrieval_benchmark", blocking=True,
-                          description="The golden set was built no more than max_age_days ago (else exit 3)."),
-        dg.AssetCheckSpec(COMPONENTS_CHECK, asset="retrieval_benchmark", blocking=True,
-                          description="Every component of the retriever under test (its components(): lexical "
-                                      "and dense for the reference) answers its probe query (else exit 4). Graph "
-                                      "and boosts are learned reference features, not components: when they "
-                                      "have nothing to learn from their rows are left out with a warning."),
+        dg.AssetCheckSpec(
+            AGE_CHECK,
+            asset="retrieval_benchmark",
+            blocking=True,
+            description="The golden set was built no more than max_age_days ago (else exit 3).",
+        ),
+        dg.AssetCheckSpec(
+            COMPONENTS_CHECK,
+            asset="retrieval_benchmark",
+            blocking=True,
+            description="Every component of the retriever under test (its components(): lexical "
+            "and dense for the reference) answers its probe query (else exit 4). Graph "
+            "and boosts are learned reference features, not components: when they "
+            "have nothing to learn from their rows are left out with a warning.",
+        ),
     ],
 )
 def retrieval_benchmark(
@@ -96,48 +105,71 @@ def retrieval_benchmark(
     expected_age = dg.MetadataValue.text(f"<= {config.max_age_days:g} days")
     try:
         bench = BenchConfig(
-            retriever=config.retriever, retriever_config=_options(config.retriever_config),
-            k_values=tuple(config.k_values), depth=config.depth, exclude_stale=config.exclude_stale,
-            max_age_days=config.max_age_days, allow_degraded=config.allow_degraded,
+            retriever=config.retriever,
+            retriever_config=_options(config.retriever_config),
+            k_values=tuple(config.k_values),
+            depth=config.depth,
+            exclude_stale=config.exclude_stale,
+            max_age_days=config.max_age_days,
+            allow_degraded=config.allow_degraded,
             index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
         )
-        result = run_and_store(db, Path(corpus_source.path), bench,
-                               report_dir=Path(config.report_dir) if config.report_dir else None,
-                               embedder=embedder.get_embedder())
+        result = run_and_store(
+            db,
+            Path(corpus_source.path),
+            bench,
+            report_dir=Path(config.report_dir) if config.report_dir else None,
+            embedder=embedder.get_embedder(),
+        )
     except UsageError as exc:
         # Wrong run config (retriever path, options, k, depth): a retry would fail the same way.
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     except GoldenSetTooOld as exc:
         yield dg.AssetCheckResult(
-            check_name=AGE_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
-            metadata={"expected": expected_age, "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
-                      "reason": dg.MetadataValue.text(str(exc))},
+            check_name=AGE_CHECK,
+            passed=False,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "expected": expected_age,
+                "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
+                "reason": dg.MetadataValue.text(str(exc)),
+            },
         )
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     except ComponentDown as exc:
         yield dg.AssetCheckResult(check_name=AGE_CHECK, passed=True, metadata={"expected": expected_age})
         yield dg.AssetCheckResult(
-            check_name=COMPONENTS_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
-            metadata={"expected": dg.MetadataValue.text("every component of the retriever returns a hit for "
-                                                        "its probe"),
-                      "actual": dg.MetadataValue.text(str(exc)),
-                      "retriever": dg.MetadataValue.text(config.retriever)},
+            check_name=COMPONENTS_CHECK,
+            passed=False,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "expected": dg.MetadataValue.text("every component of the retriever returns a hit for its probe"),
+                "actual": dg.MetadataValue.text(str(exc)),
+                "retriever": dg.MetadataValue.text(config.retriever),
+            },
         )
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
     run = result.run
     yield dg.AssetCheckResult(
-        check_name=AGE_CHECK, passed=True,
-        metadata={"expected": expected_age, "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
-                  "build_id": run.build_id},
+        check_name=AGE_CHECK,
+        passed=True,
+        metadata={
+            "expected": expected_age,
+            "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
+            "build_id": run.build_id,
+        },
     )
     yield dg.AssetCheckResult(
-        check_name=COMPONENTS_CHECK, passed=not run.degraded,
+        check_name=COMPONENTS_CHECK,
+        passed=not run.degraded,
         # allow_degraded: the run is kept but the check still says what was down.
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"expected": dg.MetadataValue.text("no component of the retriever down"),
-                  "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down"),
-                  "retriever": dg.MetadataValue.text(run.config_summary)},
+        metadata={
+            "expected": dg.MetadataValue.text("no component of the retriever down"),
+            "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down"),
+            "retriever": dg.MetadataValue.text(run.config_summary),
+        },
     )
     markdown = result.report.read_text(encoding="utf-8") if result.report else ""
     yield dg.MaterializeResult(metadata=materialization_metadata(run, markdown, result.report))
@@ -145,8 +177,15 @@ def retrieval_benchmark(
 
 def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | None) -> dict[str, Any]:
     """What the UI shows for a run: provenance, retriever and config, rounded means, the report."""
-    table = "| metric | " + " | ".join(run.rows) + " |\n| --- |" + " ---: |" * len(run.rows) + "\n" + "\n".join(
-        f"| {m} | " + " | ".join(f"{run.means(r)[m]:.4f}" for r in run.rows) + " |" for m in run.metric_names
+    table = (
+        "| metric | "
+        + " | ".join(run.rows)
+        + " |\n| --- |"
+        + " ---: |" * len(run.rows)
+        + "\n"
+        + "\n".join(
+            f"| {m} | " + " | ".join(f"{run.means(r)[m]:.4f}" for r in run.rows) + " |" for m in run.metric_names
+        )
     )
     meta: dict[str, Any] = {
         "run_id": run.run_id,

@@ -5,7 +5,7 @@ from datetime import UTC
 import dagster as dg
 
 from goldenset.snapshots import snapshot_corpus
-from goldenset_dagster.assets import raise_for, percent, short_fingerprint
+from goldenset_dagster.assets import percent, raise_for, short_fingerprint
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
 
@@ -22,8 +22,9 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
         con = warehouse.connect()
         try:
             stored = snapshot_corpus(con, corpus_source.path)
-            taken_at = con.execute("SELECT taken_at FROM corpus_snapshots WHERE fingerprint = ?",
-                                   [stored.fingerprint]).fetchone()[0]
+            taken_at = con.execute(
+                "SELECT taken_at FROM corpus_snapshots WHERE fingerprint = ?", [stored.fingerprint]
+            ).fetchone()[0]
         finally:
             con.close()
     except Exception as exc:
@@ -37,7 +38,8 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
             "retired_docs": stored.retired_docs,
             "new_fingerprint": stored.new_fingerprint,
             "drift_from_previous_pct": percent(stored.drift_from_previous)
-            if stored.drift_from_previous is not None else dg.MetadataValue.text("first snapshot"),
+            if stored.drift_from_previous is not None
+            else dg.MetadataValue.text("first snapshot"),
             "source": dg.MetadataValue.path(corpus_source.path),
         },
         data_version=dg.DataVersion(stored.fingerprint),

@@ -14,7 +14,7 @@ from goldenset.export import export_build
 from goldenset.labelling.merge import JudgeGate
 from goldenset.neardup import plan_merges, query_map
 from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
-from goldenset_dagster.assets import raise_for, percent, short_fingerprint
+from goldenset_dagster.assets import percent, raise_for, short_fingerprint
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
@@ -28,20 +28,27 @@ class GoldenSetConfig(dg.Config):
     """How a build runs; the defaults are what the nightly schedule uses."""
 
     trigger: str = Field(default="manual", description="What started the build: schedule, reindex or manual.")
-    warn_rejected_share: float = Field(default=_DEFAULTS.warn_rejected_share,
-                                       description="Warn above this share of rejected log lines.")
-    block_rejected_share: float = Field(default=_DEFAULTS.block_rejected_share,
-                                        description="Refuse to publish above this share of rejected log lines.")
-    near_duplicates: bool = Field(default=False, description="Fold near-duplicate tasks of a project into one "
-                                                             "query by embedding similarity.")
-    near_duplicate_threshold: float = Field(default=0.92, description="Cosine similarity at or above which "
-                                                                      "two tasks are one query.")
-    judge_min_pairs: int = Field(default_factory=lambda: JudgeGate.from_environment().min_pairs,
-                                 description="A judge's labels count only with at least this many pairs shared "
-                                             "with the human label (GOLDENSET_JUDGE_MIN_PAIRS, default 50).")
-    judge_min_kappa: float = Field(default_factory=lambda: JudgeGate.from_environment().min_kappa,
-                                   description="... and a Cohen's kappa against it of at least this "
-                                               "(GOLDENSET_JUDGE_MIN_KAPPA, default 0.6).")
+    warn_rejected_share: float = Field(
+        default=_DEFAULTS.warn_rejected_share, description="Warn above this share of rejected log lines."
+    )
+    block_rejected_share: float = Field(
+        default=_DEFAULTS.block_rejected_share, description="Refuse to publish above this share of rejected log lines."
+    )
+    near_duplicates: bool = Field(
+        default=False, description="Fold near-duplicate tasks of a project into one query by embedding similarity."
+    )
+    near_duplicate_threshold: float = Field(
+        default=0.92, description="Cosine similarity at or above which two tasks are one query."
+    )
+    judge_min_pairs: int = Field(
+        default_factory=lambda: JudgeGate.from_environment().min_pairs,
+        description="A judge's labels count only with at least this many pairs shared "
+        "with the human label (GOLDENSET_JUDGE_MIN_PAIRS, default 50).",
+    )
+    judge_min_kappa: float = Field(
+        default_factory=lambda: JudgeGate.from_environment().min_kappa,
+        description="... and a Cohen's kappa against it of at least this (GOLDENSET_JUDGE_MIN_KAPPA, default 0.6).",
+    )
 
 
 def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
@@ -59,8 +66,9 @@ def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
     pool="duckdb",
     group_name="golden_set",
     kinds={"duckdb"},
-    check_specs=[dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description)
-                 for c in CHECKS],
+    check_specs=[
+        dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description) for c in CHECKS
+    ],
 )
 def golden_set(
     context: dg.AssetExecutionContext,
@@ -79,8 +87,9 @@ def golden_set(
     full build) or `repeat` (unchanged input: the previous build's labels are reused).
     """
     if config.trigger not in TRIGGERS:
-        raise dg.Failure(description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}",
-                         allow_retries=False)
+        raise dg.Failure(
+            description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}", allow_retries=False
+        )
     try:
         con = warehouse.connect()
         try:
@@ -88,10 +97,12 @@ def golden_set(
             if config.near_duplicates:
                 merges = plan_merges(con, embedder.get_embedder(), config.near_duplicate_threshold)
                 for m in merges:
-                    context.log.info(f"near-duplicate: [{m.project}] {m.task_norm!r} -> {m.merged_into!r} "
-                                     f"(cosine {m.cosine:.3f})")
+                    context.log.info(
+                        f"near-duplicate: [{m.project}] {m.task_norm!r} -> {m.merged_into!r} (cosine {m.cosine:.3f})"
+                    )
             result = build_golden_set(
-                con, trigger=config.trigger,
+                con,
+                trigger=config.trigger,
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
                 judge_gate=JudgeGate(config.judge_min_pairs, config.judge_min_kappa),
@@ -130,7 +141,8 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample) ->
         "computation": r.computation,
         "corpus_fingerprint": short_fingerprint(r.corpus_fingerprint),
         "corpus_active_docs": r.corpus_active_docs,
-        "corpus_drift_since_previous_build_pct": percent(drift) if drift is not None
+        "corpus_drift_since_previous_build_pct": percent(drift)
+        if drift is not None
         else dg.MetadataValue.text("first build"),
         "rejected_share_pct": percent(share),
         "funnel": _funnel_table(result.funnel),
@@ -138,13 +150,18 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample) ->
         "history_versions_opened": result.history.get("versions_opened", 0),
         "history_versions_closed": result.history.get("versions_closed", 0),
         "near_duplicate_merges_list": dg.MetadataValue.json(
-            [{"project": m.project, "task": m.task_norm, "into": m.merged_into, "cosine": round(m.cosine, 4)}
-             for m in merges]
+            [
+                {"project": m.project, "task": m.task_norm, "into": m.merged_into, "cosine": round(m.cosine, 4)}
+                for m in merges
+            ]
         ),
         "rejected_sample": dg.MetadataValue.md(
-            "\n".join(["| file | line | reason |", "| --- | --- | --- |"]
-                      + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample])
-            if sample else "No rejected lines."
+            "\n".join(
+                ["| file | line | reason |", "| --- | --- | --- |"]
+                + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample]
+            )
+            if sample
+            else "No rejected lines."
         ),
     }
 
@@ -152,16 +169,24 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample) ->
 def _funnel_table(funnel: list[FunnelStep]) -> dg.MetadataValue:
     return dg.MetadataValue.table(
         records=[
-            dg.TableRecord({"step": s.step, "judgments_dropped": s.judgments_dropped,
-                            "judgments_left": s.judgments_left, "units_left": s.units_left})
+            dg.TableRecord(
+                {
+                    "step": s.step,
+                    "judgments_dropped": s.judgments_dropped,
+                    "judgments_left": s.judgments_left,
+                    "units_left": s.units_left,
+                }
+            )
             for s in funnel
         ],
-        schema=dg.TableSchema(columns=[
-            dg.TableColumn("step", "string"),
-            dg.TableColumn("judgments_dropped", "int"),
-            dg.TableColumn("judgments_left", "int"),
-            dg.TableColumn("units_left", "int"),
-        ]),
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("step", "string"),
+                dg.TableColumn("judgments_dropped", "int"),
+                dg.TableColumn("judgments_left", "int"),
+                dg.TableColumn("units_left", "int"),
+            ]
+        ),
     )
 
 
@@ -176,19 +201,25 @@ def relabel_queue(warehouse: WarehouseResource):
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
-    lines = ["| query_id | doc_id | judged | current | superseded_by | reason | since build |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| query_id | doc_id | judged | current | superseded_by | reason | since build |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in sample]
-    return dg.MaterializeResult(metadata={
-        "queue_size": sum(by_reason.values()),
-        "by_reason": dg.MetadataValue.json(by_reason),
-        "sample": dg.MetadataValue.md("\n".join(lines) if sample else "The relabel queue is empty."),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "queue_size": sum(by_reason.values()),
+            "by_reason": dg.MetadataValue.json(by_reason),
+            "sample": dg.MetadataValue.md("\n".join(lines) if sample else "The relabel queue is empty."),
+        }
+    )
 
 
 class ExportConfig(dg.Config):
-    out_dir: str = Field(default="", description="Folder to write; empty: GOLDENSET_HOME/export/latest "
-                                                 "(GOLDENSET_EXPORT_DIR/latest when set).")
+    out_dir: str = Field(
+        default="",
+        description="Folder to write; empty: GOLDENSET_HOME/export/latest (GOLDENSET_EXPORT_DIR/latest when set).",
+    )
 
 
 @dg.asset(deps=[golden_set], pool="duckdb", group_name="golden_set", kinds={"duckdb", "json"})
@@ -203,10 +234,12 @@ def golden_set_export(config: ExportConfig, warehouse: WarehouseResource):
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
-    return dg.MaterializeResult(metadata={
-        "path": dg.MetadataValue.path(str(res.out.resolve())),
-        "build_id": res.build_id,
-        "queries": res.n_queries,
-        "labels": res.n_labels,
-        "documents": res.n_documents,
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(res.out.resolve())),
+            "build_id": res.build_id,
+            "queries": res.n_queries,
+            "labels": res.n_labels,
+            "documents": res.n_documents,
+        }
+    )

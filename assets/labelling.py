@@ -14,15 +14,16 @@ from goldenset_dagster.resources.embedder import EmbedderResource
 class PoolConfig(dg.Config):
     """How the queue is pooled; the defaults are `goldenset pool`'s."""
 
-    rankers: str = Field(default=",".join(DEFAULT_RANKERS),
-                         description="Rankers, in order: lexical, dense, core or module:factory, comma-separated.")
+    rankers: str = Field(
+        default=",".join(DEFAULT_RANKERS),
+        description="Rankers, in order: lexical, dense, core or module:factory, comma-separated.",
+    )
     depth: int = Field(default=DEFAULT_DEPTH, description="Documents asked of each ranker per golden query.")
     index_dir: str = Field(default="", description="Lexical index cache; empty: GOLDENSET_HOME/bench-index.")
 
 
 @dg.asset(deps=[golden_set], pool="duckdb", group_name="labelling", kinds={"duckdb", "python"})
-def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: EmbedderResource,
-                    labels: LabelSource):
+def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: EmbedderResource, labels: LabelSource):
     """Stale labels first, then successors of superseded documents, then what the rankers found unlabelled.
 
     Runs only when the labelling loop is in use (a LABELS directory exists); without it
@@ -33,19 +34,26 @@ def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: 
     try:
         con = warehouse.connect()
         try:
-            run_pool(con, embedder=embedder.get_embedder(), rankers=config.rankers, depth=config.depth,
-                     index_dir=config.index_dir or settings.resolve("bench_index"))
+            run_pool(
+                con,
+                embedder=embedder.get_embedder(),
+                rankers=config.rankers,
+                depth=config.depth,
+                index_dir=config.index_dir or settings.resolve("bench_index"),
+            )
             summary = queue_summary(con)
         finally:
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
-    return dg.MaterializeResult(metadata={
-        "queue_size": summary["queue_size"],
-        "by_reason": dg.MetadataValue.json(summary["by_reason"]),
-        "pool_id": summary["pool_id"],
-        "build_id": summary["build_id"],
-        "rankers": ", ".join(summary["rankers"] or []),
-        "depth": summary["depth"],
-        "pool_report": dg.MetadataValue.json(summary["report"] or {}),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "queue_size": summary["queue_size"],
+            "by_reason": dg.MetadataValue.json(summary["by_reason"]),
+            "pool_id": summary["pool_id"],
+            "build_id": summary["build_id"],
+            "rankers": ", ".join(summary["rankers"] or []),
+            "depth": summary["depth"],
+            "pool_report": dg.MetadataValue.json(summary["report"] or {}),
+        }
+    )

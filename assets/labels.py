@@ -29,8 +29,7 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     keys = list(context.partition_keys)
     if not labels.exists():
         for dt in keys:
-            context.add_asset_metadata({"files": 0, "note": f"no LABELS directory at {labels.root}"},
-                                       partition_key=dt)
+            context.add_asset_metadata({"files": 0, "note": f"no LABELS directory at {labels.root}"}, partition_key=dt)
         return dg.MaterializeResult()
     try:
         rubric = labels.rubric()
@@ -45,16 +44,19 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         raise_for(exc, warehouse.db_path)
     for dt in keys:
         st, rep = stats[dt], reports.get(dt)
-        context.add_asset_metadata({
-            "files": st.files,
-            "lines_read": st.lines_read,
-            "labels": st.labels,
-            "annotators": dg.MetadataValue.json(st.by_annotator),
-            "rejected": st.rejected,
-            "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-            "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
-            "files_ingested_this_run": rep.files_ingested if rep else 0,
-            "files_unchanged_this_run": rep.files_unchanged if rep else 0,
-            "rubric": rubric.name,
-        }, partition_key=dt)
+        context.add_asset_metadata(
+            {
+                "files": st.files,
+                "lines_read": st.lines_read,
+                "labels": st.labels,
+                "annotators": dg.MetadataValue.json(st.by_annotator),
+                "rejected": st.rejected,
+                "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
+                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
+                "files_ingested_this_run": rep.files_ingested if rep else 0,
+                "files_unchanged_this_run": rep.files_unchanged if rep else 0,
+                "rubric": rubric.name,
+            },
+            partition_key=dt,
+        )
     return dg.MaterializeResult()

@@ -43,17 +43,20 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         raise_for(exc, warehouse.db_path)
     for dt in keys:
         st, rep = stats[dt], reports.get(dt)
-        context.add_asset_metadata({
-            "files": st.files,
-            "lines_read": st.lines_read,
-            "serves": st.serves,
-            "verdicts": st.verdicts,
-            "rejected": st.rejected,
-            "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-            "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
-            "files_ingested_this_run": rep.files_ingested if rep else 0,
-            "files_unchanged_this_run": rep.files_unchanged if rep else 0,
-        }, partition_key=dt)
+        context.add_asset_metadata(
+            {
+                "files": st.files,
+                "lines_read": st.lines_read,
+                "serves": st.serves,
+                "verdicts": st.verdicts,
+                "rejected": st.rejected,
+                "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
+                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
+                "files_ingested_this_run": rep.files_ingested if rep else 0,
+                "files_unchanged_this_run": rep.files_unchanged if rep else 0,
+            },
+            partition_key=dt,
+        )
     return dg.MaterializeResult()
 
 

@@ -198,8 +198,12 @@ def write_corpus(collection: Collection, path: Path) -> None:
     """Contract section 2: one active document a line, version 1."""
     with open(path, "w", encoding="utf-8") as fh:
         for d in collection.docs:
-            fh.write(json.dumps({"doc_id": d.doc_id, "version": DOC_VERSION, "status": "active",
-                                 "title": d.title, "text": d.text}) + "\n")
+            fh.write(
+                json.dumps(
+                    {"doc_id": d.doc_id, "version": DOC_VERSION, "status": "active", "title": d.title, "text": d.text}
+                )
+                + "\n"
+            )
 
 
 def write_rubric(path: Path) -> None:
@@ -210,16 +214,24 @@ def _ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_serve_log(collection: Collection, served: dict[int, list[tuple[str, float]]], logs: Path,
-                    start: datetime, days: int) -> dict[str, int]:
+def write_serve_log(
+    collection: Collection, served: dict[int, list[tuple[str, float]]], logs: Path, start: datetime, days: int
+) -> dict[str, int]:
     """Contract section 1: one serve per query of what one ranker served, and a verdict per item.
 
     Query i is served on day (i - 1) % days at `start` + 7 min x (i - 1) // days;
     each verdict comes 45 minutes after its serve and is written in the partition
     of its own day, so late ones land in the next day's folder, as in production. Returns counts of what was written.
     """
-    counts = {"serves": 0, "items": 0, "helped": 0, "helped_grade2": 0, "noise": 0, "wrong": 0,
-              "queries_without_hits": 0}
+    counts = {
+        "serves": 0,
+        "items": 0,
+        "helped": 0,
+        "helped_grade2": 0,
+        "noise": 0,
+        "wrong": 0,
+        "queries_without_hits": 0,
+    }
     files: dict[str, list[str]] = {}
     for q in collection.queries:
         hits = served.get(q.number, [])
@@ -229,10 +241,19 @@ def write_serve_log(collection: Collection, served: dict[int, list[tuple[str, fl
         i = q.number - 1
         ts = start + timedelta(days=i % days, minutes=7 * (i // days))
         sid = f"s-{q.number:03d}"
-        items = [{"doc_id": doc, "doc_version": DOC_VERSION, "channel": "ranked", "rank": r, "score": round(s, 6)}
-                 for r, (doc, s) in enumerate(hits, start=1)]
-        serve = {"event": "serve", "serve_id": sid, "ts": _ts(ts), "project": PROJECT,
-                 "session_id": f"sess-{q.number:03d}", "task": q.text, "items": items}
+        items = [
+            {"doc_id": doc, "doc_version": DOC_VERSION, "channel": "ranked", "rank": r, "score": round(s, 6)}
+            for r, (doc, s) in enumerate(hits, start=1)
+        ]
+        serve = {
+            "event": "serve",
+            "serve_id": sid,
+            "ts": _ts(ts),
+            "project": PROJECT,
+            "session_id": f"sess-{q.number:03d}",
+            "task": q.text,
+            "items": items,
+        }
         files.setdefault(ts.date().isoformat(), []).append(json.dumps(serve))
         counts["serves"] += 1
         vts = ts + timedelta(minutes=45)
@@ -248,8 +269,9 @@ def write_serve_log(collection: Collection, served: dict[int, list[tuple[str, fl
             counts[verdict] += 1
             counts["helped_grade2"] += code is not None and GRADE_OF_CODE[code] == 2
             counts["items"] += 1
-            files.setdefault(vts.date().isoformat(), []).append(json.dumps(
-                {"event": "verdict", "serve_id": sid, "doc_id": doc, "verdict": verdict, "ts": _ts(vts)}))
+            files.setdefault(vts.date().isoformat(), []).append(
+                json.dumps({"event": "verdict", "serve_id": sid, "doc_id": doc, "verdict": verdict, "ts": _ts(vts)})
+            )
     for day, lines in sorted(files.items()):
         folder = logs / f"dt={day}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -262,11 +284,21 @@ def label_line(collection: Collection, query: Query, task: dict, ts: datetime) -
     grade = collection.grade(query.number, doc_number(task["doc_id"]))
     label = LABEL_OF_GRADE[grade]
     decided_by, dimensions = LINE_OF_LABEL[label]
-    return {"event": "label", "query_id": task["query_id"], "doc_id": task["doc_id"],
-            "doc_version": task["doc_version"], "label": label, "decided_by": decided_by,
-            "annotator": ANNOTATOR, "rubric": RUBRIC_NAME, "ts": _ts(ts), "dimensions": dimensions,
-            "kind": "human", "note": f"cranqrel: query {query.number} doc {doc_number(task['doc_id'])} "
-                                     f"code {collection.codes.get((query.number, doc_number(task['doc_id'])), 'none')}"}
+    return {
+        "event": "label",
+        "query_id": task["query_id"],
+        "doc_id": task["doc_id"],
+        "doc_version": task["doc_version"],
+        "label": label,
+        "decided_by": decided_by,
+        "annotator": ANNOTATOR,
+        "rubric": RUBRIC_NAME,
+        "ts": _ts(ts),
+        "dimensions": dimensions,
+        "kind": "human",
+        "note": f"cranqrel: query {query.number} doc {doc_number(task['doc_id'])} "
+        f"code {collection.codes.get((query.number, doc_number(task['doc_id'])), 'none')}",
+    }
 
 
 def write_full_qrels(collection: Collection, path: Path) -> int:
@@ -278,4 +310,3 @@ def write_full_qrels(collection: Collection, path: Path) -> int:
             fh.write(f"{by_number[q].query_id} 0 {doc_id(d)} {GRADE_OF_CODE[code]}\n")
             n += 1
     return n
-

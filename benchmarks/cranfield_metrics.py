@@ -46,8 +46,12 @@ def _per_query(ranked: list[str], rels: dict[str, int]) -> dict[str, float]:
         if d in relevant:
             hits += 1
             ap += hits / i
-    return {"recall@5": sum(d in relevant for d in top5) / len(relevant), "ndcg@10": dcg / idcg,
-            "mrr": rr, "map": ap / len(relevant)}
+    return {
+        "recall@5": sum(d in relevant for d in top5) / len(relevant),
+        "ndcg@10": dcg / idcg,
+        "mrr": rr,
+        "map": ap / len(relevant),
+    }
 
 
 def per_query(run: dict[str, list[str]], qrels: Qrels) -> dict[str, dict[str, float]]:

@@ -108,8 +108,17 @@ class Home:
         return self.run("rubric", "check", self.inputs.rubric).strip()
 
     def build(self) -> str:
-        return self.run("build", "--logs", self.inputs.logs, "--corpus", self.inputs.corpus,
-                        "--labels", self.labels, "--rubric", self.inputs.rubric)
+        return self.run(
+            "build",
+            "--logs",
+            self.inputs.logs,
+            "--corpus",
+            self.inputs.corpus,
+            "--labels",
+            self.labels,
+            "--rubric",
+            self.inputs.rubric,
+        )
 
     def bench_run(self, retriever: str | None = None) -> str:
         args: list[str | Path] = ["bench", "run", "--corpus", self.inputs.corpus]
@@ -127,8 +136,9 @@ class Home:
     def eval_full(self, run_id: str) -> dict:
         """The run's core row against every Cranfield judgment (trec_eval policy: queries in both)."""
         run_file = self.path / "reports" / run_id / "core.run"
-        return json.loads(self.run("bench", "eval", "--run", run_file, "--qrels", self.inputs.full_qrels,
-                                   "--k", "5", "--json"))
+        return json.loads(
+            self.run("bench", "eval", "--run", run_file, "--qrels", self.inputs.full_qrels, "--k", "5", "--json")
+        )
 
     def pool(self, rankers: str, depth: int) -> dict:
         return json.loads(self.run("pool", "--rankers", rankers, "--depth", str(depth), "--json"))
@@ -150,8 +160,9 @@ class Home:
 def prepare_workdir(workdir: Path) -> None:
     if workdir.exists() and any(workdir.iterdir()):
         if not (workdir / MARKER).exists():
-            raise SystemExit(f"error: {workdir} is not empty and was not made by this script; "
-                             "give an empty or new --workdir")
+            raise SystemExit(
+                f"error: {workdir} is not empty and was not made by this script; give an empty or new --workdir"
+            )
         for child in workdir.iterdir():
             if child.name != MARKER:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
@@ -186,13 +197,21 @@ def golden_state(home: Home) -> dict:
     """What the latest build holds, read from the public tables."""
     rows = home.query("SELECT source, relevance, grade, count(*) FROM golden_set GROUP BY ALL")
     by = {(s, r, g): n for s, r, g, n in rows}
-    build = home.query("SELECT build_id, n_queries, n_helped, n_noise, n_wrong, n_human_labels, "
-                       "human_labels_unused, log_labels_overridden, label_lines_rejected FROM golden_builds ORDER BY build_id DESC LIMIT 1")[0]
+    build = home.query(
+        "SELECT build_id, n_queries, n_helped, n_noise, n_wrong, n_human_labels, "
+        "human_labels_unused, log_labels_overridden, label_lines_rejected FROM golden_builds ORDER BY build_id DESC LIMIT 1"
+    )[0]
     queries_relevant = home.query("SELECT count(DISTINCT query_id) FROM golden_set WHERE relevance = 1")[0][0]
     golden_ids = sorted(q for (q,) in home.query("SELECT DISTINCT query_id FROM golden_set"))
     return {
-        "build_id": build[0], "n_queries": build[1], "n_helped": build[2], "n_noise": build[3], "n_wrong": build[4],
-        "n_human_labels": build[5], "human_labels_unused": build[6], "log_labels_overridden": build[7],
+        "build_id": build[0],
+        "n_queries": build[1],
+        "n_helped": build[2],
+        "n_noise": build[3],
+        "n_wrong": build[4],
+        "n_human_labels": build[5],
+        "human_labels_unused": build[6],
+        "log_labels_overridden": build[7],
         "label_lines_rejected": build[8] or 0,
         "queries_with_relevant": queries_relevant,
         "human_relevant": sum(n for (s, r, _), n in by.items() if s == "human" and r == 1),
@@ -202,8 +221,11 @@ def golden_state(home: Home) -> dict:
 
 
 def per_query(home: Home, run_id: str) -> dict[str, dict[str, float]]:
-    rows = home.query("SELECT metric, query_id, value FROM benchmark_results "
-                      "WHERE run_id = ? AND row_name = 'core' AND query_id <> 'all'", [run_id])
+    rows = home.query(
+        "SELECT metric, query_id, value FROM benchmark_results "
+        "WHERE run_id = ? AND row_name = 'core' AND query_id <> 'all'",
+        [run_id],
+    )
     out: dict[str, dict[str, float]] = {}
     for metric, qid, value in rows:
         out.setdefault(metric, {})[qid] = value
@@ -217,8 +239,10 @@ def answer_queue(collection: cc.Collection, queue: list[dict], labels: Path | No
     for i, task in enumerate(queue):
         query = by_id.get(task["query_id"])
         if query is None:
-            raise PipelineError(f"the queue names query_id {task['query_id']} ({task['task']!r}), which is no "
-                                "Cranfield query's id by contract section 3")
+            raise PipelineError(
+                f"the queue names query_id {task['query_id']} ({task['task']!r}), which is no "
+                "Cranfield query's id by contract section 3"
+            )
         line = cc.label_line(collection, query, task, LABEL_TS + timedelta(seconds=i))
         grade = collection.grade(query.number, cc.doc_number(task["doc_id"]))
         relevant += grade >= 1
@@ -238,13 +262,20 @@ def measure(home: Home, label: str, qrels: cm.Qrels) -> dict:
     """Bench run core and lexical alone, compare them, and recompute both runs against `qrels`."""
     core = home.bench_run()
     lexical = home.bench_run(LEXICAL_ONLY)
-    runs = {name: cm.read_run(home.path / "reports" / run_id / "core.run")
-            for name, run_id in (("core", core), ("lexical", lexical))}
-    return {"label": label, "core": core, "lexical": lexical,
-            "core_values": per_query(home, core), "lexical_values": per_query(home, lexical),
-            "lexical_vs_core": home.compare(lexical, core),
-            "recomputed": {name: cm.means(run, qrels) for name, run in runs.items()},
-            "run_files": runs}
+    runs = {
+        name: cm.read_run(home.path / "reports" / run_id / "core.run")
+        for name, run_id in (("core", core), ("lexical", lexical))
+    }
+    return {
+        "label": label,
+        "core": core,
+        "lexical": lexical,
+        "core_values": per_query(home, core),
+        "lexical_values": per_query(home, lexical),
+        "lexical_vs_core": home.compare(lexical, core),
+        "recomputed": {name: cm.means(run, qrels) for name, run in runs.items()},
+        "run_files": runs,
+    }
 
 
 def log_qrels(collection: cc.Collection, served: dict, golden_ids: list[str]) -> cm.Qrels:
@@ -313,9 +344,18 @@ def run(args: argparse.Namespace) -> dict:
     results = []
     for name, pool in pools.items():
         if args.measure == "main" and name != args.main:
-            results.append({"name": name, "rankers": pool["rankers"].split(","), "depth": pool["depth"],
-                            "pool": pool["report"], "answers": answer_queue(collection, pool["queue"], None),
-                            "state": None, "after": None, "commands": []})
+            results.append(
+                {
+                    "name": name,
+                    "rankers": pool["rankers"].split(","),
+                    "depth": pool["depth"],
+                    "pool": pool["report"],
+                    "answers": answer_queue(collection, pool["queue"], None),
+                    "state": None,
+                    "after": None,
+                    "commands": [],
+                }
+            )
             continue
         home = Home(pool["folder"] / "home", inputs)
         # A copy of the log-only home: the warehouse with its embeddings, indexes and the
@@ -327,9 +367,18 @@ def run(args: argparse.Namespace) -> dict:
         after = measure(home, f"after {name}", with_answers(collection, before_qrels, pool["queue"]))
         after["before_vs_after"] = home.compare(before["core"], after["core"])
         after["lexical_before_vs_after"] = home.compare(before["lexical"], after["lexical"])
-        results.append({"name": name, "rankers": pool["rankers"].split(","), "depth": pool["depth"],
-                        "pool": pool["report"], "answers": answers, "state": state, "after": after,
-                        "commands": home.commands})
+        results.append(
+            {
+                "name": name,
+                "rankers": pool["rankers"].split(","),
+                "depth": pool["depth"],
+                "pool": pool["report"],
+                "answers": answers,
+                "state": state,
+                "after": after,
+                "commands": home.commands,
+            }
+        )
 
     figures = report.figures(collection, log_counts, rubric, before_state, before, results, args.main)
     figures["seconds"] = round(time.monotonic() - started, 1)
@@ -339,20 +388,31 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("collection", help="folder with cran.all.1400, cran.qry and cranqrel")
     p.add_argument("--workdir", required=True, help="where inputs and every GOLDENSET_HOME go (emptied on rerun)")
     p.add_argument("--report", help="Markdown report path (default WORKDIR/cranfield_pooling.md; JSON next to it)")
-    p.add_argument("--rankers", action="append",
-                   help=f"a comma-separated ranker set to pool with; repeat (default {' '.join(DEFAULT_RANKERS)})")
+    p.add_argument(
+        "--rankers",
+        action="append",
+        help=f"a comma-separated ranker set to pool with; repeat (default {' '.join(DEFAULT_RANKERS)})",
+    )
     p.add_argument("--depths", default="5,10", help="pool depths, comma-separated (default 5,10)")
     p.add_argument("--served-depth", type=int, default=5, help="documents production served per query (default 5)")
-    p.add_argument("--main", help="the pool whose before/after is reported in full (default: the first ranker set "
-                                  "at the largest depth), e.g. lexical+dense+core@10")
-    p.add_argument("--measure", choices=["all", "main"], default="all",
-                   help="label, rebuild and benchmark after every pool (all, the default) or only the main one; "
-                        "the others are then counted from their queue and cranqrel")
+    p.add_argument(
+        "--main",
+        help="the pool whose before/after is reported in full (default: the first ranker set "
+        "at the largest depth), e.g. lexical+dense+core@10",
+    )
+    p.add_argument(
+        "--measure",
+        choices=["all", "main"],
+        default="all",
+        help="label, rebuild and benchmark after every pool (all, the default) or only the main one; "
+        "the others are then counted from their queue and cranqrel",
+    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.rankers = args.rankers or DEFAULT_RANKERS

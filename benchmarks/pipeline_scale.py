@@ -59,8 +59,7 @@ def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str]) -> Run:
         raise SystemExit(f"{TIME} is missing: install Debian's `time` package (apt-get install time)")
     report = cwd / f".time-{name}.txt"
     t = time.perf_counter()
-    proc = subprocess.run([TIME, "-v", "-o", str(report), *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run([TIME, "-v", "-o", str(report), *argv], cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
@@ -88,8 +87,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description="Time goldenset build against a hand-written DuckDB script.")
     ap.add_argument("--items", type=int, default=1_000_000, help="served items over --days days")
     ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--history-days", type=int, default=None, help="second nightly on top of this many days "
-                    "(default 2 x --days; 0 skips it)")
+    ap.add_argument(
+        "--history-days",
+        type=int,
+        default=None,
+        help="second nightly on top of this many days (default 2 x --days; 0 skips it)",
+    )
     ap.add_argument("--docs", type=int, default=None, help="corpus size (default items / 100, at least 1,000)")
     ap.add_argument("--gzip-every", type=int, default=0, help="gzip every k-th day's main file (0: none)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/goldenset-bench"))
@@ -118,16 +121,32 @@ def main(argv: list[str] | None = None) -> dict:
     move_days(pool, logs, range(args.days))
     log_bytes = sum(p.stat().st_size for p in logs.rglob("*") if p.is_file())
     items = serves_per_day * args.days * ITEMS_PER_SERVE
-    print(f"served items             {items:,} ({serves_per_day * args.days:,} serves x {ITEMS_PER_SERVE}, "
-          f"{args.days} days, {log_bytes / 1e9:.2f} GB of logs, {docs:,} documents; generated in {gen_s:.0f} s)")
+    print(
+        f"served items             {items:,} ({serves_per_day * args.days:,} serves x {ITEMS_PER_SERVE}, "
+        f"{args.days} days, {log_bytes / 1e9:.2f} GB of logs, {docs:,} documents; generated in {gen_s:.0f} s)"
+    )
 
     # All of the build's state (Dagster instance included) under the work directory.
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     env.update(GOLDENSET_HOME=str(work / "home"), PYTHONUNBUFFERED="1")
     py = sys.executable
     base_db, db = work / "baseline.duckdb", work / "goldenset.duckdb"
-    script = timed("script", [py, str(HERE / "run_sql.py"), str(HERE / "baseline.sql"), "--db", str(base_db),
-                              "--var", f"logs={logs}/dt=*/*.jsonl*", "--var", f"corpus={corpus}"], work, env)
+    script = timed(
+        "script",
+        [
+            py,
+            str(HERE / "run_sql.py"),
+            str(HERE / "baseline.sql"),
+            "--db",
+            str(base_db),
+            "--var",
+            f"logs={logs}/dt=*/*.jsonl*",
+            "--var",
+            f"corpus={corpus}",
+        ],
+        work,
+        env,
+    )
     build = [py, "-m", "goldenset", "build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(db)]
     full = timed("full", build, work, env)
     labels = labels_in(db)
@@ -148,21 +167,38 @@ def main(argv: list[str] | None = None) -> dict:
         return f"peak RSS {r.peak_rss_bytes / 1e9:5.2f} GB"
 
     print(f"baseline SQL script      {script.seconds:8.1f} s   {gb(script)}")
-    print(f"full build               {full.seconds:8.1f} s   {gb(full)}   ratio to script {full.seconds / script.seconds:.2f}")
-    print(f"unchanged rebuild        {unchanged.seconds:8.1f} s   {gb(unchanged)}   "
-          f"{100 * unchanged.seconds / full.seconds:.1f}% of full")
-    print(f"nightly on {args.days:>3} days       {nightly.seconds:8.1f} s   {gb(nightly)}   "
-          f"{100 * nightly.seconds / full.seconds:.1f}% of full")
+    print(
+        f"full build               {full.seconds:8.1f} s   {gb(full)}   ratio to script {full.seconds / script.seconds:.2f}"
+    )
+    print(
+        f"unchanged rebuild        {unchanged.seconds:8.1f} s   {gb(unchanged)}   "
+        f"{100 * unchanged.seconds / full.seconds:.1f}% of full"
+    )
+    print(
+        f"nightly on {args.days:>3} days       {nightly.seconds:8.1f} s   {gb(nightly)}   "
+        f"{100 * nightly.seconds / full.seconds:.1f}% of full"
+    )
     if history:
         print(f"backfill to {history:>3} days      {backfill.seconds:8.1f} s   {gb(backfill)}")
-        print(f"nightly on {history:>3} days       {nightly_h.seconds:8.1f} s   {gb(nightly_h)}   "
-              f"ratio to nightly on {args.days} days {nightly_h.seconds / nightly.seconds:.2f}")
-    print(f"cost per served item     full build {1e6 * full.seconds / items:.2f} us, "
-          f"script {1e6 * script.seconds / items:.2f} us")
+        print(
+            f"nightly on {history:>3} days       {nightly_h.seconds:8.1f} s   {gb(nightly_h)}   "
+            f"ratio to nightly on {args.days} days {nightly_h.seconds / nightly.seconds:.2f}"
+        )
+    print(
+        f"cost per served item     full build {1e6 * full.seconds / items:.2f} us, "
+        f"script {1e6 * script.seconds / items:.2f} us"
+    )
     print(f"golden set labels        build {labels:,}, script {script_labels:,}")
-    result = {"items": items, "days": args.days, "history_days": history, "log_bytes": log_bytes, "docs": docs,
-              "labels": labels, "script_labels": script_labels,
-              "runs": {r.name: {k: v for k, v in asdict(r).items() if k != "output"} for r in runs}}
+    result = {
+        "items": items,
+        "days": args.days,
+        "history_days": history,
+        "log_bytes": log_bytes,
+        "docs": docs,
+        "labels": labels,
+        "script_labels": script_labels,
+        "runs": {r.name: {k: v for k, v in asdict(r).items() if k != "output"} for r in runs},
+    }
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     if not args.keep:

@@ -37,12 +37,34 @@ MALFORMED_SHARE = 0.0002
 START = datetime(2026, 10, 1, tzinfo=UTC)
 
 _VERBS = ("Add", "Fix", "Refactor", "Document", "Test", "Speed up", "Remove", "Migrate", "Review", "Debug")
-_OBJECTS = ("retries to the webhook sender", "the refund window check", "pagination in the search API",
-            "the nightly export job", "rate limits for the public API", "the login redirect",
-            "caching of invoice totals", "the Kafka consumer lag alert", "schema drift detection",
-            "the CSV importer", "feature flags for checkout", "the audit log writer")
-_PROJECTS = ("billing-api", "search", "checkout", "identity", "data-platform", "mobile-app",
-             "notifications", "admin-console", "payments", "reporting", "infra", "docs-site")
+_OBJECTS = (
+    "retries to the webhook sender",
+    "the refund window check",
+    "pagination in the search API",
+    "the nightly export job",
+    "rate limits for the public API",
+    "the login redirect",
+    "caching of invoice totals",
+    "the Kafka consumer lag alert",
+    "schema drift detection",
+    "the CSV importer",
+    "feature flags for checkout",
+    "the audit log writer",
+)
+_PROJECTS = (
+    "billing-api",
+    "search",
+    "checkout",
+    "identity",
+    "data-platform",
+    "mobile-app",
+    "notifications",
+    "admin-console",
+    "payments",
+    "reporting",
+    "infra",
+    "docs-site",
+)
 _MALFORMED = (
     '{"event":"serve","serve_id":"s-trunc","ts":"2026-10-01T00:00:00Z","project":"search","ta',
     '{"event":"verdict","serve_id":"s-1","doc_id":"doc-1","verdict":"helped","ts":"2026-10-01T00:00:00Z","w":NaN}',
@@ -50,9 +72,9 @@ _MALFORMED = (
     '{"event":"verdict","serve_id":"s-1","doc_id":"doc-1","verdict":"maybe","ts":"2026-10-01T00:00:00Z"}',
     '{"event":"verdict","serve_id":"s-1","doc_id":"doc-1","verdict":"noise","ts":"2026-10-01 00:00:00"}',
     '{"event":"click","serve_id":"s-1"}',
-    '[1, 2, 3]',
+    "[1, 2, 3]",
     '{"event":"verdict","serve_id":"","doc_id":"doc-1","verdict":"noise","ts":"2026-10-01T00:00:00Z",}',
-    'not json at all',
+    "not json at all",
 )
 
 
@@ -91,8 +113,17 @@ def _task(q: int, rng: random.Random) -> str:
 
 
 def _verdict_line(serve_id: str, doc_id: str, verdict: str, ts: str) -> bytes:
-    return (b'{"event":"verdict","serve_id":"' + serve_id.encode() + b'","doc_id":"' + doc_id.encode()
-            + b'","verdict":"' + verdict.encode() + b'","ts":"' + ts.encode() + b'"}\n')
+    return (
+        b'{"event":"verdict","serve_id":"'
+        + serve_id.encode()
+        + b'","doc_id":"'
+        + doc_id.encode()
+        + b'","verdict":"'
+        + verdict.encode()
+        + b'","ts":"'
+        + ts.encode()
+        + b'"}\n'
+    )
 
 
 def _pick_verdict(rng: random.Random) -> str:
@@ -129,10 +160,24 @@ def write_day(logs: Path, plan: Plan, day: int) -> tuple[int, int]:
         picks = rng.sample(range(8), n_ranked)
         for rank, j in enumerate(sorted(picks), start=1):
             d = (base + j * 31) % plan.docs
-            items.append({"doc_id": f"doc-{d}", "doc_version": "1", "channel": "ranked", "rank": rank,
-                          "score": round(1.0 - rank * 0.1 - rng.random() * 0.05, 3)})
-        rec = {"event": "serve", "serve_id": serve_id, "ts": _ts(t, rng), "project": project,
-               "session_id": f"sess-{rng.randrange(10**6)}", "task": _task(q, rng), "items": items}
+            items.append(
+                {
+                    "doc_id": f"doc-{d}",
+                    "doc_version": "1",
+                    "channel": "ranked",
+                    "rank": rank,
+                    "score": round(1.0 - rank * 0.1 - rng.random() * 0.05, 3),
+                }
+            )
+        rec = {
+            "event": "serve",
+            "serve_id": serve_id,
+            "ts": _ts(t, rng),
+            "project": project,
+            "session_id": f"sess-{rng.randrange(10**6)}",
+            "task": _task(q, rng),
+            "items": items,
+        }
         line = orjson.dumps(rec) + b"\n"
         today.append(line)
         serves += 1
@@ -195,12 +240,25 @@ def write_corpus(path: Path, docs: int) -> None:
     """The snapshot: `docs` documents (2% retired, 3% at a newer version, 0.5% superseded) and the rules."""
     lines = []
     for r in range(40):
-        lines.append(orjson.dumps({"doc_id": f"rules/r-{r}", "version": "1", "status": "active",
-                                   "title": f"Rule {r}", "text": f"Always do rule {r}."}))
+        lines.append(
+            orjson.dumps(
+                {
+                    "doc_id": f"rules/r-{r}",
+                    "version": "1",
+                    "status": "active",
+                    "title": f"Rule {r}",
+                    "text": f"Always do rule {r}.",
+                }
+            )
+        )
     for d in range(docs):
-        rec = {"doc_id": f"doc-{d}", "version": "2" if d % 33 == 0 else "1",
-               "status": "retired" if d % 50 == 7 else "active", "title": f"Document {d}",
-               "text": f"Document {d}: how {_OBJECTS[d % len(_OBJECTS)]} works, with examples.",
-               "superseded_by": f"doc-{(d + 1) % docs}" if d % 200 == 11 else None}
+        rec = {
+            "doc_id": f"doc-{d}",
+            "version": "2" if d % 33 == 0 else "1",
+            "status": "retired" if d % 50 == 7 else "active",
+            "title": f"Document {d}",
+            "text": f"Document {d}: how {_OBJECTS[d % len(_OBJECTS)]} works, with examples.",
+            "superseded_by": f"doc-{(d + 1) % docs}" if d % 200 == 11 else None,
+        }
         lines.append(orjson.dumps(rec))
     path.write_bytes(b"\n".join(lines) + b"\n")

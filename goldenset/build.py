@@ -64,11 +64,14 @@ SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
 UNION
 SELECT s.query_id FROM log_serves s SEMI JOIN log_dirty d ON d.serve_id = s.serve_id
 """
-_STAGE_VERDICTS = """
+_STAGE_VERDICTS = (
+    """
 CREATE OR REPLACE TEMP TABLE _wv AS
 SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
 WHERE serve_id IN (SELECT serve_id FROM _items)
-""" + WINNING_VERDICT
+"""
+    + WINNING_VERDICT
+)
 # Judgments with what the current snapshot says of their document. `_query_map` lets the
 # optional near-duplicate step fold several normalised tasks into one query.
 _STAGE_JUDGMENTS = """
@@ -216,20 +219,37 @@ def build_golden_set(
             # queries those lines touched are all that can change.
             # (The label files must be those of that build too: the agent labels agreement
             # compares are carried over with the queries.)
-            incremental = (previous is not None and previous.corpus_content_sha256 == content_sha
-                           and not query_map and not previous.near_duplicate_merges
-                           and previous.labels_signature == label_sig)
+            incremental = (
+                previous is not None
+                and previous.corpus_content_sha256 == content_sha
+                and not query_map
+                and not previous.near_duplicate_merges
+                and previous.labels_signature == label_sig
+            )
             computation, labels_build = ("incremental" if incremental else "full"), build_id
-            funnel, counts = _compute(con, build_id, content_sha, query_map or [],
-                                      carry_from=previous.labels_build_id if incremental and previous else None,
-                                      gate=gate)
+            funnel, counts = _compute(
+                con,
+                build_id,
+                content_sha,
+                query_map or [],
+                carry_from=previous.labels_build_id if incremental and previous else None,
+                gate=gate,
+            )
         con.execute("DELETE FROM log_dirty")
         record = BuildRecord(
-            build_id=build_id, built_at=now, trigger=trigger, corpus_fingerprint=fingerprint,
-            corpus_active_docs=active_docs, near_duplicate_merges=_merged_queries(query_map or []),
-            corpus_content_sha256=content_sha, input_signature=signature, labels_build_id=labels_build,
-            computation=computation, rubric_sha256=rubric_sha256 if label_sig else None,
-            labels_signature=label_sig, **counts,
+            build_id=build_id,
+            built_at=now,
+            trigger=trigger,
+            corpus_fingerprint=fingerprint,
+            corpus_active_docs=active_docs,
+            near_duplicate_merges=_merged_queries(query_map or []),
+            corpus_content_sha256=content_sha,
+            input_signature=signature,
+            labels_build_id=labels_build,
+            computation=computation,
+            rubric_sha256=rubric_sha256 if label_sig else None,
+            labels_signature=label_sig,
+            **counts,
         )
         missing = con.execute(
             "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
@@ -244,12 +264,14 @@ def build_golden_set(
         record.insert(con)
         con.executemany(
             "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
-            [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
-             for i, s in enumerate(funnel)],
+            [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left] for i, s in enumerate(funnel)],
         )
         failpoints.hit("build.before_history")
-        hist = history.record_build(con, build_id) if computation != "repeat" else {
-            "versions_closed": 0, "versions_opened": 0}
+        hist = (
+            history.record_build(con, build_id)
+            if computation != "repeat"
+            else {"versions_closed": 0, "versions_opened": 0}
+        )
         failpoints.hit("build.before_commit")
         con.execute("COMMIT")
     except BaseException:
@@ -263,13 +285,17 @@ def build_golden_set(
 
 
 def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None) -> str:
-    stays = (f"build {previous.build_id} (built {previous.built_at:%Y-%m-%d %H:%M} UTC) stays current"
-             if previous is not None else "no build has been published yet")
+    stays = (
+        f"build {previous.build_id} (built {previous.built_at:%Y-%m-%d %H:%M} UTC) stays current"
+        if previous is not None
+        else "no build has been published yet"
+    )
     return "build not published: " + "; ".join(o.detail for o in blocking) + f"; {stays}"
 
 
-def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]], labels: str = "",
-                    gate: JudgeGate | None = None) -> str:
+def input_signature(
+    con, content_sha: str, query_map: list[tuple[str, str, str]], labels: str = "", gate: JudgeGate | None = None
+) -> str:
     """What a build's result depends on: every ingested file's content, the snapshot, the merges, the labels."""
     files = con.execute(
         "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable'), "
@@ -287,25 +313,48 @@ def input_signature(con, content_sha: str, query_map: list[tuple[str, str, str]]
 
 
 # The golden_builds counts a build computes (the rest of its record is identity).
-_COUNT_COLUMNS = ("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale", "unjudged_items",
-                  "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
-                  "conflicting_serves", "n_human_labels", "n_judge_labels", "human_labels_unused",
-                  "log_labels_overridden", "judge_labels_held_back", "label_lines_read", "label_lines_rejected")
+_COUNT_COLUMNS = (
+    "n_queries",
+    "n_projects",
+    "n_helped",
+    "n_noise",
+    "n_wrong",
+    "n_stale",
+    "unjudged_items",
+    "orphan_verdicts",
+    "unserved_item_verdicts",
+    "lines_read",
+    "lines_rejected",
+    "conflicting_serves",
+    "n_human_labels",
+    "n_judge_labels",
+    "human_labels_unused",
+    "log_labels_overridden",
+    "judge_labels_held_back",
+    "label_lines_read",
+    "label_lines_rejected",
+)
 
 
 def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
     """The funnel and counts of the build whose labels are reused."""
-    funnel = [FunnelStep(*r) for r in con.execute(
-        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-        "WHERE build_id = ? ORDER BY step_order", [labels_build]).fetchall()]
+    funnel = [
+        FunnelStep(*r)
+        for r in con.execute(
+            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+            "WHERE build_id = ? ORDER BY step_order",
+            [labels_build],
+        ).fetchall()
+    ]
     row = con.execute(
         "SELECT " + ", ".join(_COUNT_COLUMNS) + " FROM golden_builds WHERE build_id = ?", [labels_build]
     ).fetchall()[0]
     return funnel, dict(zip(_COUNT_COLUMNS, row, strict=True))
 
 
-def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | None = None,
-             gate: JudgeGate | None = None) -> tuple[list[FunnelStep], dict]:
+def _compute(
+    con, build_id: int, content_sha: str, query_map, carry_from: int | None = None, gate: JudgeGate | None = None
+) -> tuple[list[FunnelStep], dict]:
     """Run the four filters and store the build's labels; return the funnel and counts.
 
     With `carry_from`, only the queries in log_dirty are recomputed; every other query's
@@ -333,26 +382,37 @@ def _compute(con, build_id: int, content_sha: str, query_map, carry_from: int | 
             "INSERT INTO build_labels BY NAME SELECT ? AS build_id, * EXCLUDE (build_id, overridden), "
             "false AS overridden FROM build_labels "
             "WHERE build_id = ? AND source = 'log' AND query_id NOT IN (SELECT query_id FROM _scope)",
-            [build_id, carry_from])
+            [build_id, carry_from],
+        )
     con.execute("INSERT INTO query_stats BY NAME SELECT * FROM _qs")
     con.execute(_INSERT_LABELS, [build_id])
     # The agent's labels after filters 1-3, for agreement: this build's for the queries it
     # recomputed, the carried build's for the others.
     con.execute("CREATE OR REPLACE TEMP TABLE _agent AS SELECT query_id, doc_id, doc_version, verdict FROM _j3")
     if carry_from is not None:
-        con.execute("INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels "
-                    "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)", [carry_from])
-    merged = merge_labels(con, build_id, content_sha, gate, "SELECT * FROM _agent")
+        con.execute(
+            "INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels "
+            "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)",
+            [carry_from],
+        )
+    merged = merge_labels(con, build_id, content_sha, gate or JudgeGate(), "SELECT * FROM _agent")
     funnel, unjudged, unserved = _funnel(con)
     orphans, lines_read, lines_rejected, conflicts = con.execute(_SIDE_COUNTS).fetchall()[0]
     labels = con.execute(_LABEL_COUNTS, [build_id]).fetchall()[0]
     counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels, strict=True))
-    counts.update(unjudged_items=unjudged, orphan_verdicts=orphans, unserved_item_verdicts=unserved,
-                  lines_read=lines_read, lines_rejected=lines_rejected, conflicting_serves=conflicts,
-                  n_human_labels=merged.n_human_labels, n_judge_labels=merged.n_judge_labels,
-                  human_labels_unused=merged.human_labels_unused,
-                  log_labels_overridden=merged.log_labels_overridden,
-                  judge_labels_held_back=merged.judge_labels_held_back)
+    counts.update(
+        unjudged_items=unjudged,
+        orphan_verdicts=orphans,
+        unserved_item_verdicts=unserved,
+        lines_read=lines_read,
+        lines_rejected=lines_rejected,
+        conflicting_serves=conflicts,
+        n_human_labels=merged.n_human_labels,
+        n_judge_labels=merged.n_judge_labels,
+        human_labels_unused=merged.human_labels_unused,
+        log_labels_overridden=merged.log_labels_overridden,
+        judge_labels_held_back=merged.judge_labels_held_back,
+    )
     counts.update(_label_line_counts(con, content_sha))
     return funnel, counts
 
@@ -365,7 +425,9 @@ def _label_line_counts(con, content_sha: str) -> dict[str, int]:
                   (SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (
                      SELECT doc_id, version FROM corpus_documents
                      WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
-                        OR content_sha256 = ?))""", [content_sha]).fetchone()
+                        OR content_sha256 = ?))""",
+        [content_sha],
+    ).fetchone()
     return {"label_lines_read": int(read), "label_lines_rejected": int(rejected_at_ingest + unknown)}
 
 
@@ -382,13 +444,32 @@ def _own_id(project: str, task_norm: str) -> str:
 
 def _funnel(con) -> tuple[list[FunnelStep], int, int]:
     """The funnel, unjudged items and unserved-item verdicts: sums over query_stats."""
-    (judged, judged_serves, always, ranked, ranked_serves, retired, active, active_serves,
-     repeats_dropped, repeats, queries, no_positive_dropped, kept, kept_queries, unjudged, unserved) = (
-        con.execute(_FUNNEL_FROM_STATS).fetchall()[0])
-    return [
-        FunnelStep(STEPS[0], 0, judged, judged_serves),
-        FunnelStep(STEPS[1], always, ranked, ranked_serves),
-        FunnelStep(STEPS[2], retired, active, active_serves),
-        FunnelStep(STEPS[3], repeats_dropped, repeats, queries),
-        FunnelStep(STEPS[4], no_positive_dropped, kept, kept_queries),
-    ], unjudged, unserved
+    (
+        judged,
+        judged_serves,
+        always,
+        ranked,
+        ranked_serves,
+        retired,
+        active,
+        active_serves,
+        repeats_dropped,
+        repeats,
+        queries,
+        no_positive_dropped,
+        kept,
+        kept_queries,
+        unjudged,
+        unserved,
+    ) = con.execute(_FUNNEL_FROM_STATS).fetchall()[0]
+    return (
+        [
+            FunnelStep(STEPS[0], 0, judged, judged_serves),
+            FunnelStep(STEPS[1], always, ranked, ranked_serves),
+            FunnelStep(STEPS[2], retired, active, active_serves),
+            FunnelStep(STEPS[3], repeats_dropped, repeats, queries),
+            FunnelStep(STEPS[4], no_positive_dropped, kept, kept_queries),
+        ],
+        unjudged,
+        unserved,
+    )

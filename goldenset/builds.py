@@ -15,10 +15,26 @@ from goldenset.errors import NoBuild
 
 # The counts a manifest and `status` show, in the order they show them.
 COUNT_FIELDS = (
-    "n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_human_labels", "n_judge_labels", "n_stale",
-    "unjudged_items", "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected",
-    "conflicting_serves", "near_duplicate_merges", "human_labels_unused", "log_labels_overridden",
-    "judge_labels_held_back", "label_lines_read", "label_lines_rejected",
+    "n_queries",
+    "n_projects",
+    "n_helped",
+    "n_noise",
+    "n_wrong",
+    "n_human_labels",
+    "n_judge_labels",
+    "n_stale",
+    "unjudged_items",
+    "orphan_verdicts",
+    "unserved_item_verdicts",
+    "lines_read",
+    "lines_rejected",
+    "conflicting_serves",
+    "near_duplicate_merges",
+    "human_labels_unused",
+    "log_labels_overridden",
+    "judge_labels_held_back",
+    "label_lines_read",
+    "label_lines_rejected",
 )
 
 

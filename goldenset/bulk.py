@@ -29,6 +29,7 @@ decoded only when there is a backslash). The fast path is sound by construction:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -41,9 +42,11 @@ _STRUCTURE = (
     '"items":[{"doc_id":"JSON","doc_version":"JSON","channel":"JSON","rank":"JSON","score":"JSON"}]}'
 )
 # The same shape with VARCHAR leaves: the JSON texts as plain strings.
-_TEXTS = ("STRUCT(event VARCHAR, serve_id VARCHAR, ts VARCHAR, project VARCHAR, task VARCHAR, session_id VARCHAR, "
-          "doc_id VARCHAR, verdict VARCHAR, items STRUCT(doc_id VARCHAR, doc_version VARCHAR, channel VARCHAR, "
-          "rank VARCHAR, score VARCHAR)[])")
+_TEXTS = (
+    "STRUCT(event VARCHAR, serve_id VARCHAR, ts VARCHAR, project VARCHAR, task VARCHAR, session_id VARCHAR, "
+    "doc_id VARCHAR, verdict VARCHAR, items STRUCT(doc_id VARCHAR, doc_version VARCHAR, channel VARCHAR, "
+    "rank VARCHAR, score VARCHAR)[])"
+)
 # gs_str: a string field's value. Without a backslash, the text between the quotes is
 # the value (an unescaped quote cannot occur inside a JSON string).
 # gs_scalar: a string, a number, true or false (JSON null reads as SQL NULL); never
@@ -69,9 +72,12 @@ CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
 """
 _TOP = ("event", "serve_id", "ts", "project", "task", "session_id", "doc_id", "verdict")
 _ITEM = ("doc_id", "doc_version", "channel", "rank", "score")
-_PRESENT = (" + ".join(f"gs_n(r.{f})" for f in (*_TOP, "items"))
-            + " + coalesce(list_sum(list_transform(r.items, lambda i: "
-            + " + ".join(f"gs_n(i.{f})" for f in _ITEM) + ")), 0)")
+_PRESENT = (
+    " + ".join(f"gs_n(r.{f})" for f in (*_TOP, "items"))
+    + " + coalesce(list_sum(list_transform(r.items, lambda i: "
+    + " + ".join(f"gs_n(i.{f})" for f in _ITEM)
+    + ")), 0)"
+)
 # Fields the rules of the line's event do not check must be plain scalars; the fields
 # they check are strings when the line is accepted. A verdict with items goes the
 # second way.
@@ -79,9 +85,13 @@ _UNCHECKED_SCALAR = """CASE WHEN r.event = '"verdict"'
   THEN r.items IS NULL AND gs_scalar(r.project) AND gs_scalar(r.task) AND gs_scalar(r.session_id)
   ELSE gs_scalar(r.session_id) AND gs_scalar(r.doc_id) AND gs_scalar(r.verdict) END"""
 # Each field read, counted with the colons in its text (see _ONLY_FIELDS_READ).
-_FIELDS_AND_COLONS = (" + ".join(f"gs_nc(r.{f})" for f in _TOP) + " + gs_n(r.items)"
-                      + " + coalesce(list_sum(list_transform(r.items, lambda i: "
-                      + " + ".join(f"gs_nc(i.{f})" for f in _ITEM) + ")), 0)")
+_FIELDS_AND_COLONS = (
+    " + ".join(f"gs_nc(r.{f})" for f in _TOP)
+    + " + gs_n(r.items)"
+    + " + coalesce(list_sum(list_transform(r.items, lambda i: "
+    + " + ".join(f"gs_nc(i.{f})" for f in _ITEM)
+    + ")), 0)"
+)
 # Every key is followed by one colon, and colons occur elsewhere only inside strings.
 # Without a backslash in the line, every string's text is as it stands in the line, so
 # the line has no other key than the fields read (none twice, none nested) exactly
@@ -153,8 +163,12 @@ def _content_key(items: str) -> str:
 # Items sorted by doc_id (distinct within a serve, so sorting the rows sorts by it).
 _SERVES = f"""
 CREATE OR REPLACE TEMP TABLE _s AS
-SELECT *, {_content_key("list_sort(list_transform(items, lambda i: [i.doc_id, i.doc_version, i.channel, "
-                        "CASE WHEN i.channel = 'ranked' THEN i.rank_text END]))")} AS content_key
+SELECT *, {
+    _content_key(
+        "list_sort(list_transform(items, lambda i: [i.doc_id, i.doc_version, i.channel, "
+        "CASE WHEN i.channel = 'ranked' THEN i.rank_text END]))"
+    )
+} AS content_key
 FROM (
   SELECT key, gs_str(r.serve_id) AS serve_id, gs_ts(gs_str(r.ts)) AS ts, gs_str(r.project) AS project,
          gs_str(r.task) AS task, gs_str(r.session_id) AS session_id,
@@ -168,7 +182,7 @@ FROM (
 # The contract's normalisation in SQL where it is plain: printable ASCII (plus control
 # characters that are not white space) is NFKC already, casefolds to lower case, and
 # holds no white space but the space. Other tasks are normalised in Python.
-_ASCII_TASK = ("strlen(task) = length(task) AND NOT regexp_matches(task, '[\\t\\x0b\\x0c\\r\\x1c-\\x1f]')")
+_ASCII_TASK = "strlen(task) = length(task) AND NOT regexp_matches(task, '[\\t\\x0b\\x0c\\r\\x1c-\\x1f]')"
 _TASKS = f"""
 CREATE OR REPLACE TEMP TABLE _tasks AS
 SELECT task, task_norm, task_norm <> '' AS has_text FROM (
@@ -182,8 +196,12 @@ SELECT key, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_te
 FROM (SELECT key, unnest(items) AS it FROM _s)
 """
 _PY_CONTENT_KEYS = f"""
-SELECT s.key, {_content_key("list([i.doc_id, i.doc_version, i.channel, CASE WHEN i.channel = 'ranked' THEN i.rank_text END] "
-                            "ORDER BY i.doc_id)")} AS content_key
+SELECT s.key, {
+    _content_key(
+        "list([i.doc_id, i.doc_version, i.channel, CASE WHEN i.channel = 'ranked' THEN i.rank_text END] "
+        "ORDER BY i.doc_id)"
+    )
+} AS content_key
 FROM _py_serves_arrow s JOIN _py_items_arrow i USING (key)
 GROUP BY s.key, ts, project, task
 """
@@ -216,11 +234,16 @@ class Parsed:
 def _task_info(tasks: list[str]) -> pa.Table:
     # NFKC and casefold exist only in Python; they run once per distinct task, not per line.
     norms = [normalise_task(t) for t in tasks]
-    return pa.table({"task": pa.array(tasks, pa.string()), "task_norm": pa.array(norms, pa.string()),
-                     "has_text": pa.array([bool(t.split()) for t in tasks], pa.bool_())})
+    return pa.table(
+        {
+            "task": pa.array(tasks, pa.string()),
+            "task_norm": pa.array(norms, pa.string()),
+            "has_text": pa.array([bool(t.split()) for t in tasks], pa.bool_()),
+        }
+    )
 
 
-def stage(con, extra: list[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
+def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
     """Validate the lines of the temp table `_lines` (key BIGINT, raw VARCHAR, no empty line).
 
     Leaves the accepted records in `_s` (key, serve_id, ts, project, task, task_norm,
@@ -249,7 +272,8 @@ def stage(con, extra: list[tuple[int, bytes]] = (), *, skip_blank: bool = True) 
     n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
     fallback = con.execute(
         "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
-        "USING (key) ORDER BY key").fetchall()
+        "USING (key) ORDER BY key"
+    ).fetchall()
     fallback += list(extra)
     blank = [k for k, s in fallback if _blank(s)] if skip_blank else []
     if blank:
@@ -289,8 +313,12 @@ def _blank(piece: str | bytes) -> bool:
 def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
     """Validate non-blank lines, each under a unique integer key (e.g. file and line number)."""
     text = [(k, s) for k, s in lines if isinstance(s, str)]
-    con.register("_lines_arrow", pa.table({"key": pa.array([k for k, _ in text], pa.int64()),
-                                           "raw": pa.array([s for _, s in text], pa.string())}))
+    con.register(
+        "_lines_arrow",
+        pa.table(
+            {"key": pa.array([k for k, _ in text], pa.int64()), "raw": pa.array([s for _, s in text], pa.string())}
+        ),
+    )
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE _lines AS SELECT * FROM _lines_arrow")
     finally:
@@ -300,7 +328,8 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
         serves = con.sql("SELECT s.*, l.raw FROM _s s LEFT JOIN _lines l USING (key) ORDER BY s.key").to_arrow_table()
         items = con.sql(
             "SELECT i.key, s.serve_id, i.doc_id, i.doc_version, i.channel, i.rank, i.score "
-            "FROM _i i JOIN _s s USING (key) ORDER BY i.key").to_arrow_table()
+            "FROM _i i JOIN _s s USING (key) ORDER BY i.key"
+        ).to_arrow_table()
         verdicts = con.sql("SELECT * FROM _v ORDER BY key").to_arrow_table()
     finally:
         drop_staging(con)
@@ -310,10 +339,10 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
 
 def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
     """The exact rules, line by line, for what the fast path did not take."""
-    s: dict[str, list] = {k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm",
-                                           "query_id", "session_id")}
-    i: dict[str, list] = {k: [] for k in ("key", "doc_id", "doc_version", "channel", "rank", "score",
-                                           "rank_text")}
+    s: dict[str, list] = {
+        k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm", "query_id", "session_id")
+    }
+    i: dict[str, list] = {k: [] for k in ("key", "doc_id", "doc_version", "channel", "rank", "score", "rank_text")}
     v: dict[str, list] = {k: [] for k in ("key", "serve_id", "doc_id", "verdict", "ts")}
     rejects = []
     for key, raw in lines:
@@ -325,16 +354,20 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
             rejects.append((key, exc.reason, exc.detail, text))
             continue
         if isinstance(rec, Serve):
-            for k, val in zip(s, (key, rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm,
-                                  rec.query_id, rec.session_id), strict=True):
+            for k, val in zip(
+                s,
+                (key, rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm, rec.query_id, rec.session_id),
+                strict=True,
+            ):
                 s[k].append(val)
             for it in rec.items:
-                for k, val in zip(i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score,
-                                      it.rank_text), strict=True):
-                    i[k].append(val)
+                for k, item_val in zip(
+                    i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text), strict=True
+                ):
+                    i[k].append(item_val)
         else:
-            for k, val in zip(v, (key, rec.serve_id, rec.doc_id, rec.verdict, rec.ts), strict=True):
-                v[k].append(val)
+            for k, verdict_val in zip(v, (key, rec.serve_id, rec.doc_id, rec.verdict, rec.ts), strict=True):
+                v[k].append(verdict_val)
     types = {"key": pa.int64(), "ts": pa.timestamp("us"), "rank": pa.int64(), "score": pa.float64()}
 
     def table(cols):

@@ -27,13 +27,19 @@ class CheckSpec:
         return "ERROR" if self.blocking else "WARN"
 
 
-FUNNEL_ADDS_UP = CheckSpec("funnel_adds_up", True, "Each step's judgments_left = the previous step's left - its dropped.")
-REJECTED_SHARE = CheckSpec("rejected_share", True, "Rejected log lines stay at or under the blocking share (default 10%).")
-REJECTED_SHARE_WARNING = CheckSpec("rejected_share_warning", False,
-                                   "Rejected log lines stay at or under the warning share (default 1%).")
+FUNNEL_ADDS_UP = CheckSpec(
+    "funnel_adds_up", True, "Each step's judgments_left = the previous step's left - its dropped."
+)
+REJECTED_SHARE = CheckSpec(
+    "rejected_share", True, "Rejected log lines stay at or under the blocking share (default 10%)."
+)
+REJECTED_SHARE_WARNING = CheckSpec(
+    "rejected_share_warning", False, "Rejected log lines stay at or under the warning share (default 1%)."
+)
 NOT_EMPTY = CheckSpec("golden_set_not_empty", False, "At least one label survives the filters.")
-ACTIVE_DOCUMENTS = CheckSpec("labels_point_at_active_documents", True,
-                             "Every label's document is active in the snapshot.")
+ACTIVE_DOCUMENTS = CheckSpec(
+    "labels_point_at_active_documents", True, "Every label's document is active in the snapshot."
+)
 CHECKS: tuple[CheckSpec, ...] = (FUNNEL_ADDS_UP, REJECTED_SHARE, REJECTED_SHARE_WARNING, NOT_EMPTY, ACTIVE_DOCUMENTS)
 
 
@@ -80,7 +86,7 @@ def emptied_by(funnel: list[FunnelStep]) -> str | None:
 _WHY = {
     "always_served": "every judged item was served on the `always` channel (never ranked)",
     "retired": "every ranked judgment names a document that is not active in the corpus snapshot "
-               "(check that --corpus is the index the log was served from)",
+    "(check that --corpus is the index the log was served from)",
     "repeats": "nothing survived the repeats step",
     "no_positive": "no query has a `helped` judgment",
 }
@@ -94,13 +100,16 @@ def empty_reason(funnel: list[FunnelStep], record: BuildRecord) -> str:
         return f"the golden set is empty: {judged} judgments, all dropped by `{step}`: {_WHY.get(step, step)}"
     if record.lines_read == 0:
         return "the golden set is empty: no log line has been read"
-    return ("the golden set is empty: no verdict matches an item of an accepted serve "
-            f"({record.orphan_verdicts} orphan verdicts, {record.unserved_item_verdicts} on unserved items, "
-            f"{record.unjudged_items} unjudged items)")
+    return (
+        "the golden set is empty: no verdict matches an item of an accepted serve "
+        f"({record.orphan_verdicts} orphan verdicts, {record.unserved_item_verdicts} on unserved items, "
+        f"{record.unjudged_items} unjudged items)"
+    )
 
 
-def evaluate_checks(cfg: BuildChecks, funnel: list[FunnelStep], record: BuildRecord,
-                    labels_missing_document: int) -> list[CheckOutcome]:
+def evaluate_checks(
+    cfg: BuildChecks, funnel: list[FunnelStep], record: BuildRecord, labels_missing_document: int
+) -> list[CheckOutcome]:
     """Evaluate every check of CHECKS on a computed (not yet published) build."""
     out = []
 
@@ -109,43 +118,61 @@ def evaluate_checks(cfg: BuildChecks, funnel: list[FunnelStep], record: BuildRec
         for prev, step in zip(funnel, funnel[1:], strict=False)
         if step.judgments_left != prev.judgments_left - step.judgments_dropped
     ]
-    out.append(CheckOutcome(
-        FUNNEL_ADDS_UP, not broken,
-        "the filter funnel adds up" if not broken else "funnel does not add up: " + "; ".join(broken),
-        {"broken_steps": len(broken)},
-    ))
+    out.append(
+        CheckOutcome(
+            FUNNEL_ADDS_UP,
+            not broken,
+            "the filter funnel adds up" if not broken else "funnel does not add up: " + "; ".join(broken),
+            {"broken_steps": len(broken)},
+        )
+    )
 
     read, rejected = record.lines_read, record.lines_rejected
     share = rejected / read if read else 0.0
     block = share > cfg.block_rejected_share
     warn = share > cfg.warn_rejected_share
     figures = {"rejected": rejected, "lines_read": read, "share": share}
-    out.append(CheckOutcome(
-        REJECTED_SHARE, not block,
-        f"{rejected:,} of {read:,} log lines rejected ({share:.1%}), above the blocking share "
-        f"{cfg.block_rejected_share:.0%} (--block-rejected-share changes it); `goldenset rejects` lists them"
-        if block else f"{rejected:,} of {read:,} log lines rejected ({share:.2%})",
-        {**figures, "block_above": cfg.block_rejected_share},
-    ))
-    out.append(CheckOutcome(
-        REJECTED_SHARE_WARNING, not warn,
-        f"{share:.2%} of log lines rejected, above the {cfg.warn_rejected_share:.0%} warning line; "
-        "`goldenset rejects` lists them"
-        if warn else f"rejected share {share:.2%} within {cfg.warn_rejected_share:.0%}",
-        {**figures, "warn_above": cfg.warn_rejected_share},
-    ))
+    out.append(
+        CheckOutcome(
+            REJECTED_SHARE,
+            not block,
+            f"{rejected:,} of {read:,} log lines rejected ({share:.1%}), above the blocking share "
+            f"{cfg.block_rejected_share:.0%} (--block-rejected-share changes it); `goldenset rejects` lists them"
+            if block
+            else f"{rejected:,} of {read:,} log lines rejected ({share:.2%})",
+            {**figures, "block_above": cfg.block_rejected_share},
+        )
+    )
+    out.append(
+        CheckOutcome(
+            REJECTED_SHARE_WARNING,
+            not warn,
+            f"{share:.2%} of log lines rejected, above the {cfg.warn_rejected_share:.0%} warning line; "
+            "`goldenset rejects` lists them"
+            if warn
+            else f"rejected share {share:.2%} within {cfg.warn_rejected_share:.0%}",
+            {**figures, "warn_above": cfg.warn_rejected_share},
+        )
+    )
 
     n_labels = record.n_labels
-    out.append(CheckOutcome(
-        NOT_EMPTY, n_labels > 0,
-        f"{n_labels} labels over {record.n_queries} queries" if n_labels else empty_reason(funnel, record),
-        {"labels": n_labels, "queries": record.n_queries, "emptied_by": emptied_by(funnel) or ""},
-    ))
+    out.append(
+        CheckOutcome(
+            NOT_EMPTY,
+            n_labels > 0,
+            f"{n_labels} labels over {record.n_queries} queries" if n_labels else empty_reason(funnel, record),
+            {"labels": n_labels, "queries": record.n_queries, "emptied_by": emptied_by(funnel) or ""},
+        )
+    )
 
-    out.append(CheckOutcome(
-        ACTIVE_DOCUMENTS, labels_missing_document == 0,
-        "every label's document is active in the snapshot" if labels_missing_document == 0
-        else f"{labels_missing_document} labels point at documents not active in the snapshot",
-        {"labels_missing_document": labels_missing_document},
-    ))
+    out.append(
+        CheckOutcome(
+            ACTIVE_DOCUMENTS,
+            labels_missing_document == 0,
+            "every label's document is active in the snapshot"
+            if labels_missing_document == 0
+            else f"{labels_missing_document} labels point at documents not active in the snapshot",
+            {"labels_missing_document": labels_missing_document},
+        )
+    )
     return out

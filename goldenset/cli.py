@@ -36,13 +36,26 @@ app = typer.Typer(
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-LogsOpt = Annotated[str | None, typer.Option("--logs", help="Serve-log directory (else GOLDENSET_LOGS, else HOME/logs).")]
-CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="Corpus snapshot file (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
+LogsOpt = Annotated[
+    str | None, typer.Option("--logs", help="Serve-log directory (else GOLDENSET_LOGS, else HOME/logs).")
+]
+CorpusOpt = Annotated[
+    str | None, typer.Option("--corpus", help="Corpus snapshot file (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")
+]
 DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-LabelsOpt = Annotated[str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")]
-RubricOpt = Annotated[str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")]
-WaitOpt = Annotated[float | None, typer.Option(
-    "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")]
+LabelsOpt = Annotated[
+    str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
+]
+RubricOpt = Annotated[
+    str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
+]
+WaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+    ),
+]
 
 
 def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
@@ -62,8 +75,10 @@ def reading(db: Path, wait: float | None = None) -> Iterator:
         yield con
     except duckdb.Error as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"warehouse {db} could not be read ({first}); if the file is damaged, restore it from a "
-                         "backup, or move it aside and build again from the logs") from None
+        raise InputError(
+            f"warehouse {db} could not be read ({first}); if the file is damaged, restore it from a "
+            "backup, or move it aside and build again from the logs"
+        ) from None
     finally:
         con.close()
 
@@ -90,7 +105,9 @@ def status(
 @app.command()
 def rejects(
     reason: Annotated[str | None, typer.Option(help="Only this reason (e.g. invalid_json).")] = None,
-    file: Annotated[str | None, typer.Option(help="Only this file, relative to LOGS (a glob: 'dt=2026-11-*/*').")] = None,
+    file: Annotated[
+        str | None, typer.Option(help="Only this file, relative to LOGS (a glob: 'dt=2026-11-*/*').")
+    ] = None,
     limit: Annotated[int, typer.Option(help="At most this many lines (0: all).")] = 50,
     width: Annotated[int, typer.Option(help="Cut the raw line to this many characters.")] = 120,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per line (JSON Lines).")] = False,
@@ -106,11 +123,23 @@ def rejects(
         rows, total = list_rejects(con, reason=reason, file=file, limit=limit or None)
         reasons = known_reasons(con) if reason and not total else []
     if reason and not total and reasons:
-        err.print(f"no line rejected as {reason!r}; reasons present: {', '.join(reasons)}", markup=False, soft_wrap=True)
+        err.print(
+            f"no line rejected as {reason!r}; reasons present: {', '.join(reasons)}", markup=False, soft_wrap=True
+        )
     if as_json:
         for r in rows:
-            typer.echo(json.dumps({"source_file": r.source_file, "line": r.line, "reason": r.reason,
-                                   "detail": r.detail, "raw": r.raw}, ensure_ascii=False))
+            typer.echo(
+                json.dumps(
+                    {
+                        "source_file": r.source_file,
+                        "line": r.line,
+                        "reason": r.reason,
+                        "detail": r.detail,
+                        "raw": r.raw,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         return
     t = Table(title=f"{len(rows)} of {total} rejected line(s)", title_justify="left")
     for col in ("file", "line", "reason", "detail", "raw"):
@@ -119,8 +148,9 @@ def rejects(
         t.add_row(r.source_file, "" if r.line is None else str(r.line), r.reason, r.detail or "", r.raw_cut(width))
     out.print(t)
     if total > len(rows):
-        out.print(f"{total - len(rows)} more: raise --limit (0 shows all) or filter with --reason / --file",
-                  markup=False)
+        out.print(
+            f"{total - len(rows)} more: raise --limit (0 shows all) or filter with --reason / --file", markup=False
+        )
 
 
 @app.command()
@@ -135,8 +165,10 @@ def export(
 
     with reading(resolve_paths(db=db).db, wait) as con:
         res = export_build(con, out_dir, build_id)
-    typer.echo(f"exported build {res.build_id} to {res.out}: {res.n_queries} queries, "
-               f"{res.n_labels} labels, {res.n_documents} documents")
+    typer.echo(
+        f"exported build {res.build_id} to {res.out}: {res.n_queries} queries, "
+        f"{res.n_labels} labels, {res.n_documents} documents"
+    )
 
 
 def print_status(st, title: str) -> None:
@@ -145,8 +177,9 @@ def print_status(st, title: str) -> None:
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
-    t.add_row("built at", f"{b.built_at:%Y-%m-%d %H:%M:%S} UTC ({b.trigger}, {b.computation}, "
-                          f"{st.age_days:.2f} days ago)")
+    t.add_row(
+        "built at", f"{b.built_at:%Y-%m-%d %H:%M:%S} UTC ({b.trigger}, {b.computation}, {st.age_days:.2f} days ago)"
+    )
     corpus = st.corpus
     t.add_row("corpus at build", f"{corpus.fingerprint_at_build[:16]} ({b.corpus_active_docs} active documents)")
     if corpus.drift_since_build is not None:
@@ -157,8 +190,10 @@ def print_status(st, title: str) -> None:
     t.add_row("queries / projects", f"{b.n_queries} / {b.n_projects}")
     t.add_row("log labels helped / noise / wrong", f"{b.n_helped} / {b.n_noise} / {b.n_wrong}")
     if b.n_human_labels or b.human_labels_unused or b.label_lines_read:
-        t.add_row("human labels (unused / overriding a log label)",
-                  f"{b.n_human_labels} ({b.human_labels_unused} / {b.log_labels_overridden})")
+        t.add_row(
+            "human labels (unused / overriding a log label)",
+            f"{b.n_human_labels} ({b.human_labels_unused} / {b.log_labels_overridden})",
+        )
     if b.n_judge_labels or b.judge_labels_held_back:
         t.add_row("judge labels (held back)", f"{b.n_judge_labels} ({b.judge_labels_held_back})")
     for j in st.judges_held_back:
@@ -172,8 +207,9 @@ def print_status(st, title: str) -> None:
     t.add_row("unjudged items", str(b.unjudged_items))
     t.add_row("relabel queue", f"{st.relabel_queue}{_breakdown(st.relabel_queue_by_reason)}")
     if st.labelling_queue_by_reason:
-        t.add_row("labelling queue", f"{sum(st.labelling_queue_by_reason.values())}"
-                                     f"{_breakdown(st.labelling_queue_by_reason)}")
+        t.add_row(
+            "labelling queue", f"{sum(st.labelling_queue_by_reason.values())}{_breakdown(st.labelling_queue_by_reason)}"
+        )
     out.print(t)
     f = Table(title="filter funnel", title_justify="left")
     for col in ("step", "dropped", "judgments left", "units left"):
@@ -211,8 +247,14 @@ class RichReporter:
 
         self.console = console
         self.bars = console.is_terminal
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console, transient=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.active = 0
 
     def start(self, description: str, total: int | None) -> object:
@@ -250,24 +292,28 @@ def main(argv: list[str] | None = None, application: typer.Typer | None = None) 
     except GoldensetError as exc:
         _report(exc)
         return exc.exit_code
-    except (typer.Exit, SystemExit) as exc:
-        code = getattr(exc, "exit_code", None)
-        return code if code is not None else (exc.code if isinstance(exc.code, int) else 0)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
     except (typer.Abort, KeyboardInterrupt):
         err.print("Aborted.")
         return 130
     except Exception as exc:
         # Usage errors from the (vendored) click parser carry their own exit code, 2.
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            return exc.exit_code
+        exit_code = getattr(exc, "exit_code", None)
+        show = getattr(exc, "show", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            return exit_code
         if isinstance(exc, OSError):
             sys.stderr.write(f"Error: {exc.strerror or exc}: {exc.filename or ''}\n".replace(": \n", "\n"))
             return 1
         sys.stderr.write(
             f"Error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
             "This is a bug in goldenset; please report it with the command you ran. "
-            "GOLDENSET_DEBUG=1 shows the traceback.\n")
+            "GOLDENSET_DEBUG=1 shows the traceback.\n"
+        )
         import os
 
         if os.environ.get("GOLDENSET_DEBUG"):

@@ -69,8 +69,13 @@ class CorpusSnapshot:
                 "updated_at": [d.updated_at for d in self.documents],
             },
             schema={
-                "doc_id": pl.String, "version": pl.String, "status": pl.String, "title": pl.String,
-                "text": pl.String, "text_sha256": pl.String, "superseded_by": pl.String,
+                "doc_id": pl.String,
+                "version": pl.String,
+                "status": pl.String,
+                "title": pl.String,
+                "text": pl.String,
+                "text_sha256": pl.String,
+                "superseded_by": pl.String,
                 "updated_at": pl.String,
             },
         )
@@ -80,7 +85,7 @@ def fingerprint(documents) -> str:
     """sha256 over `doc_id \\x1f version \\x1f sha256(text) \\n` of active documents by doc_id."""
     h = hashlib.sha256()
     for d in sorted((d for d in documents if d.status == "active"), key=lambda d: d.doc_id):
-        h.update(f"{d.doc_id}\x1f{d.version}\x1f{d.text_sha256}\n".encode("utf-8"))
+        h.update(f"{d.doc_id}\x1f{d.version}\x1f{d.text_sha256}\n".encode())
     return h.hexdigest()
 
 
@@ -158,8 +163,7 @@ def _rows_from_jsonl(path: Path):
 def _rows_from_parquet(path: Path):
     import pyarrow.parquet as pq
 
-    for n, row in enumerate(pq.read_table(path).to_pylist(), start=1):
-        yield n, row
+    yield from enumerate(pq.read_table(path).to_pylist(), start=1)
 
 
 def read_corpus(path: str | Path) -> CorpusSnapshot:
@@ -182,12 +186,15 @@ def read_corpus(path: str | Path) -> CorpusSnapshot:
     seen: set[str] = set()
     try:
         for n, row in rows(path):
+            doc: Document | None
+            why: str | None
             if isinstance(row, Exception):
                 doc, why = None, f"invalid JSON ({row})"
             else:
                 doc, why = _check_row(row)
             if doc is not None and doc.doc_id in seen:
-                doc, why = None, f"doc_id {doc.doc_id!r} appears twice"
+                why = f"doc_id {doc.doc_id!r} appears twice"
+                doc = None
             if doc is None:
                 n_bad += 1
                 if len(bad) < _MAX_NAMED:

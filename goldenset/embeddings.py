@@ -58,7 +58,7 @@ class Embedder:
         self._model_path = model_path
         self.batch_size = batch_size
         self.device = device
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         # Counts texts actually run through the model, so tests (and logs) can show
         # that cached texts were not embedded again.
@@ -134,7 +134,7 @@ class Embedder:
             parts = []
             with progress.step("embedding texts", total=len(texts)) as advance:
                 for start in range(0, len(order), size):
-                    batch = [texts[i] for i in order[start:start + size]]
+                    batch = [texts[i] for i in order[start : start + size]]
                     parts.append(self._encode(model, batch))
                     advance(len(batch))
             sorted_vecs = np.concatenate(parts)
@@ -150,8 +150,11 @@ class Embedder:
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         try:
             vecs = model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
         except Exception as exc:
             raise EmbeddingModelError(f"dense model {self.model_path!r} failed to embed: {exc}") from exc
@@ -173,14 +176,13 @@ def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool =
     keys = [text_sha256(t) for t in texts]
     wanted = sorted(set(keys))
     rows = con.execute(
-        "SELECT text_sha256, vector FROM embedding_cache "
-        "WHERE model = ? AND list_contains(?, text_sha256)",
+        "SELECT text_sha256, vector FROM embedding_cache WHERE model = ? AND list_contains(?, text_sha256)",
         [model, wanted],
     ).fetchall()
     found = {k: np.asarray(v, dtype=np.float32) for k, v in rows}
     missing = [k for k in wanted if k not in found]
     if missing:
-        first_text = {}
+        first_text: dict[str, str] = {}
         for k, t in zip(keys, texts, strict=True):
             first_text.setdefault(k, t)
         new = embedder.embed([first_text[k] for k in missing])
@@ -192,13 +194,15 @@ def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool =
 
 
 def _store(con, model: str, keys: list[str], vectors: np.ndarray) -> None:
-    table = pa.table({
-        "model": [model] * len(keys),
-        "text_sha256": keys,
-        "dim": [int(vectors.shape[1])] * len(keys),
-        "vector": pa.array(list(vectors), type=pa.list_(pa.float32())),
-        "created_at": [datetime.now(UTC).replace(tzinfo=None)] * len(keys),
-    })
+    table = pa.table(
+        {
+            "model": [model] * len(keys),
+            "text_sha256": keys,
+            "dim": [int(vectors.shape[1])] * len(keys),
+            "vector": pa.array(list(vectors), type=pa.list_(pa.float32())),
+            "created_at": [datetime.now(UTC).replace(tzinfo=None)] * len(keys),
+        }
+    )
     view = "_goldenset_new_embeddings"
     con.register(view, table)
     try:

@@ -35,9 +35,12 @@ def build_manifest(con, build: BuildRecord) -> dict:
         "WHERE build_id = ? ORDER BY step_order",
         [build.build_id],
     ).fetchall()
-    by_source = dict(con.execute(
-        "SELECT source, count(*) FROM golden_set_by_build WHERE build_id = ? GROUP BY source ORDER BY source",
-        [build.build_id]).fetchall())
+    by_source = dict(
+        con.execute(
+            "SELECT source, count(*) FROM golden_set_by_build WHERE build_id = ? GROUP BY source ORDER BY source",
+            [build.build_id],
+        ).fetchall()
+    )
     return {
         "build_id": build.build_id,
         "built_at": _iso(build.built_at),
@@ -47,9 +50,7 @@ def build_manifest(con, build: BuildRecord) -> dict:
         "corpus_active_docs": build.corpus_active_docs,
         "counts": build.counts(),
         "labels_by_source": {src: by_source.get(src, 0) for src in ("log", "human", "judge")},
-        "funnel": [
-            {"step": s, "judgments_dropped": d, "judgments_left": n, "units_left": u} for s, d, n, u in funnel
-        ],
+        "funnel": [{"step": s, "judgments_dropped": d, "judgments_left": n, "units_left": u} for s, d, n, u in funnel],
     }
 
 
@@ -76,13 +77,11 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     manifest = build_manifest(con, build)
     labels = con.execute(
         # The grade, so human labels keep their scale; a log-only set exports 1 and 0 as before.
-        "SELECT query_id, doc_id, grade FROM golden_set_by_build WHERE build_id = ? "
-        "ORDER BY query_id, doc_id",
+        "SELECT query_id, doc_id, grade FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id, doc_id",
         [build_id],
     ).fetchall()
     queries = con.execute(
-        "SELECT DISTINCT query_id, task, project FROM golden_set_by_build WHERE build_id = ? "
-        "ORDER BY query_id",
+        "SELECT DISTINCT query_id, task, project FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id",
         [build_id],
     ).fetchall()
     docs = con.execute(
@@ -94,16 +93,23 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     # Every file is written beside its target and moved into place only when all are
     # written (the manifest last): a reader, or a kill, never finds a half-written file, and
     # an export that dies before the end leaves the previous one whole.
-    _write_all(out, {
-        "corpus.jsonl": (json.dumps({"_id": d, "title": t or "", "text": x}, ensure_ascii=False) + "\n"
-                         for d, t, x in docs),
-        "queries.jsonl": (json.dumps({"_id": q, "text": t, "metadata": {"project": p}}, ensure_ascii=False) + "\n"
-                          for q, t, p in queries),
-        "qrels/test.tsv": itertools.chain(["query-id\tcorpus-id\tscore\n"],
-                                          (f"{q}\t{d}\t{g}\n" for q, d, g in labels)),
-        "qrels.trec": (f"{q} 0 {d} {g}\n" for q, d, g in labels),
-        "manifest.json": [json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"],
-    })
+    _write_all(
+        out,
+        {
+            "corpus.jsonl": (
+                json.dumps({"_id": d, "title": t or "", "text": x}, ensure_ascii=False) + "\n" for d, t, x in docs
+            ),
+            "queries.jsonl": (
+                json.dumps({"_id": q, "text": t, "metadata": {"project": p}}, ensure_ascii=False) + "\n"
+                for q, t, p in queries
+            ),
+            "qrels/test.tsv": itertools.chain(
+                ["query-id\tcorpus-id\tscore\n"], (f"{q}\t{d}\t{g}\n" for q, d, g in labels)
+            ),
+            "qrels.trec": (f"{q} 0 {d} {g}\n" for q, d, g in labels),
+            "manifest.json": [json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"],
+        },
+    )
     return ExportResult(out, build_id, len(queries), len(labels), len(docs))
 
 

@@ -117,9 +117,12 @@ def _unchanged_by_stat(st, known) -> bool:
 
 def _known_files(con) -> dict[str, tuple]:
     """What the warehouse recorded of every file it ingested, in one query."""
-    return {r[0]: r[1:] for r in con.execute(
-        "SELECT source_file, content_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) FROM log_files"
-    ).fetchall()}
+    return {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT source_file, content_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) FROM log_files"
+        ).fetchall()
+    }
 
 
 @dataclass
@@ -236,8 +239,9 @@ class _Batch:
         try:
             for first_line, text in stream.chunks():
                 self._add_chunk(base + first_line - 1, text)
-            self.files.append(_FileState(todo, stream.content_sha256, stream.size_bytes, stream.mtime,
-                                         stream.lines_total))
+            self.files.append(
+                _FileState(todo, stream.content_sha256, stream.size_bytes, stream.mtime, stream.lines_total)
+            )
             self.text_bytes += stream.text_bytes
             return
         except NotPlainText:
@@ -249,17 +253,34 @@ class _Batch:
             # Readable a moment ago, unreadable now: keep what was committed.
             todo.report.files_unchanged += 1
             return
-        text = [(base | n, s) for n, s in content.lines if isinstance(s, str)]
+        text_lines = [(base | n, s) for n, s in content.lines if isinstance(s, str)]
         self.extra += [(base | n, s) for n, s in content.lines if not isinstance(s, str)]
-        if text:
-            self.con.register("_chunk_lines", pa.table({"key": pa.array([k for k, _ in text], pa.int64()),
-                                                        "raw": pa.array([s for _, s in text], pa.string())}))
+        if text_lines:
+            self.con.register(
+                "_chunk_lines",
+                pa.table(
+                    {
+                        "key": pa.array([k for k, _ in text_lines], pa.int64()),
+                        "raw": pa.array([s for _, s in text_lines], pa.string()),
+                    }
+                ),
+            )
             try:
                 self.con.execute("INSERT INTO _lines SELECT key, raw FROM _chunk_lines")
             finally:
                 self.con.unregister("_chunk_lines")
-        self.files.append(_FileState(todo, content.content_sha256, content.size_bytes, content.mtime,
-                                     content.lines_total, content.lines_read, content.fault, content.fault_line))
+        self.files.append(
+            _FileState(
+                todo,
+                content.content_sha256,
+                content.size_bytes,
+                content.mtime,
+                content.lines_total,
+                content.lines_read,
+                content.fault,
+                content.fault_line,
+            )
+        )
         self.text_bytes += sum(len(s) for _, s in content.lines)
 
     def _add_chunk(self, base: int, text: str) -> None:
@@ -274,23 +295,33 @@ class _Batch:
         con, files = self.con, self.files
         now = utcnow()
         staged = stage(con, self.extra)
-        rejects = list(staged.rejects)
+        rejects: list[tuple[int, str, str, str | None]] = list(staged.rejects)
         for no, fs in enumerate(files):
             if fs.fault is not None:
                 rejects.append(((no << _LINE_BITS) | (fs.fault_line or 0), "unreadable_file", fs.fault, None))
-        con.register("_rejects_arrow", pa.table({
-            "key": pa.array([r[0] for r in rejects], pa.int64()),
-            "reason": pa.array([r[1] for r in rejects], pa.string()),
-            "detail": pa.array([r[2] for r in rejects], pa.string()),
-            "raw": pa.array([r[3] for r in rejects], pa.string()),
-            "rejected_at": pa.array([now] * len(rejects), pa.timestamp("us")),
-        }))
-        con.register("_files_arrow", pa.table({
-            "file_no": pa.array(range(len(files)), pa.int64()),
-            "source_file": pa.array([fs.todo.file.source_file for fs in files], pa.string()),
-            "dt": pa.array([fs.todo.file.dt for fs in files], pa.string()),
-            "file_name": pa.array([fs.todo.file.file_name for fs in files], pa.string()),
-        }))
+        con.register(
+            "_rejects_arrow",
+            pa.table(
+                {
+                    "key": pa.array([r[0] for r in rejects], pa.int64()),
+                    "reason": pa.array([r[1] for r in rejects], pa.string()),
+                    "detail": pa.array([r[2] for r in rejects], pa.string()),
+                    "raw": pa.array([r[3] for r in rejects], pa.string()),
+                    "rejected_at": pa.array([now] * len(rejects), pa.timestamp("us")),
+                }
+            ),
+        )
+        con.register(
+            "_files_arrow",
+            pa.table(
+                {
+                    "file_no": pa.array(range(len(files)), pa.int64()),
+                    "source_file": pa.array([fs.todo.file.source_file for fs in files], pa.string()),
+                    "dt": pa.array([fs.todo.file.dt for fs in files], pa.string()),
+                    "file_name": pa.array([fs.todo.file.file_name for fs in files], pa.string()),
+                }
+            ),
+        )
         try:
             con.execute("CREATE OR REPLACE TEMP TABLE _batch_rejects AS SELECT * FROM _rejects_arrow")
             con.execute("CREATE OR REPLACE TEMP TABLE _batch_files AS SELECT * FROM _files_arrow")
@@ -299,9 +330,11 @@ class _Batch:
             con.unregister("_files_arrow")
         n = len(files)
         lines, serves, verdicts = ([0] * n for _ in range(3))
-        for counts, sql in ((lines, "SELECT key >> 32, count(*) FROM _lines GROUP BY ALL"),
-                            (serves, "SELECT key >> 32, count(*) FROM _s GROUP BY ALL"),
-                            (verdicts, "SELECT key >> 32, count(*) FROM _v GROUP BY ALL")):
+        for counts, sql in (
+            (lines, "SELECT key >> 32, count(*) FROM _lines GROUP BY ALL"),
+            (serves, "SELECT key >> 32, count(*) FROM _s GROUP BY ALL"),
+            (verdicts, "SELECT key >> 32, count(*) FROM _v GROUP BY ALL"),
+        ):
             for no, c in con.execute(sql).fetchall():
                 counts[no] = c
         for key in staged.blank:
@@ -326,9 +359,22 @@ class _Batch:
                 "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
                 "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
                 "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
-                [[fs.todo.file.source_file, fs.todo.file.dt, fs.todo.file.file_name, fs.content_sha256,
-                  fs.size_bytes, fs.mtime, fs.lines_total, read[no], per_file_rejects[no], now, now]
-                 for no, fs in enumerate(files)],
+                [
+                    [
+                        fs.todo.file.source_file,
+                        fs.todo.file.dt,
+                        fs.todo.file.file_name,
+                        fs.content_sha256,
+                        fs.size_bytes,
+                        fs.mtime,
+                        fs.lines_total,
+                        read[no],
+                        per_file_rejects[no],
+                        now,
+                        now,
+                    ]
+                    for no, fs in enumerate(files)
+                ],
             )
         failpoints.hit("ingest.after_batch")
         for no, fs in enumerate(files):

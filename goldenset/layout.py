@@ -71,6 +71,4 @@ def require_files(root: Path, what: str, option: str) -> None:
     for p in root.iterdir():
         if p.is_dir() and _DT.fullmatch(p.name) and any(c.is_file() and _is_log_file(c.name) for c in p.iterdir()):
             return
-    raise InputError(
-        f"no files match {root}/dt=YYYY-MM-DD/*.jsonl[.gz]; found {describe(root)}"
-    )
+    raise InputError(f"no files match {root}/dt=YYYY-MM-DD/*.jsonl[.gz]; found {describe(root)}")

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _DT_FOLDER = re.compile(r"dt=([0-9]{4}-[0-9]{2}-[0-9]{2})")
 
@@ -56,8 +57,7 @@ def list_files(root: Path, dt: str) -> list[LogFile]:
     if not folder.is_dir():
         return []
     names = sorted(
-        p.name for p in folder.iterdir()
-        if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz"))
+        p.name for p in folder.iterdir() if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz"))
     )
     return [LogFile(folder / n, dt, n) for n in names]
 
@@ -120,7 +120,7 @@ class TextStream:
         st = os.fstat(fh.fileno())
         digest = hashlib.sha256()
         source = _Hashing(fh, digest)
-        stream = gzip.GzipFile(fileobj=source, mode="rb") if self.file.file_name.endswith(".gz") else source
+        stream: Any = gzip.GzipFile(fileobj=source, mode="rb") if self.file.file_name.endswith(".gz") else source  # type: ignore[call-overload]
         line, carry, first = 1, b"", True
         while block := stream.read(self.chunk_bytes):
             if first:
@@ -132,7 +132,7 @@ class TextStream:
             if cut < 0:
                 carry = data
                 continue
-            piece, carry = data[:cut], data[cut + 1:]
+            piece, carry = data[:cut], data[cut + 1 :]
             yield line, self._decode(piece)
             line += piece.count(b"\n") + 1
         while source.read(1 << 20):  # the hash covers every byte of the file

@@ -55,8 +55,12 @@ def step(description: str, total: int | None = None) -> Iterator[Callable[[int],
     """A long step: yields `advance(n)`; the reporter shows it while it runs."""
     reporter = _reporter
     handle = reporter.start(description, total)
+
+    def advance(n: int = 1) -> None:
+        reporter.advance(handle, n)
+
     try:
-        yield lambda n=1: reporter.advance(handle, n)
+        yield advance
     finally:
         reporter.finish(handle)
 

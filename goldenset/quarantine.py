@@ -27,8 +27,9 @@ class Reject:
         return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
-def list_rejects(con, *, reason: str | None = None, file: str | None = None, limit: int | None = 50
-                 ) -> tuple[list[Reject], int]:
+def list_rejects(
+    con, *, reason: str | None = None, file: str | None = None, limit: int | None = 50
+) -> tuple[list[Reject], int]:
     """Rejected lines in (file, line) order, filtered by reason and file (a glob); and how many match.
 
     `file` matches `source_file` (relative to LOGS, label files under `labels/`) as a
@@ -46,8 +47,10 @@ def list_rejects(con, *, reason: str | None = None, file: str | None = None, lim
     clause = (" WHERE " + " AND ".join(where)) if where else ""
     total = con.execute("SELECT count(*) FROM rejected_records" + clause, params).fetchall()[0][0]
     rows = con.execute(
-        "SELECT source_file, line, reason, raw, detail, rejected_at FROM rejected_records" + clause
-        + " ORDER BY source_file, line NULLS FIRST, reason" + (" LIMIT ?" if limit is not None else ""),
+        "SELECT source_file, line, reason, raw, detail, rejected_at FROM rejected_records"
+        + clause
+        + " ORDER BY source_file, line NULLS FIRST, reason"
+        + (" LIMIT ?" if limit is not None else ""),
         params + ([limit] if limit is not None else []),
     ).fetchall()
     return [Reject(*r) for r in rows], int(total)

@@ -13,7 +13,6 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-
 from goldenset.jsonstrict import StrictJSONError, loads
 
 VERDICTS = ("helped", "noise", "wrong")
@@ -72,7 +71,7 @@ def normalise_task(task: str) -> str:
 
 def query_id(project: str, task_norm: str) -> str:
     """First 16 hex digits of sha256(project + "\\x1f" + normalised task): stable everywhere."""
-    return hashlib.sha256(f"{project}\x1f{task_norm}".encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(f"{project}\x1f{task_norm}".encode()).hexdigest()[:16]
 
 
 def parse_ts(value) -> datetime:
@@ -175,7 +174,9 @@ def _serve(rec: dict) -> Serve:
         score = item.get("score")
         parsed.append(
             ServeItem(
-                doc_id, version, channel,
+                doc_id,
+                version,
+                channel,
                 rank if _is_int(rank) and abs(rank) <= _INT64_MAX else None,
                 float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
                 str(rank) if _is_int(rank) else None,
@@ -184,7 +185,12 @@ def _serve(rec: dict) -> Serve:
     session = rec.get("session_id")
     task_norm = normalise_task(task)
     return Serve(
-        serve_id, ts, project, task, task_norm, query_id(project, task_norm),
+        serve_id,
+        ts,
+        project,
+        task,
+        task_norm,
+        query_id(project, task_norm),
         session if isinstance(session, str) else None,
         tuple(parsed),
     )

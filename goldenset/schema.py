@@ -54,7 +54,8 @@ WHERE d.content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
 
 # --------------------------------------------------------------------------- raw log
 LOG_FILES = Relation(
-    "log_files", "log file ever ingested",
+    "log_files",
+    "log file ever ingested",
     (
         C("source_file", "VARCHAR", "path relative to LOGS, e.g. dt=2026-11-28/part-0001.jsonl"),
         C("dt", "VARCHAR", "the partition: the date part of the dt= folder"),
@@ -68,10 +69,12 @@ LOG_FILES = Relation(
         C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
         C("verified_at", "TIMESTAMP", "when the file was last read and found to hold this content (UTC)"),
     ),
-    public=False, primary_key=("source_file",),
+    public=False,
+    primary_key=("source_file",),
 )
 LOG_SERVES = Relation(
-    "log_serves", "valid serve line",
+    "log_serves",
+    "valid serve line",
     (
         C("source_file", "VARCHAR", "file relative to LOGS"),
         C("dt", "VARCHAR", "partition"),
@@ -90,7 +93,8 @@ LOG_SERVES = Relation(
     public=False,
 )
 LOG_SERVE_ITEMS = Relation(
-    "log_serve_items", "item of a valid serve line",
+    "log_serve_items",
+    "item of a valid serve line",
     (
         C("source_file", "VARCHAR", "file relative to LOGS"),
         C("line", "INTEGER", "line of the serve"),
@@ -104,7 +108,8 @@ LOG_SERVE_ITEMS = Relation(
     public=False,
 )
 LOG_VERDICTS = Relation(
-    "log_verdicts", "valid verdict line",
+    "log_verdicts",
+    "valid verdict line",
     (
         C("source_file", "VARCHAR", "file relative to LOGS"),
         C("dt", "VARCHAR", "partition"),
@@ -118,13 +123,18 @@ LOG_VERDICTS = Relation(
     public=False,
 )
 LOG_REJECTS = Relation(
-    "log_rejects", "line rejected at ingest, or unreadable file",
+    "log_rejects",
+    "line rejected at ingest, or unreadable file",
     (
         C("source_file", "VARCHAR", "file relative to LOGS"),
         C("dt", "VARCHAR", "partition"),
         C("file_name", "VARCHAR", "file name"),
         C("line", "INTEGER", "line number (for unreadable_file: first line not read, or null)"),
-        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, unreadable_file"),
+        C(
+            "reason",
+            "VARCHAR",
+            "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, unreadable_file",
+        ),
         C("detail", "VARCHAR", "what exactly was wrong"),
         C("raw", "VARCHAR", "the line as read (invalid UTF-8 replaced)"),
         C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
@@ -133,7 +143,8 @@ LOG_REJECTS = Relation(
 )
 
 LOG_DIRTY = Relation(
-    "log_dirty", "serve touched by an ingest since the last committed build",
+    "log_dirty",
+    "serve touched by an ingest since the last committed build",
     (
         C("serve_id", "VARCHAR", "serve whose lines or verdicts were added, replaced or removed"),
         C("query_id", "VARCHAR", "query of a serve line added or removed (null for verdict lines)"),
@@ -143,7 +154,8 @@ LOG_DIRTY = Relation(
 
 # --------------------------------------------------------------------------- corpus
 CORPUS_SNAPSHOTS = Relation(
-    "corpus_snapshots", "distinct fingerprint seen",
+    "corpus_snapshots",
+    "distinct fingerprint seen",
     (
         C("fingerprint", "VARCHAR", "corpus fingerprint (contract section 2)"),
         C("taken_at", "TIMESTAMP", "first seen (UTC)"),
@@ -154,7 +166,8 @@ CORPUS_SNAPSHOTS = Relation(
     primary_key=("fingerprint",),
 )
 CORPUS_LOADS = Relation(
-    "corpus_loads", "successful read of the corpus file",
+    "corpus_loads",
+    "successful read of the corpus file",
     (
         C("load_id", "BIGINT", "1, 2, 3 ..."),
         C("loaded_at", "TIMESTAMP", "when (UTC)"),
@@ -164,10 +177,12 @@ CORPUS_LOADS = Relation(
         C("size_bytes", "BIGINT", "the file's size when read"),
         C("mtime", "DOUBLE", "the file's modification time when read"),
     ),
-    public=False, primary_key=("load_id",),
+    public=False,
+    primary_key=("load_id",),
 )
 CORPUS_DOCUMENTS = Relation(
-    "corpus_documents", "document of a distinct snapshot content",
+    "corpus_documents",
+    "document of a distinct snapshot content",
     (
         C("content_sha256", "VARCHAR", "the snapshot it belongs to"),
         C("doc_id", "VARCHAR", "document"),
@@ -184,7 +199,8 @@ CORPUS_DOCUMENTS = Relation(
 
 # --------------------------------------------------------------------------- builds
 GOLDEN_BUILDS = Relation(
-    "golden_builds", "committed build",
+    "golden_builds",
+    "committed build",
     (
         C("build_id", "BIGINT", "1, 2, 3 ... per committed build"),
         C("built_at", "TIMESTAMP", "when the build committed (UTC)"),
@@ -201,29 +217,46 @@ GOLDEN_BUILDS = Relation(
         C("unserved_item_verdicts", "BIGINT", "accepted verdict records naming a doc_id their serve did not serve"),
         C("n_stale", "BIGINT", "labels flagged stale"),
         C("lines_read", "BIGINT", "log lines read in all, blank ones included"),
-        C("lines_rejected", "BIGINT", "log lines rejected at ingest (label lines and conflicting duplicates not included)"),
+        C(
+            "lines_rejected",
+            "BIGINT",
+            "log lines rejected at ingest (label lines and conflicting duplicates not included)",
+        ),
         C("conflicting_serves", "BIGINT", "lines rejected as conflicting_duplicate_serve"),
         C("near_duplicate_merges", "BIGINT", "queries merged by the optional embedding step (0 when off)"),
         C("corpus_content_sha256", "VARCHAR", "identity of the whole snapshot used"),
         C("input_signature", "VARCHAR", "hash of every ingested file's content, the snapshot and the query merges"),
-        C("labels_build_id", "BIGINT", "the build whose stored labels this build holds (itself, or an "
-                                        "earlier build with the same input_signature)"),
+        C(
+            "labels_build_id",
+            "BIGINT",
+            "the build whose stored labels this build holds (itself, or an "
+            "earlier build with the same input_signature)",
+        ),
         C("computation", "VARCHAR", "full, incremental (only the queries new log lines touched) or repeat"),
         C("n_human_labels", "BIGINT", "labels with source human (n_helped, n_noise, n_wrong count log labels)"),
         C("n_judge_labels", "BIGINT", "labels with source judge (a judge that passed its kappa gate)"),
-        C("human_labels_unused", "BIGINT", "current human labels (one per annotator and pair) whose query is not "
-                                            "golden or whose document is not active"),
+        C(
+            "human_labels_unused",
+            "BIGINT",
+            "current human labels (one per annotator and pair) whose query is not "
+            "golden or whose document is not active",
+        ),
         C("log_labels_overridden", "BIGINT", "log labels replaced by a human (or judge) label"),
         C("judge_labels_held_back", "BIGINT", "current judge labels (one per judge and pair) kept out by the gate"),
         C("label_lines_read", "BIGINT", "label-file lines read in all, blank ones included"),
         C("label_lines_rejected", "BIGINT", "label lines in rejected_records at build time"),
-        C("rubric_sha256", "VARCHAR", "sha256 of the rubric file the labels were checked against (null without labels)"),
+        C(
+            "rubric_sha256",
+            "VARCHAR",
+            "sha256 of the rubric file the labels were checked against (null without labels)",
+        ),
         C("labels_signature", "VARCHAR", "hash of every ingested label file's content and rubric"),
     ),
     primary_key=("build_id",),
 )
 FILTER_FUNNEL = Relation(
-    "filter_funnel", "(build, step)",
+    "filter_funnel",
+    "(build, step)",
     (
         C("build_id", "BIGINT", "build"),
         C("step_order", "INTEGER", "0 judged, 1 always_served, 2 retired, 3 repeats, 4 no_positive"),
@@ -235,7 +268,8 @@ FILTER_FUNNEL = Relation(
     primary_key=("build_id", "step"),
 )
 BUILD_LABELS = Relation(
-    "build_labels", "label stored by a build that computed its labels",
+    "build_labels",
+    "label stored by a build that computed its labels",
     (
         C("build_id", "BIGINT", "build"),
         C("query_id", "VARCHAR", "stable query id"),
@@ -262,16 +296,19 @@ BUILD_LABELS = Relation(
 _LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden"))
 # An unchanged rebuild stores no labels of its own: it points at the build it repeats.
 GOLDEN_SET_BY_BUILD = Relation(
-    "golden_set_by_build", "label in a committed build",
+    "golden_set_by_build",
+    "label in a committed build",
     tuple(c for c in BUILD_LABELS.columns if c.name != "overridden"),
     view_sql=(
-        "SELECT b.build_id, " + ", ".join("l." + c for c in _LABEL_COLUMNS.split(", "))
+        "SELECT b.build_id, "
+        + ", ".join("l." + c for c in _LABEL_COLUMNS.split(", "))
         + " FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
         " WHERE NOT coalesce(l.overridden, false)"
     ),
 )
 GOLDEN_SET = Relation(
-    "golden_set", "label in the latest build",
+    "golden_set",
+    "label in the latest build",
     tuple(c for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden")),
     view_sql=(
         f"SELECT {_LABEL_COLUMNS} FROM build_labels WHERE build_id = ("
@@ -280,7 +317,8 @@ GOLDEN_SET = Relation(
     ),
 )
 QUERY_STATS = Relation(
-    "query_stats", "query of the latest computed build: its share of the funnel and side counts",
+    "query_stats",
+    "query of the latest computed build: its share of the funnel and side counts",
     (
         C("query_id", "VARCHAR", "query"),
         C("judged", "BIGINT", "judgments"),
@@ -301,7 +339,8 @@ QUERY_STATS = Relation(
     public=False,
 )
 LABEL_HISTORY = Relation(
-    "label_history", "version of a label",
+    "label_history",
+    "version of a label",
     (
         C("query_id", "VARCHAR", "query"),
         C("doc_id", "VARCHAR", "document"),
@@ -315,7 +354,8 @@ LABEL_HISTORY = Relation(
     ),
 )
 LABEL_CHANGES = Relation(
-    "label_changes", "changed attribute between consecutive builds",
+    "label_changes",
+    "changed attribute between consecutive builds",
     (
         C("query_id", "VARCHAR", "query"),
         C("doc_id", "VARCHAR", "document"),
@@ -365,7 +405,8 @@ WHERE h.valid_to_build IS NOT NULL AND NOT EXISTS (
 """,
 )
 RELABEL_QUEUE = Relation(
-    "relabel_queue", "stale label now",
+    "relabel_queue",
+    "stale label now",
     (
         C("query_id", "VARCHAR", "query"),
         C("doc_id", "VARCHAR", "document"),
@@ -409,13 +450,18 @@ WHERE g.stale_reason IS NOT NULL
 """,
 )
 REJECTED_RECORDS = Relation(
-    "rejected_records", "rejected line or unreadable file",
+    "rejected_records",
+    "rejected line or unreadable file",
     (
         C("source_file", "VARCHAR", "file relative to LOGS; label files as labels/ + the path relative to LABELS"),
         C("line", "INTEGER", "line number (null for an unreadable file read no further than its start)"),
-        C("reason", "VARCHAR", "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, "
-                               "conflicting_duplicate_serve, unreadable_file; label lines also "
-                               "label_contradicts_rubric, unknown_document_version"),
+        C(
+            "reason",
+            "VARCHAR",
+            "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, "
+            "conflicting_duplicate_serve, unreadable_file; label lines also "
+            "label_contradicts_rubric, unknown_document_version",
+        ),
         C("raw", "VARCHAR", "the line as read"),
         C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
         C("detail", "VARCHAR", "what exactly was wrong"),
@@ -428,7 +474,9 @@ UNION ALL
 SELECT 'labels/' || h.source_file, h.line, 'unknown_document_version', h.raw, f.ingested_at,
        'no snapshot of a committed build holds ' || h.doc_id || ' at version ' || h.doc_version
 FROM human_labels h JOIN label_files f ON f.source_file = h.source_file
-WHERE (h.doc_id, h.doc_version) NOT IN (""" + KNOWN_VERSIONS_SQL + """)
+WHERE (h.doc_id, h.doc_version) NOT IN ("""
+    + KNOWN_VERSIONS_SQL
+    + """)
 UNION ALL
 SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_at,
        'serve_id ' || s.serve_id || ' was first accepted with other content'
@@ -441,7 +489,8 @@ WHERE s.rn > 1 AND s.content_key <> s.first_key
 """,
 )
 ACCEPTED_SERVES = Relation(
-    "accepted_serves", "accepted serve (first valid line per serve_id)",
+    "accepted_serves",
+    "accepted serve (first valid line per serve_id)",
     LOG_SERVES.columns,
     public=False,
     view_sql="""
@@ -460,7 +509,8 @@ WINNING_VERDICT = f"QUALIFY row_number() OVER (PARTITION BY serve_id, doc_id ORD
 CURRENT_LABEL = f"QUALIFY row_number() OVER (PARTITION BY annotator, query_id, doc_id ORDER BY {LATEST_LINE}) = 1"
 
 JUDGMENTS = Relation(
-    "judgments", "served item of an accepted serve with its winning verdict",
+    "judgments",
+    "served item of an accepted serve with its winning verdict",
     (
         C("serve_id", "VARCHAR", "serve"),
         C("serve_ts", "TIMESTAMP", "serve time (UTC)"),
@@ -480,14 +530,17 @@ SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
        i.doc_id, i.doc_version, i.channel, i.rank, v.verdict, v.ts AS judged_at
 FROM accepted_serves s
 JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
-JOIN (SELECT serve_id, doc_id, verdict, ts FROM log_verdicts """ + WINNING_VERDICT + """) v
+JOIN (SELECT serve_id, doc_id, verdict, ts FROM log_verdicts """
+    + WINNING_VERDICT
+    + """) v
   ON v.serve_id = s.serve_id AND v.doc_id = i.doc_id
 """,
 )
 
 # --------------------------------------------------------------------------- labels (contract 7)
 LABEL_FILES = Relation(
-    "label_files", "label file ever ingested",
+    "label_files",
+    "label file ever ingested",
     (
         C("source_file", "VARCHAR", "path relative to LABELS, e.g. dt=2026-12-01/page-ana.jsonl"),
         C("dt", "VARCHAR", "the partition: the date part of the dt= folder"),
@@ -502,10 +555,12 @@ LABEL_FILES = Relation(
         C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
         C("verified_at", "TIMESTAMP", "when the file was last read and found to hold this content (UTC)"),
     ),
-    public=False, primary_key=("source_file",),
+    public=False,
+    primary_key=("source_file",),
 )
 HUMAN_LABELS = Relation(
-    "human_labels", "label line that passed the line and rubric rules (contract 7.2)",
+    "human_labels",
+    "label line that passed the line and rubric rules (contract 7.2)",
     (
         C("source_file", "VARCHAR", "file relative to LABELS"),
         C("dt", "VARCHAR", "partition"),
@@ -527,12 +582,14 @@ HUMAN_LABELS = Relation(
     ),
 )
 LABEL_REJECTS = Relation(
-    "label_rejects", "label line rejected at ingest, or unreadable label file",
+    "label_rejects",
+    "label line rejected at ingest, or unreadable label file",
     LOG_REJECTS.columns,
     public=False,
 )
 CURRENT_LABELS = Relation(
-    "current_labels", "(annotator, query_id, doc_id): the annotator's current label (contract 7.2)",
+    "current_labels",
+    "(annotator, query_id, doc_id): the annotator's current label (contract 7.2)",
     HUMAN_LABELS.columns,
     view_sql=f"""
 SELECT * FROM human_labels h
@@ -541,7 +598,8 @@ WHERE (h.doc_id, h.doc_version) IN ({KNOWN_VERSIONS_SQL})
 """,
 )
 LABELLING_QUEUE = Relation(
-    "labelling_queue", "pair to label now, from the latest pool (contract 7.4)",
+    "labelling_queue",
+    "pair to label now, from the latest pool (contract 7.4)",
     (
         C("pool_id", "BIGINT", "the pool that made the queue"),
         C("query_id", "VARCHAR", "golden query"),
@@ -558,21 +616,27 @@ LABELLING_QUEUE = Relation(
     primary_key=("query_id", "doc_id"),
 )
 POOL_RUNS = Relation(
-    "pool_runs", "pool run (contract 7.4)",
+    "pool_runs",
+    "pool run (contract 7.4)",
     (
         C("pool_id", "BIGINT", "1, 2, 3 ..."),
         C("pooled_at", "TIMESTAMP", "when it ran (UTC)"),
         C("build_id", "BIGINT", "the golden build it pooled for"),
         C("rankers", "VARCHAR[]", "the rankers asked, in order"),
         C("depth", "INTEGER", "documents asked of each ranker per query"),
-        C("report", "VARCHAR", "JSON: pairs per ranker, union before and after removing duplicates, pairs "
-                               "shared by each two rankers, pooled pairs the log never judged, already labelled"),
+        C(
+            "report",
+            "VARCHAR",
+            "JSON: pairs per ranker, union before and after removing duplicates, pairs "
+            "shared by each two rankers, pooled pairs the log never judged, already labelled",
+        ),
     ),
     primary_key=("pool_id",),
 )
 
 BUILD_HUMAN_LABELS = Relation(
-    "build_human_labels", "(build, pair): the human label of contract 7.3, for every pair that takes part",
+    "build_human_labels",
+    "(build, pair): the human label of contract 7.3, for every pair that takes part",
     (
         C("build_id", "BIGINT", "the build that computed it"),
         C("query_id", "VARCHAR", "golden query"),
@@ -590,7 +654,8 @@ BUILD_HUMAN_LABELS = Relation(
     public=False,
 )
 BUILD_AGENT_LABELS = Relation(
-    "build_agent_labels", "(build, pair) an annotator labelled: the agent's judgment after filters 1-3",
+    "build_agent_labels",
+    "(build, pair) an annotator labelled: the agent's judgment after filters 1-3",
     (
         C("build_id", "BIGINT", "the build that computed it"),
         C("query_id", "VARCHAR", "query (golden or dropped by no_positive)"),
@@ -601,7 +666,8 @@ BUILD_AGENT_LABELS = Relation(
     public=False,
 )
 BUILD_JUDGES = Relation(
-    "build_judges", "(build, judge annotator): the kappa gate of contract 8.3",
+    "build_judges",
+    "(build, judge annotator): the kappa gate of contract 8.3",
     (
         C("build_id", "BIGINT", "the build that gated it"),
         C("annotator", "VARCHAR", "the judge"),
@@ -617,7 +683,8 @@ BUILD_JUDGES = Relation(
 
 # --------------------------------------------------------------------------- benchmark
 BENCHMARK_RUNS = Relation(
-    "benchmark_runs", "benchmark run",
+    "benchmark_runs",
+    "benchmark run",
     (
         C("run_id", "VARCHAR", "run id printed by `bench run`"),
         C("started_at", "TIMESTAMP", "when it started (UTC)"),
@@ -635,20 +702,32 @@ BENCHMARK_RUNS = Relation(
         C("corpus_drift", "DOUBLE", "drift from the build's corpus to the one searched"),
         C("down_components", "VARCHAR", "JSON list of the retriever's components down at the probe"),
         C("metrics", "VARCHAR", "JSON list of the canonical metric names measured"),
-        C("labels_build_id", "BIGINT", "the build whose labels were measured: golden_builds.labels_build_id of "
-                                        "build_id (a repeat build shares an earlier build's labels); null for runs "
-                                        "stored before it was kept"),
-        C("skipped_queries", "BIGINT", "golden queries skipped: no label with grade >= 1 in the qrels (null for "
-                                        "runs stored before it was kept)"),
+        C(
+            "labels_build_id",
+            "BIGINT",
+            "the build whose labels were measured: golden_builds.labels_build_id of "
+            "build_id (a repeat build shares an earlier build's labels); null for runs "
+            "stored before it was kept",
+        ),
+        C(
+            "skipped_queries",
+            "BIGINT",
+            "golden queries skipped: no label with grade >= 1 in the qrels (null for runs stored before it was kept)",
+        ),
     ),
     primary_key=("run_id",),
 )
 BENCHMARK_RESULTS = Relation(
-    "benchmark_results", "(run, row, query, metric)",
+    "benchmark_results",
+    "(run, row, query, metric)",
     (
         C("run_id", "VARCHAR", "run"),
-        C("row_name", "VARCHAR", "core, +graph, +graph+boosts, +graph+boosts honest (a reference row is "
-                                 "absent when graph or boosts had nothing to learn from)"),
+        C(
+            "row_name",
+            "VARCHAR",
+            "core, +graph, +graph+boosts, +graph+boosts honest (a reference row is "
+            "absent when graph or boosts had nothing to learn from)",
+        ),
         C("query_id", "VARCHAR", "query; 'all' for the mean"),
         C("metric", "VARCHAR", "canonical metric name, e.g. recall@5"),
         C("value", "DOUBLE", "value"),
@@ -656,7 +735,8 @@ BENCHMARK_RESULTS = Relation(
 )
 
 EMBEDDING_CACHE = Relation(
-    "embedding_cache", "(model, text) embedded",
+    "embedding_cache",
+    "(model, text) embedded",
     (
         C("model", "VARCHAR", "model identity: Hugging Face name of the packaged model, else its path"),
         C("text_sha256", "VARCHAR", "sha256 of the embedded UTF-8 text"),
@@ -664,15 +744,21 @@ EMBEDDING_CACHE = Relation(
         C("vector", "FLOAT[]", "L2-normalised embedding"),
         C("created_at", "TIMESTAMP", "when it was computed (UTC)"),
     ),
-    public=False, primary_key=("model", "text_sha256"),
+    public=False,
+    primary_key=("model", "text_sha256"),
 )
 SCORE_CACHE = Relation(
-    "score_cache", "(scorer, version, config, corpus, query, passage, repeat) scored",
+    "score_cache",
+    "(scorer, version, config, corpus, query, passage, repeat) scored",
     (
         C("scorer", "VARCHAR", "scorer name: dense, bm25, judge, or the plug-in's own name"),
         C("version", "VARCHAR", "the scorer's version; a new version writes new rows, never overwrites"),
         C("config", "VARCHAR", "the scorer's configuration as canonical JSON (sorted keys, no spaces)"),
-        C("corpus_fingerprint", "VARCHAR", "fingerprint of the corpus for scorers that read it (bm25, plug-ins), else ''"),
+        C(
+            "corpus_fingerprint",
+            "VARCHAR",
+            "fingerprint of the corpus for scorers that read it (bm25, plug-ins), else ''",
+        ),
         C("query_sha256", "VARCHAR", "sha256 of the query's UTF-8 text"),
         C("passage_sha256", "VARCHAR", "sha256 of the passage's UTF-8 text"),
         C("repeat_no", "INTEGER", "0 for a pair's first score, 1 .. N-1 for the others of --repeats N"),
@@ -680,8 +766,11 @@ SCORE_CACHE = Relation(
         C("label", "VARCHAR", "a label the scorer gave with the score, if any"),
         C("rationale", "VARCHAR", "the judge's rationale_summary; for an invalid answer, what was wrong with it"),
         C("span", "VARCHAR", "the judge's supporting_span, if any"),
-        C("invalid_reason", "VARCHAR", "why a judge answer was invalid (not_json, bad_score, long_rationale, "
-                                       "hallucinated_span), else null"),
+        C(
+            "invalid_reason",
+            "VARCHAR",
+            "why a judge answer was invalid (not_json, bad_score, long_rationale, hallucinated_span), else null",
+        ),
         C("created_at", "TIMESTAMP", "when it was scored (UTC)"),
     ),
     public=False,
@@ -689,13 +778,40 @@ SCORE_CACHE = Relation(
 )
 
 RELATIONS: tuple[Relation, ...] = (
-    LOG_FILES, LOG_SERVES, LOG_SERVE_ITEMS, LOG_VERDICTS, LOG_REJECTS, LOG_DIRTY, QUERY_STATS,
-    CORPUS_SNAPSHOTS, CORPUS_LOADS, CORPUS_DOCUMENTS,
-    GOLDEN_BUILDS, FILTER_FUNNEL, BUILD_LABELS, LABEL_HISTORY,
-    LABEL_FILES, HUMAN_LABELS, LABEL_REJECTS, CURRENT_LABELS, LABELLING_QUEUE, POOL_RUNS,
-    BUILD_HUMAN_LABELS, BUILD_AGENT_LABELS, BUILD_JUDGES,
-    ACCEPTED_SERVES, JUDGMENTS, GOLDEN_SET_BY_BUILD, GOLDEN_SET, LABEL_CHANGES, RELABEL_QUEUE, REJECTED_RECORDS,
-    BENCHMARK_RUNS, BENCHMARK_RESULTS, EMBEDDING_CACHE, SCORE_CACHE,
+    LOG_FILES,
+    LOG_SERVES,
+    LOG_SERVE_ITEMS,
+    LOG_VERDICTS,
+    LOG_REJECTS,
+    LOG_DIRTY,
+    QUERY_STATS,
+    CORPUS_SNAPSHOTS,
+    CORPUS_LOADS,
+    CORPUS_DOCUMENTS,
+    GOLDEN_BUILDS,
+    FILTER_FUNNEL,
+    BUILD_LABELS,
+    LABEL_HISTORY,
+    LABEL_FILES,
+    HUMAN_LABELS,
+    LABEL_REJECTS,
+    CURRENT_LABELS,
+    LABELLING_QUEUE,
+    POOL_RUNS,
+    BUILD_HUMAN_LABELS,
+    BUILD_AGENT_LABELS,
+    BUILD_JUDGES,
+    ACCEPTED_SERVES,
+    JUDGMENTS,
+    GOLDEN_SET_BY_BUILD,
+    GOLDEN_SET,
+    LABEL_CHANGES,
+    RELABEL_QUEUE,
+    REJECTED_RECORDS,
+    BENCHMARK_RUNS,
+    BENCHMARK_RESULTS,
+    EMBEDDING_CACHE,
+    SCORE_CACHE,
 )
 PUBLIC = tuple(r for r in RELATIONS if r.public)
 
@@ -705,12 +821,21 @@ _BACKFILL = {
     ("golden_builds", "labels_build_id"): "UPDATE golden_builds SET labels_build_id = build_id",
     ("build_labels", "source"): "UPDATE build_labels SET source = 'log'",
     ("benchmark_runs", "labels_build_id"): "UPDATE benchmark_runs r SET labels_build_id = "
-                                           "(SELECT labels_build_id FROM golden_builds b WHERE b.build_id = r.build_id)",
+    "(SELECT labels_build_id FROM golden_builds b WHERE b.build_id = r.build_id)",
     ("build_labels", "grade"): "UPDATE build_labels SET grade = relevance",
     ("label_history", "source"): "UPDATE label_history SET source = 'log'",
-    **{("golden_builds", c): f"UPDATE golden_builds SET {c} = 0" for c in (
-        "n_human_labels", "n_judge_labels", "human_labels_unused", "log_labels_overridden",
-        "judge_labels_held_back", "label_lines_read", "label_lines_rejected")},
+    **{
+        ("golden_builds", c): f"UPDATE golden_builds SET {c} = 0"
+        for c in (
+            "n_human_labels",
+            "n_judge_labels",
+            "human_labels_unused",
+            "log_labels_overridden",
+            "judge_labels_held_back",
+            "label_lines_read",
+            "label_lines_rejected",
+        )
+    },
 }
 
 
@@ -720,8 +845,9 @@ def create_all(con) -> None:
         if not rel.is_view:
             con.execute(rel.ddl())
     # A warehouse made by an earlier version gains the columns added since.
-    existing = set(con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'").fetchall())
+    existing = set(
+        con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'").fetchall()
+    )
     for rel in RELATIONS:
         if rel.is_view:
             continue

@@ -109,11 +109,21 @@ class Paths:
     rubric: Path | None = None
 
 
-def resolve_paths(logs: str | None = None, corpus: str | None = None, db: str | None = None,
-                  labels: str | None = None, rubric: str | None = None) -> Paths:
+def resolve_paths(
+    logs: str | None = None,
+    corpus: str | None = None,
+    db: str | None = None,
+    labels: str | None = None,
+    rubric: str | None = None,
+) -> Paths:
     """Flag values if given, else the environment, else the home's defaults."""
-    return Paths(logs=resolve("logs", logs), corpus=resolve("corpus", corpus), db=resolve("db", db),
-                 labels=resolve("labels", labels), rubric=resolve("rubric", rubric))
+    return Paths(
+        logs=resolve("logs", logs),
+        corpus=resolve("corpus", corpus),
+        db=resolve("db", db),
+        labels=resolve("labels", labels),
+        rubric=resolve("rubric", rubric),
+    )
 
 
 def describe_defaults() -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from goldenset import failpoints
@@ -36,20 +36,24 @@ def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> Store
     stat = stat_signature(path)
     last = con.execute(
         "SELECT load_id, fingerprint, content_sha256, source, size_bytes, mtime, loaded_at "
-        "FROM corpus_loads ORDER BY load_id DESC LIMIT 1").fetchall()
+        "FROM corpus_loads ORDER BY load_id DESC LIMIT 1"
+    ).fetchall()
     if stat is not None and last:
         load_id, fp, sha, source, size, mtime, loaded_at = last[0]
-        fresh = stat[1] < loaded_at.replace(tzinfo=timezone.utc).timestamp() - RACY_SECONDS
+        fresh = stat[1] < loaded_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
         if source == str(Path(path)) and (size, mtime) == stat and fresh:
             active, retired = con.execute(
                 "SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'retired') "
-                "FROM corpus_documents WHERE content_sha256 = ?", [sha]).fetchall()[0]
+                "FROM corpus_documents WHERE content_sha256 = ?",
+                [sha],
+            ).fetchall()[0]
             return StoredSnapshot(load_id, fp, sha, active, retired, False, 0.0, fp)
     return store_snapshot(con, read_corpus(path), now=now, stat=stat)
 
 
-def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None,
-                   stat: tuple[int, float] | None = None) -> StoredSnapshot:
+def store_snapshot(
+    con, snapshot: CorpusSnapshot, now: datetime | None = None, stat: tuple[int, float] | None = None
+) -> StoredSnapshot:
     """Record a validated snapshot as the current one (one transaction)."""
     now = now or utcnow()
     prev = current_load(con)
@@ -77,8 +81,15 @@ def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None,
             )
         con.execute(
             "INSERT INTO corpus_loads VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [load_id, now, snapshot.fingerprint, snapshot.content_sha256, snapshot.source,
-             stat[0] if stat else None, stat[1] if stat else None],
+            [
+                load_id,
+                now,
+                snapshot.fingerprint,
+                snapshot.content_sha256,
+                snapshot.source,
+                stat[0] if stat else None,
+                stat[1] if stat else None,
+            ],
         )
     d = None
     if prev is not None and prev[1] == snapshot.content_sha256:
@@ -86,16 +97,20 @@ def store_snapshot(con, snapshot: CorpusSnapshot, now: datetime | None = None,
     elif prev is not None:
         d = drift(active_signature_of(con, prev[1]), active_signature_of(con, snapshot.content_sha256))
     return StoredSnapshot(
-        load_id, snapshot.fingerprint, snapshot.content_sha256, snapshot.active_docs,
-        snapshot.retired_docs, bool(new_fp), d, prev[0] if prev else None,
+        load_id,
+        snapshot.fingerprint,
+        snapshot.content_sha256,
+        snapshot.active_docs,
+        snapshot.retired_docs,
+        bool(new_fp),
+        d,
+        prev[0] if prev else None,
     )
 
 
 def current_load(con) -> tuple[str, str] | None:
     """(fingerprint, content_sha256) of the latest good snapshot, or None."""
-    rows = con.execute(
-        "SELECT fingerprint, content_sha256 FROM corpus_loads ORDER BY load_id DESC LIMIT 1"
-    ).fetchall()
+    rows = con.execute("SELECT fingerprint, content_sha256 FROM corpus_loads ORDER BY load_id DESC LIMIT 1").fetchall()
     return rows[0] if rows else None
 
 
@@ -109,8 +124,7 @@ def require_current(con) -> tuple[str, str]:
 def active_signature_of(con, content_sha256: str) -> dict[str, tuple[str, str]]:
     """{doc_id: (version, text_sha256)} of the active documents of a stored snapshot."""
     rows = con.execute(
-        "SELECT doc_id, version, text_sha256 FROM corpus_documents "
-        "WHERE content_sha256 = ? AND status = 'active'",
+        "SELECT doc_id, version, text_sha256 FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'",
         [content_sha256],
     ).fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}

@@ -82,21 +82,32 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
             corpus = CorpusStatus(build.corpus_fingerprint, error=str(exc))
         else:
             corpus = CorpusStatus(
-                build.corpus_fingerprint, current.fingerprint,
-                drift(active_signature_of(con, build.corpus_content_sha256), active_signature(current)))
-    rejected = dict(con.execute(
-        "SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason").fetchall())
-    relabel = dict(con.execute(
-        "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+                build.corpus_fingerprint,
+                current.fingerprint,
+                drift(active_signature_of(con, build.corpus_content_sha256), active_signature(current)),
+            )
+    rejected = dict(
+        con.execute("SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason").fetchall()
+    )
+    relabel = dict(con.execute("SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
     judges = [
-        {"annotator": a, "n": n, "kappa": k, "min_pairs": mp, "min_kappa": mk, "labels": labels,
-         "why": f"kappa {'n/a' if k is None else f'{k:.4f}'} on {n} shared pairs "
-                f"(needs >= {mk:g} on >= {mp} pairs); {labels} labels held back"}
+        {
+            "annotator": a,
+            "n": n,
+            "kappa": k,
+            "min_pairs": mp,
+            "min_kappa": mk,
+            "labels": labels,
+            "why": f"kappa {'n/a' if k is None else f'{k:.4f}'} on {n} shared pairs "
+            f"(needs >= {mk:g} on >= {mp} pairs); {labels} labels held back",
+        }
         for a, n, k, mp, mk, labels in con.execute(
             "SELECT annotator, n, kappa, min_pairs, min_kappa, labels FROM build_judges "
-            "WHERE build_id = ? AND NOT passed ORDER BY annotator", [build.labels_build_id]).fetchall()]
-    queue = dict(con.execute(
-        "SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
+            "WHERE build_id = ? AND NOT passed ORDER BY annotator",
+            [build.labels_build_id],
+        ).fetchall()
+    ]
+    queue = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
     return Status(
         build=build,
         judges_held_back=judges,
@@ -111,13 +122,17 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
 
 def funnel_steps(con, build_id: int) -> list[FunnelStep]:
     """The stored funnel of a build, step by step."""
-    return [FunnelStep(*r) for r in con.execute(
-        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-        "WHERE build_id = ? ORDER BY step_order", [build_id]).fetchall()]
+    return [
+        FunnelStep(*r)
+        for r in con.execute(
+            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+            "WHERE build_id = ? ORDER BY step_order",
+            [build_id],
+        ).fetchall()
+    ]
 
 
-def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20, *,
-                    labels: bool = False) -> list[tuple]:
+def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20, *, labels: bool = False) -> list[tuple]:
     """(source_file, line, reason, raw prefix) of rejected lines, newest first, optionally of some days.
 
     `labels` picks the label files' rejects (source_file under `labels/`) instead of the log's.
@@ -127,29 +142,35 @@ def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20, *
         return con.execute(
             "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
             "WHERE starts_with(source_file, 'labels/') = ? "
-            "ORDER BY rejected_at DESC, source_file, line LIMIT ?", [labels, limit]).fetchall()
+            "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
+            [labels, limit],
+        ).fetchall()
     return con.execute(
         "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
         "WHERE list_contains(?, regexp_extract(source_file, '^(labels/)?(dt=[^/]*)', 0)) "
         "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
-        [[f"{prefix}dt={p}" for p in partitions], limit]).fetchall()
+        [[f"{prefix}dt={p}" for p in partitions], limit],
+    ).fetchall()
 
 
 def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     """Queue size by reason, and its oldest-flagged rows."""
-    by_reason = dict(con.execute(
-        "SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+    by_reason = dict(
+        con.execute("SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall()
+    )
     sample = con.execute(
         "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
         "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT ?",
-        [limit]).fetchall()
+        [limit],
+    ).fetchall()
     return by_reason, sample
 
 
 def drift_between_builds(con, older: BuildRecord, newer: BuildRecord) -> float:
     """Corpus drift from one build's snapshot to another's."""
-    return drift(active_signature_of(con, older.corpus_content_sha256),
-                 active_signature_of(con, newer.corpus_content_sha256))
+    return drift(
+        active_signature_of(con, older.corpus_content_sha256), active_signature_of(con, newer.corpus_content_sha256)
+    )
 
 
 @dataclass(frozen=True)
@@ -170,20 +191,37 @@ class PartitionStats:
 
 def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
     """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason."""
-    files = {d: (n, lines) for d, n, lines in con.execute(
-        "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
-        [dts]).fetchall()}
-    serves = dict(con.execute(
-        "SELECT dt, count(*) FROM log_serves WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall())
-    verdicts = dict(con.execute(
-        "SELECT dt, count(*) FROM log_verdicts WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall())
+    files = {
+        d: (n, lines)
+        for d, n, lines in con.execute(
+            "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
+            [dts],
+        ).fetchall()
+    }
+    serves = dict(
+        con.execute("SELECT dt, count(*) FROM log_serves WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall()
+    )
+    verdicts = dict(
+        con.execute("SELECT dt, count(*) FROM log_verdicts WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall()
+    )
     reasons: dict[str, dict[str, int]] = {}
     for d, reason, n in con.execute(
-            "SELECT dt, reason, count(*) FROM log_rejects WHERE list_contains(?, dt) GROUP BY dt, reason "
-            "ORDER BY dt, reason", [dts]).fetchall():
+        "SELECT dt, reason, count(*) FROM log_rejects WHERE list_contains(?, dt) GROUP BY dt, reason "
+        "ORDER BY dt, reason",
+        [dts],
+    ).fetchall():
         reasons.setdefault(d, {})[reason] = n
-    return {d: PartitionStats(d, files.get(d, (0, 0))[0], int(files.get(d, (0, 0))[1]), serves.get(d, 0),
-                              verdicts.get(d, 0), reasons.get(d, {})) for d in dts}
+    return {
+        d: PartitionStats(
+            d,
+            files.get(d, (0, 0))[0],
+            int(files.get(d, (0, 0))[1]),
+            serves.get(d, 0),
+            verdicts.get(d, 0),
+            reasons.get(d, {}),
+        )
+        for d in dts
+    }
 
 
 @dataclass(frozen=True)
@@ -204,19 +242,33 @@ class LabelPartitionStats:
 
 def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]:
     """Per label day: files, lines, accepted label lines (by annotator), rejected lines by reason."""
-    files = {d: (n, lines) for d, n, lines in con.execute(
-        "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM label_files WHERE list_contains(?, dt) "
-        "GROUP BY dt", [dts]).fetchall()}
+    files = {
+        d: (n, lines)
+        for d, n, lines in con.execute(
+            "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM label_files WHERE list_contains(?, dt) "
+            "GROUP BY dt",
+            [dts],
+        ).fetchall()
+    }
     annotators: dict[str, dict[str, int]] = {}
     for d, who, n in con.execute(
-            "SELECT dt, annotator, count(*) FROM human_labels WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL",
-            [dts]).fetchall():
+        "SELECT dt, annotator, count(*) FROM human_labels WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL", [dts]
+    ).fetchall():
         annotators.setdefault(d, {})[who] = n
     reasons: dict[str, dict[str, int]] = {}
     for d, reason, n in con.execute(
-            "SELECT regexp_extract(source_file, '^labels/dt=([^/]*)', 1) AS dt, reason, count(*) "
-            "FROM rejected_records WHERE starts_with(source_file, 'labels/') GROUP BY ALL ORDER BY ALL").fetchall():
+        "SELECT regexp_extract(source_file, '^labels/dt=([^/]*)', 1) AS dt, reason, count(*) "
+        "FROM rejected_records WHERE starts_with(source_file, 'labels/') GROUP BY ALL ORDER BY ALL"
+    ).fetchall():
         reasons.setdefault(d, {})[reason] = n
-    return {d: LabelPartitionStats(d, files.get(d, (0, 0))[0], int(files.get(d, (0, 0))[1]),
-                                   sum(annotators.get(d, {}).values()), annotators.get(d, {}), reasons.get(d, {}))
-            for d in dts}
+    return {
+        d: LabelPartitionStats(
+            d,
+            files.get(d, (0, 0))[0],
+            int(files.get(d, (0, 0))[1]),
+            sum(annotators.get(d, {}).values()),
+            annotators.get(d, {}),
+            reasons.get(d, {}),
+        )
+        for d in dts
+    }

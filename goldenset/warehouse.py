@@ -18,8 +18,9 @@ _PID = re.compile(r"PID (\d+)")
 _POLL_SECONDS = 0.25
 
 
-def connect(path: str | Path, read_only: bool = False, *, wait: float = 0.0,
-            notify: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | Path, read_only: bool = False, *, wait: float = 0.0, notify: Callable[[str], None] | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, creating it and its schema when writing.
 
     When another process holds the file, wait up to `wait` seconds for it to let go
@@ -60,7 +61,9 @@ def connect(path: str | Path, read_only: bool = False, *, wait: float = 0.0,
                 told = True
             time.sleep(min(_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         except duckdb.Error as exc:
-            raise InputError(f"warehouse {path} is not a DuckDB file or is damaged: {str(exc).splitlines()[0]}") from None
+            raise InputError(
+                f"warehouse {path} is not a DuckDB file or is damaged: {str(exc).splitlines()[0]}"
+            ) from None
     _memory_settings(con)
     if not read_only:
         schema.create_all(con)

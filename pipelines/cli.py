@@ -40,14 +40,22 @@ def build(
     rubric: RubricOpt = None,
     near_duplicates: Annotated[bool, typer.Option(help="Merge near-duplicate tasks by embedding similarity.")] = False,
     threshold: Annotated[float, typer.Option(help="Cosine threshold for --near-duplicates.")] = 0.92,
-    block_rejected_share: Annotated[float, typer.Option(
-        help="Refuse to publish above this rejected-line share.")] = BuildChecks.block_rejected_share,
-    judge_min_pairs: Annotated[int | None, typer.Option(
-        help="A judge's labels count only with at least this many pairs shared with the human label "
-             "(else GOLDENSET_JUDGE_MIN_PAIRS, else 50).")] = None,
-    judge_min_kappa: Annotated[float | None, typer.Option(
-        help="... and a Cohen's kappa against it of at least this (else GOLDENSET_JUDGE_MIN_KAPPA, "
-             "else 0.6).")] = None,
+    block_rejected_share: Annotated[
+        float, typer.Option(help="Refuse to publish above this rejected-line share.")
+    ] = BuildChecks.block_rejected_share,
+    judge_min_pairs: Annotated[
+        int | None,
+        typer.Option(
+            help="A judge's labels count only with at least this many pairs shared with the human label "
+            "(else GOLDENSET_JUDGE_MIN_PAIRS, else 50)."
+        ),
+    ] = None,
+    judge_min_kappa: Annotated[
+        float | None,
+        typer.Option(
+            help="... and a Cohen's kappa against it of at least this (else GOLDENSET_JUDGE_MIN_KAPPA, else 0.6)."
+        ),
+    ] = None,
     wait: WaitOpt = None,
     trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
 ) -> None:
@@ -57,10 +65,16 @@ def build(
     paths = resolve_paths(logs, corpus, db, labels, rubric)
     gate = JudgeGate.from_environment(judge_min_pairs, judge_min_kappa)
     result = run_refresh(
-        paths, trigger=trigger, wait=settings.lock_timeout(wait),
-        golden_set_config={"near_duplicates": near_duplicates, "near_duplicate_threshold": threshold,
-                           "block_rejected_share": block_rejected_share,
-                           "judge_min_pairs": gate.min_pairs, "judge_min_kappa": gate.min_kappa},
+        paths,
+        trigger=trigger,
+        wait=settings.lock_timeout(wait),
+        golden_set_config={
+            "near_duplicates": near_duplicates,
+            "near_duplicate_threshold": threshold,
+            "block_rejected_share": block_rejected_share,
+            "judge_min_pairs": gate.min_pairs,
+            "judge_min_kappa": gate.min_kappa,
+        },
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
     )
     for warning in result.warnings:
@@ -70,16 +84,18 @@ def build(
 
 @app.command()
 def demo(
-    root: Annotated[Path | None, typer.Option(
-        "--dir", help="Where the sample data and warehouse go (default: the goldenset home).")] = None,
+    root: Annotated[
+        Path | None, typer.Option("--dir", help="Where the sample data and warehouse go (default: the goldenset home).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for the sample data.")] = 7,
     force: Annotated[bool, typer.Option(help="Replace a warehouse the demo did not make.")] = False,
 ) -> None:
     """Run the whole loop on sample data: build, reindex, rubric, pool, two annotators, merge, agreement, bench, calibrate."""
     from goldenset_dagster.demo import run_demo
 
-    summary = run_demo(root or settings.home(), seed=seed, force=force,
-                       echo=lambda m: out.print(m, markup=False, soft_wrap=True))
+    summary = run_demo(
+        root or settings.home(), seed=seed, force=force, echo=lambda m: out.print(m, markup=False, soft_wrap=True)
+    )
     print_status(summary.status, title=f"demo: build {summary.status.build.build_id} (labels merged)")
     typer.echo(summary.epilogue)
 

@@ -9,9 +9,9 @@ import dagster as dg
 from goldenset import settings
 from goldenset_dagster.assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
 from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
-from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.jobs import rebuild_golden_set, refresh_golden_set
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
@@ -29,7 +29,16 @@ def _path(name: str) -> str | dg.EnvVar:
 
 def build_definitions() -> dg.Definitions:
     return dg.Definitions(
-        assets=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, labelling_queue, golden_set_export, *BENCHMARK_ASSETS],
+        assets=[
+            serve_log,
+            human_labels,
+            corpus_snapshot,
+            golden_set,
+            relabel_queue,
+            labelling_queue,
+            golden_set_export,
+            *BENCHMARK_ASSETS,
+        ],
         jobs=[refresh_golden_set, rebuild_golden_set, *BENCHMARK_JOBS],
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],

@@ -50,13 +50,15 @@ SECTIONS = {"cli": cli_reference, "tables": table_reference}
 def render(readme: str) -> str:
     """README text with every generated section replaced by its current content."""
     for name, fn in SECTIONS.items():
-        pattern = re.compile(
-            rf"(<!-- BEGIN GENERATED {name} -->\n).*?(<!-- END GENERATED {name} -->)", re.DOTALL
-        )
+        pattern = re.compile(rf"(<!-- BEGIN GENERATED {name} -->\n).*?(<!-- END GENERATED {name} -->)", re.DOTALL)
         if not pattern.search(readme):
             raise ValueError(f"README has no generated section {name!r}")
         content = fn()
-        readme = pattern.sub(lambda m, body=content: m.group(1) + body + "\n" + m.group(2), readme)
+
+        def replace(m: re.Match[str], body: str = content) -> str:
+            return m.group(1) + body + "\n" + m.group(2)
+
+        readme = pattern.sub(replace, readme)
     return readme
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dagster as dg
 
 from goldenset_dagster.assets.corpus import corpus_snapshot
+from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
-from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
 from goldenset_dagster.assets.serve_log import serve_log
 
 refresh_golden_set = dg.define_asset_job(

@@ -9,7 +9,8 @@ import dagster as dg
 # One definition for both inputs, because a Dagster job runs one partitions definition:
 # serve_log(day) reads LOGS/dt=day, human_labels(day) reads LABELS/dt=day, and a day
 # that one of them lacks is materialized with "no folder" in its metadata.
-days = dg.DynamicPartitionsDefinition(name="days")
+DAYS = "days"
+days = dg.DynamicPartitionsDefinition(name=DAYS)
 
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
@@ -17,11 +18,12 @@ RANGE_END = "dagster/asset_partition_range_end"
 
 def register_days(instance: dg.DagsterInstance, present: list[str]) -> list[str]:
     """Add the days not yet known as partitions; return every known day in Dagster's order."""
-    known = instance.get_dynamic_partitions(days.name)
+    name = DAYS
+    known = instance.get_dynamic_partitions(name)
     new = sorted(set(present) - set(known))
     if new:
-        instance.add_dynamic_partitions(days.name, new)
-    return instance.get_dynamic_partitions(days.name)
+        instance.add_dynamic_partitions(name, new)
+    return list(instance.get_dynamic_partitions(name))
 
 
 def range_tags(keys: list[str]) -> dict[str, str]:

@@ -47,17 +47,26 @@ def _unwrap(exc: BaseException) -> BaseException:
 def _environment(paths: Paths, wait: float) -> None:
     # The code location reads its paths from the environment when it is loaded, so the
     # flags of this command travel the same way the UI's would.
-    values = {"GOLDENSET_LOGS": paths.logs, "GOLDENSET_CORPUS": paths.corpus, "GOLDENSET_DB": paths.db,
-              "GOLDENSET_LABELS": paths.labels, "GOLDENSET_RUBRIC": paths.rubric}
+    values = {
+        "GOLDENSET_LOGS": paths.logs,
+        "GOLDENSET_CORPUS": paths.corpus,
+        "GOLDENSET_DB": paths.db,
+        "GOLDENSET_LABELS": paths.labels,
+        "GOLDENSET_RUBRIC": paths.rubric,
+    }
     for env, value in values.items():
         if value is not None:
             os.environ[env] = str(Path(value).resolve())
     os.environ[settings.ENV_LOCK_TIMEOUT] = str(wait)
 
 
-def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict | None = None,
-                wait: float = settings.DEFAULT_LOCK_TIMEOUT,
-                notify: Callable[[str], None] | None = None) -> RefreshResult:
+def run_refresh(
+    paths: Paths,
+    trigger: str = "manual",
+    golden_set_config: dict | None = None,
+    wait: float = settings.DEFAULT_LOCK_TIMEOUT,
+    notify: Callable[[str], None] | None = None,
+) -> RefreshResult:
     """Ingest, snapshot and build in one in-process run; return the resulting status."""
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
@@ -68,7 +77,7 @@ def run_refresh(paths: Paths, trigger: str = "manual", golden_set_config: dict |
     # Wait for a writer here, with a word to the user, rather than fail inside a step.
     con = connect(paths.db, read_only=False, wait=wait, notify=notify)
     try:
-        ingested = con.execute("SELECT count(*) FROM log_files").fetchone()[0]
+        ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
     finally:
         con.close()
     days = list_partitions(logs)

@@ -1,6 +1,5 @@
 """The nightly rebuild."""
 
-
 import os
 
 import dagster as dg

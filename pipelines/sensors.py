@@ -4,7 +4,6 @@ It never opens the DuckDB file (a build may be holding it): it stats the corpus
 file, and reads it to fingerprint only when size or mtime moved.
 """
 
-
 import json
 
 import dagster as dg
@@ -45,8 +44,9 @@ def decide(cursor: dict, stat: tuple[int, float] | None, read_fingerprint) -> tu
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Rebuild the golden set (trigger reindex) each time the corpus fingerprint changes.",
 )
-def corpus_reindex_sensor(context: dg.SensorEvaluationContext, corpus_source: CorpusSource, logs: LogSource,
-                          labels: LabelSource):
+def corpus_reindex_sensor(
+    context: dg.SensorEvaluationContext, corpus_source: CorpusSource, logs: LogSource, labels: LabelSource
+):
     cursor = json.loads(context.cursor) if context.cursor else {}
     new_cursor, run_key, why = decide(cursor, corpus_source.stat(), lambda: corpus_source.read().fingerprint)
     if run_key is None:
@@ -55,11 +55,17 @@ def corpus_reindex_sensor(context: dg.SensorEvaluationContext, corpus_source: Co
     present = sorted(set(logs.partitions()) | set(labels.partitions()))
     known = context.instance.get_dynamic_partitions(days.name)
     new_days = [d for d in present if d not in set(known)]
-    keys = known + new_days
+    keys = [*known, *new_days]
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=run_key, run_config=build_run_config("reindex"),
-                                    tags={**range_tags(keys), **trigger_tags("reindex")})]
-        if keys else [],
+        run_requests=[
+            dg.RunRequest(
+                run_key=run_key,
+                run_config=build_run_config("reindex"),
+                tags={**range_tags(keys), **trigger_tags("reindex")},
+            )
+        ]
+        if keys
+        else [],
         dynamic_partitions_requests=[days.build_add_request(new_days)] if new_days else [],
         cursor=json.dumps(new_cursor),
         skip_reason=None if keys else dg.SkipReason("no log days to build from yet"),

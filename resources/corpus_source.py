@@ -12,8 +12,10 @@ from goldenset.corpus import CorpusSnapshot, read_corpus, stat_signature
 class CorpusSource(dg.ConfigurableResource):
     """The file that says what the index holds now (GOLDENSET_CORPUS, else GOLDENSET_HOME/corpus.jsonl)."""
 
-    path: str = Field(default_factory=lambda: str(settings.default_path("corpus")),
-                      description="Corpus snapshot: .jsonl, .jsonl.gz or .parquet, one document a row.")
+    path: str = Field(
+        default_factory=lambda: str(settings.default_path("corpus")),
+        description="Corpus snapshot: .jsonl, .jsonl.gz or .parquet, one document a row.",
+    )
 
     def read(self) -> CorpusSnapshot:
         return read_corpus(self.path)

@@ -15,8 +15,11 @@ class EmbedderResource(dg.ConfigurableResource):
     all-MiniLM-L6-v2.
     """
 
-    model_path: str = Field(default="", description="sentence-transformers model directory; empty: "
-                                                    "GOLDENSET_DENSE_MODEL, else the packaged all-MiniLM-L6-v2.")
+    model_path: str = Field(
+        default="",
+        description="sentence-transformers model directory; empty: "
+        "GOLDENSET_DENSE_MODEL, else the packaged all-MiniLM-L6-v2.",
+    )
     batch_size: int = Field(default=32, description="Texts embedded per batch.")
 
     _embedder: Embedder | None = PrivateAttr(default=None)

@@ -15,11 +15,14 @@ from goldenset.logfiles import list_partitions
 class LabelSource(dg.ConfigurableResource):
     """LABELS/dt=YYYY-MM-DD/*.jsonl[.gz] and the rubric they are checked against (contract 7)."""
 
-    path: str = Field(default_factory=lambda: str(settings.default_path("labels")),
-                      description="LABELS directory (GOLDENSET_LABELS, else GOLDENSET_HOME/labels); "
-                                  "missing means no labels yet.")
-    rubric_path: str = Field(default_factory=lambda: str(settings.default_path("rubric")),
-                             description="Rubric YAML (GOLDENSET_RUBRIC, else GOLDENSET_HOME/rubric.yaml).")
+    path: str = Field(
+        default_factory=lambda: str(settings.default_path("labels")),
+        description="LABELS directory (GOLDENSET_LABELS, else GOLDENSET_HOME/labels); missing means no labels yet.",
+    )
+    rubric_path: str = Field(
+        default_factory=lambda: str(settings.default_path("rubric")),
+        description="Rubric YAML (GOLDENSET_RUBRIC, else GOLDENSET_HOME/rubric.yaml).",
+    )
 
     @property
     def root(self) -> Path:

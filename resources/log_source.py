@@ -14,8 +14,10 @@ from goldenset.logfiles import list_partitions
 class LogSource(dg.ConfigurableResource):
     """The Hive-style directory of serve logs (GOLDENSET_LOGS, else GOLDENSET_HOME/logs)."""
 
-    path: str = Field(default_factory=lambda: str(settings.default_path("logs")),
-                      description="LOGS directory: LOGS/dt=YYYY-MM-DD/*.jsonl[.gz].")
+    path: str = Field(
+        default_factory=lambda: str(settings.default_path("logs")),
+        description="LOGS directory: LOGS/dt=YYYY-MM-DD/*.jsonl[.gz].",
+    )
 
     @property
     def root(self) -> Path:

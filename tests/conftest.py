@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -18,9 +17,18 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-_PATH_VARIABLES = ("GOLDENSET_LOGS", "GOLDENSET_CORPUS", "GOLDENSET_DB", "GOLDENSET_LABELS", "GOLDENSET_RUBRIC",
-                   "GOLDENSET_EXPORT_DIR", "GOLDENSET_REPORTS", "GOLDENSET_BENCH_INDEX", "DAGSTER_HOME",
-                   "GOLDENSET_LOCK_TIMEOUT")
+_PATH_VARIABLES = (
+    "GOLDENSET_LOGS",
+    "GOLDENSET_CORPUS",
+    "GOLDENSET_DB",
+    "GOLDENSET_LABELS",
+    "GOLDENSET_RUBRIC",
+    "GOLDENSET_EXPORT_DIR",
+    "GOLDENSET_REPORTS",
+    "GOLDENSET_BENCH_INDEX",
+    "DAGSTER_HOME",
+    "GOLDENSET_LOCK_TIMEOUT",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 
 def serve(serve_id, ts, task, items, project="billing", **extra) -> dict:
-    return {"event": "serve", "serve_id": serve_id, "ts": ts, "project": project, "task": task,
-            "items": items, **extra}
+    return {"event": "serve", "serve_id": serve_id, "ts": ts, "project": project, "task": task, "items": items, **extra}
 
 
 def ranked(doc_id, rank, version="v1") -> dict:
@@ -38,9 +37,14 @@ def write_log(root: Path, dt: str, name: str, records) -> Path:
 
 
 def doc(doc_id, version="v1", status="active", text=None, superseded_by=None, title=None) -> dict:
-    return {"doc_id": doc_id, "version": version, "status": status,
-            "text": f"text of {doc_id} {version}" if text is None else text,
-            "title": title or doc_id, "superseded_by": superseded_by}
+    return {
+        "doc_id": doc_id,
+        "version": version,
+        "status": status,
+        "text": f"text of {doc_id} {version}" if text is None else text,
+        "title": title or doc_id,
+        "superseded_by": superseded_by,
+    }
 
 
 def write_corpus(path: Path, docs) -> Path:

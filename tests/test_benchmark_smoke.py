@@ -30,9 +30,19 @@ FIGURES = {
 def test_tiny_benchmark_prints_every_figure(tmp_path):
     work, figures = tmp_path / "bench", tmp_path / "figures.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "pipeline_scale.py"), "--tiny", "--workdir", str(work),
-         "--json", str(figures)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "pipeline_scale.py"),
+            "--tiny",
+            "--workdir",
+            str(work),
+            "--json",
+            str(figures),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     missing = [name for name, pattern in FIGURES.items() if not re.search(pattern, proc.stdout)]

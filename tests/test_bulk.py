@@ -23,12 +23,27 @@ def pick(draw, good, bad=(), good_share=88):
     return draw(st.sampled_from(list(bad) + WRONG_TYPES))
 
 
-TS_GOOD = ["2026-11-01T09:00:00Z", "2026-11-01T10:00:00+01:00", "2026-11-01T09:00:00.1234567Z",
-           "2026-11-01T09:00:00.5-00:30", "0001-01-01T00:30:00+00:30", "9999-12-31T18:00:00-05:00",
-           "2024-02-29T23:59:59Z"]
-TS_BAD = ["2026-11-01T09:00:00", "2026-11-01t09:00:00z", "2026-02-30T09:00:00Z", "2026-11-01T24:00:00Z",
-          "2026-11-01T09:00:60Z", "0000-01-01T00:00:00Z", "0001-01-01T00:30:00+01:00",
-          "9999-12-31T23:00:00-05:00", "2026-11-01T09:00:00+24:00", "２０２６-11-01T09:00:00Z"]
+TS_GOOD = [
+    "2026-11-01T09:00:00Z",
+    "2026-11-01T10:00:00+01:00",
+    "2026-11-01T09:00:00.1234567Z",
+    "2026-11-01T09:00:00.5-00:30",
+    "0001-01-01T00:30:00+00:30",
+    "9999-12-31T18:00:00-05:00",
+    "2024-02-29T23:59:59Z",
+]
+TS_BAD = [
+    "2026-11-01T09:00:00",
+    "2026-11-01t09:00:00z",
+    "2026-02-30T09:00:00Z",
+    "2026-11-01T24:00:00Z",
+    "2026-11-01T09:00:60Z",
+    "0000-01-01T00:00:00Z",
+    "0001-01-01T00:30:00+01:00",
+    "9999-12-31T23:00:00-05:00",
+    "2026-11-01T09:00:00+24:00",
+    "２０２６-11-01T09:00:00Z",
+]
 NAMES = ["s1", "d1", "s2", " ", "inf", "x: NaN", 'quote " : here', "a{b}c", "emoji 😀"]
 TASKS = ["Fix the  Refund\twindow", "Ｆｕｌｌ-width", "Straße", "ﬁle", "inf", "x: NaN", "a{b}c", "t"]
 
@@ -39,11 +54,13 @@ def rank_values():
 
 @st.composite
 def item(draw):
-    it = {"doc_id": draw(pick(["d1", "d2", "d3", "rule-1", "a{b}"], [""], good_share=96)),
-          "doc_version": draw(pick(["v1", "v2"], [""], good_share=96)),
-          "channel": draw(pick(["ranked", "ranked", "always"], ["Ranked"], good_share=96)),
-          "rank": draw(rank_values()) if draw(st.integers(0, 9)) else ABSENT,
-          "score": draw(st.sampled_from([ABSENT, 0.5, 3, ABSENT, 0.25, "high", True, None, -1e300]))}
+    it = {
+        "doc_id": draw(pick(["d1", "d2", "d3", "rule-1", "a{b}"], [""], good_share=96)),
+        "doc_version": draw(pick(["v1", "v2"], [""], good_share=96)),
+        "channel": draw(pick(["ranked", "ranked", "always"], ["Ranked"], good_share=96)),
+        "rank": draw(rank_values()) if draw(st.integers(0, 9)) else ABSENT,
+        "score": draw(st.sampled_from([ABSENT, 0.5, 3, ABSENT, 0.25, "high", True, None, -1e300])),
+    }
     if draw(st.integers(0, 9)) == 0:
         it["extra"] = draw(st.sampled_from([{"nested": 1}, [1, 2], "x"]))
     return {k: v for k, v in it.items() if v is not ABSENT}
@@ -53,17 +70,25 @@ def item(draw):
 def record(draw):
     kind = draw(st.sampled_from(["serve"] * 5 + ["verdict"] * 5 + ["other"]))
     if kind == "serve":
-        rec = {"event": "serve", "serve_id": draw(pick(NAMES, [""])), "ts": draw(pick(TS_GOOD, TS_BAD)),
-               "project": draw(pick(["billing", "search"], [""])),
-               "task": draw(pick(TASKS, ["", " ", "\u3000", "\u00a0"])),
-               "items": draw(pick([None], ["x", [1], []], good_share=95)),
-               "session_id": draw(st.sampled_from([ABSENT, "sess", 5]))}
+        rec = {
+            "event": "serve",
+            "serve_id": draw(pick(NAMES, [""])),
+            "ts": draw(pick(TS_GOOD, TS_BAD)),
+            "project": draw(pick(["billing", "search"], [""])),
+            "task": draw(pick(TASKS, ["", " ", "\u3000", "\u00a0"])),
+            "items": draw(pick([None], ["x", [1], []], good_share=95)),
+            "session_id": draw(st.sampled_from([ABSENT, "sess", 5])),
+        }
         if rec["items"] is None:
             rec["items"] = draw(st.lists(item(), min_size=1, max_size=4))
     elif kind == "verdict":
-        rec = {"event": "verdict", "serve_id": draw(pick(NAMES, [""])), "doc_id": draw(pick(NAMES, [""])),
-               "verdict": draw(pick(["helped", "noise", "wrong"], ["maybe", "Helped"])),
-               "ts": draw(pick(TS_GOOD, TS_BAD))}
+        rec = {
+            "event": "verdict",
+            "serve_id": draw(pick(NAMES, [""])),
+            "doc_id": draw(pick(NAMES, [""])),
+            "verdict": draw(pick(["helped", "noise", "wrong"], ["maybe", "Helped"])),
+            "ts": draw(pick(TS_GOOD, TS_BAD)),
+        }
     else:  # rare: an event that is neither
         rec = {"event": draw(st.sampled_from([ABSENT, None, "click", 7])), "serve_id": "s1"}
     return {k: v for k, v in rec.items() if v is not ABSENT}
@@ -72,8 +97,11 @@ def record(draw):
 @st.composite
 def line(draw):
     rec = draw(record())
-    text = json.dumps(rec, ensure_ascii=draw(st.booleans()),
-                      separators=draw(st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")])))
+    text = json.dumps(
+        rec,
+        ensure_ascii=draw(st.booleans()),
+        separators=draw(st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")])),
+    )
     mutation = draw(st.sampled_from(["none"] * 20 + ["nan", "dup", "trailing", "array", "garbage", "pad", "inf"]))
     if mutation == "nan":
         text = text[:-1] + ', "score2": NaN}' if text.endswith("}") else text
@@ -99,8 +127,17 @@ def oracle(text: str):
         return ("rejected", exc.reason)
     if isinstance(rec, Serve):
         items = sorted((i.doc_id, i.doc_version, i.channel, i.rank, i.score) for i in rec.items)
-        return ("serve", rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm, rec.query_id,
-                rec.session_id, items)
+        return (
+            "serve",
+            rec.serve_id,
+            rec.ts,
+            rec.project,
+            rec.task,
+            rec.task_norm,
+            rec.query_id,
+            rec.session_id,
+            items,
+        )
     return ("verdict", rec.serve_id, rec.doc_id, rec.verdict, rec.ts)
 
 
@@ -111,8 +148,17 @@ def bulk_outcomes(con, texts: list[str]) -> tuple[dict, int]:
     for r in parsed.items.to_pylist():
         items.setdefault(r["key"], []).append((r["doc_id"], r["doc_version"], r["channel"], r["rank"], r["score"]))
     for r in parsed.serves.to_pylist():
-        out[r["key"]] = ("serve", r["serve_id"], r["ts"], r["project"], r["task"], r["task_norm"],
-                         r["query_id"], r["session_id"], sorted(items.get(r["key"], [])))
+        out[r["key"]] = (
+            "serve",
+            r["serve_id"],
+            r["ts"],
+            r["project"],
+            r["task"],
+            r["task_norm"],
+            r["query_id"],
+            r["session_id"],
+            sorted(items.get(r["key"], [])),
+        )
     for r in parsed.verdicts.to_pylist():
         out[r["key"]] = ("verdict", r["serve_id"], r["doc_id"], r["verdict"], r["ts"])
     return out, parsed.fast_lines
@@ -138,11 +184,17 @@ def test_fast_path_and_python_rules_agree_line_by_line(texts):
 
 
 def test_clean_lines_take_the_fast_path_and_odd_ones_do_not():
-    clean = [json.dumps({"event": "verdict", "serve_id": f"s{i}", "doc_id": "d1", "verdict": "helped",
-                         "ts": "2026-11-01T09:00:00Z"}) for i in range(50)]
-    odd = ['{"event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z","x":NaN}',
-           '{"event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z",}',
-           '{"event":"verdict","event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z"}']
+    clean = [
+        json.dumps(
+            {"event": "verdict", "serve_id": f"s{i}", "doc_id": "d1", "verdict": "helped", "ts": "2026-11-01T09:00:00Z"}
+        )
+        for i in range(50)
+    ]
+    odd = [
+        '{"event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z","x":NaN}',
+        '{"event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z",}',
+        '{"event":"verdict","event":"verdict","serve_id":"s","doc_id":"d","verdict":"helped","ts":"2026-11-01T09:00:00Z"}',
+    ]
     con = duckdb.connect()
     got, fast = bulk_outcomes(con, clean + odd)
     assert fast == 50

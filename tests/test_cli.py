@@ -82,7 +82,10 @@ def test_a_missing_corpus_fails_with_one_line_and_changes_nothing(project_dir, c
 
 
 def test_an_invalid_corpus_names_its_first_bad_rows(project_dir, capsys):
-    corpus = write_corpus(project_dir / "bad.jsonl", [doc("d1"), {"doc_id": "d2", "version": "", "status": "active", "text": ""}, doc("d1")])
+    corpus = write_corpus(
+        project_dir / "bad.jsonl",
+        [doc("d1"), {"doc_id": "d2", "version": "", "status": "active", "text": ""}, doc("d1")],
+    )
     assert _build(project_dir / "g.duckdb", corpus=corpus) == 1
     err = capsys.readouterr().err
     assert "row 2: d2: version must be a non-empty string" in err and "row 3: doc_id 'd1' appears twice" in err
@@ -91,15 +94,24 @@ def test_an_invalid_corpus_names_its_first_bad_rows(project_dir, capsys):
 
 def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     logs = project_dir / "logs"
-    write_log(logs, "2026-11-01", "part-0001.jsonl",
-              [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
-               verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z"), "garbage", "more garbage"])
+    write_log(
+        logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
+            verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z"),
+            "garbage",
+            "more garbage",
+        ],
+    )
     corpus = write_corpus(project_dir / "c.jsonl", [doc("d1")])
     assert _build(project_dir / "g.duckdb", logs=logs, corpus=corpus) == 1
     err = capsys.readouterr().err
     assert err.strip() == (
         "Error: build not published: 2 of 4 log lines rejected (50.0%), above the blocking share 10% "
-        "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet")
+        "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet"
+    )
 
 
 def test_export_writes_beir_and_trec_files(project_dir, capsys):
@@ -111,7 +123,11 @@ def test_export_writes_beir_and_trec_files(project_dir, capsys):
     assert manifest["build_id"] == 1 and manifest["corpus_active_docs"] == 6
     assert [s["step"] for s in manifest["funnel"]] == ["judged", "always_served", "retired", "repeats", "no_positive"]
     assert (out / "qrels" / "test.tsv").read_text().splitlines() == [
-        "query-id\tcorpus-id\tscore", "07c6b23f1023f387\td1\t1", "07c6b23f1023f387\td2\t1", "07c6b23f1023f387\td4\t1"]
+        "query-id\tcorpus-id\tscore",
+        "07c6b23f1023f387\td1\t1",
+        "07c6b23f1023f387\td2\t1",
+        "07c6b23f1023f387\td4\t1",
+    ]
     assert (out / "qrels.trec").read_text().splitlines()[0] == "07c6b23f1023f387 0 d1 1"
     queries = [json.loads(x) for x in (out / "queries.jsonl").read_text().splitlines()]
     assert queries == [{"_id": "07c6b23f1023f387", "text": "fix the REFUND window", "metadata": {"project": "billing"}}]
@@ -135,17 +151,22 @@ def test_a_held_database_is_reported_busy_with_the_holder_pid(project_dir, capsy
     db = project_dir / "g.duckdb"
     assert _build(db) == 0
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)",
-         str(db)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
         capsys.readouterr()
         assert main(["status", "--db", str(db)]) == 1
         assert capsys.readouterr().err.strip() == (
-            f"Error: database busy: held by PID {holder.pid}; try again when it finishes")
+            f"Error: database busy: held by PID {holder.pid}; try again when it finishes"
+        )
         assert _build(db) == 1
         assert f"database busy: held by PID {holder.pid}" in capsys.readouterr().err
     finally:
@@ -174,11 +195,13 @@ def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(projec
     db = project_dir / "g.duckdb"
     assert _build(db, logs=project_dir / "nope") == 1
     assert capsys.readouterr().err.strip() == (
-        f"Error: log directory {project_dir / 'nope'} does not exist; set --logs or GOLDENSET_LOGS")
+        f"Error: log directory {project_dir / 'nope'} does not exist; set --logs or GOLDENSET_LOGS"
+    )
     (project_dir / "empty").mkdir()
     assert _build(db, logs=project_dir / "empty") == 1
     assert capsys.readouterr().err.strip() == (
-        f"Error: no files match {project_dir / 'empty'}/dt=YYYY-MM-DD/*.jsonl[.gz]; found nothing at all")
+        f"Error: no files match {project_dir / 'empty'}/dt=YYYY-MM-DD/*.jsonl[.gz]; found nothing at all"
+    )
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -190,10 +213,15 @@ def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, ca
     assert _build(db) == 0
     # The holder lets go a moment after it took the file; the waiter allows far longer.
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-         "time.sleep(1.5); c.close()", str(db)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+            "time.sleep(1.5); c.close()",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

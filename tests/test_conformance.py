@@ -25,7 +25,7 @@ def _iso(v):
 def _rows(con, sql, params=()):
     cur = con.execute(sql, list(params))
     names = [d[0] for d in cur.description]
-    return [{k: _iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
+    return [{k: _iso(v) for k, v in zip(names, row, strict=False)} for row in cur.fetchall()]
 
 
 def assert_matches_expected(con):
@@ -34,13 +34,19 @@ def assert_matches_expected(con):
     assert [{k: row[k] for k in EXPECTED["golden_set"][0]} for row in golden] == EXPECTED["golden_set"]
     build = _rows(con, "SELECT * FROM golden_builds")[0]
     assert {k: build[k] for k in EXPECTED["golden_builds"]} == EXPECTED["golden_builds"]
-    funnel = _rows(con, "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-                        "WHERE build_id = 1 ORDER BY step_order")
+    funnel = _rows(
+        con,
+        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+        "WHERE build_id = 1 ORDER BY step_order",
+    )
     assert funnel == EXPECTED["filter_funnel"]
     rejected = _rows(con, "SELECT source_file, line, reason FROM rejected_records ORDER BY source_file, line")
     assert rejected == EXPECTED["rejected_records"]
-    queue = _rows(con, "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
-                       "first_flagged_build FROM relabel_queue ORDER BY query_id, doc_id")
+    queue = _rows(
+        con,
+        "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
+        "first_flagged_build FROM relabel_queue ORDER BY query_id, doc_id",
+    )
     assert queue == EXPECTED["relabel_queue"]
 
 
@@ -71,7 +77,7 @@ def test_cli_build_matches_the_worked_example(tmp_path, monkeypatch):
 def test_ingesting_partitions_in_any_order_gives_the_same_build(tmp_path, order):
     con = connect(tmp_path / "g.duckdb")
     days = ["2026-11-01", "2026-11-02"]
-    for day in (days if order == "forward" else days[::-1]):
+    for day in days if order == "forward" else days[::-1]:
         ingest_all(con, DATA / "logs", [day])
     store_snapshot(con, read_corpus(DATA / "corpus.jsonl"))
     build_golden_set(con)

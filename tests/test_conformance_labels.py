@@ -44,11 +44,17 @@ def assert_matches_labels_expected(con):
     golden = _rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
     keys = list(EXPECTED["golden_set"][0])
     assert [{k: row[k] for k in keys} for row in golden] == EXPECTED["golden_set"]
-    queue = _rows(con, "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason "
-                       "FROM relabel_queue ORDER BY query_id, doc_id")
+    queue = _rows(
+        con,
+        "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason "
+        "FROM relabel_queue ORDER BY query_id, doc_id",
+    )
     assert queue == EXPECTED["relabel_queue"]
-    rejected = _rows(con, "SELECT source_file, line, reason FROM rejected_records "
-                          "WHERE starts_with(source_file, 'labels/') ORDER BY source_file, line")
+    rejected = _rows(
+        con,
+        "SELECT source_file, line, reason FROM rejected_records "
+        "WHERE starts_with(source_file, 'labels/') ORDER BY source_file, line",
+    )
     assert rejected == EXPECTED["rejected_records"]
 
 
@@ -74,8 +80,9 @@ def test_an_unknown_version_joins_once_a_snapshot_holds_it(tmp_path):
     path.write_text("".join(json.dumps(d) + "\n" for d in corpus))
     store_snapshot(con, read_corpus(path))
     build_golden_set(con)
-    rejected = _rows(con, "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/') "
-                          "ORDER BY line")
+    rejected = _rows(
+        con, "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/') ORDER BY line"
+    )
     assert {"line": 15, "reason": "unknown_document_version"} not in rejected
     d2 = _rows(con, "SELECT doc_version, label, source FROM golden_set WHERE doc_id = 'd2'")
     # ana's lines 4 (v2) and 15 (v1) share ts 10:00: once both count, the later line is current.
@@ -85,8 +92,18 @@ def test_an_unknown_version_joins_once_a_snapshot_holds_it(tmp_path):
 def _cli_build(tmp_path, *extra):
     from goldenset_dagster.cli import main
 
-    return main(["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"),
-                 "--db", str(tmp_path / "g.duckdb"), *extra])
+    return main(
+        [
+            "build",
+            "--logs",
+            str(DATA / "logs"),
+            "--corpus",
+            str(DATA / "corpus.jsonl"),
+            "--db",
+            str(tmp_path / "g.duckdb"),
+            *extra,
+        ]
+    )
 
 
 def test_cli_build_with_labels_matches_the_worked_example(tmp_path):
@@ -102,7 +119,8 @@ def test_a_labels_directory_without_a_rubric_is_an_error_naming_the_rubric_file(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"Error: {missing}: cannot read the rubric file")
     assert not (tmp_path / "g.duckdb").exists() or connect(tmp_path / "g.duckdb", read_only=True).execute(
-        "SELECT count(*) FROM golden_builds").fetchone() == (0,)
+        "SELECT count(*) FROM golden_builds"
+    ).fetchone() == (0,)
 
 
 def test_an_open_rubric_is_refused_before_anything_is_ingested(tmp_path, capsys):
@@ -124,8 +142,7 @@ def test_agreement_over_the_warehouse_matches_the_worked_example(tmp_path):
 
     con = _two_builds(tmp_path)
     inputs = agreement_inputs(con)
-    report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels,
-                              load_rubric(DATA / "rubric.yaml"))
+    report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, load_rubric(DATA / "rubric.yaml"))
     assert {k: report[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
     # The conformance README: ana and ben disagree on d1 and d5 (ben: partial, irrelevant).
     assert [(d["doc_id"], d["labels"]) for d in report["disagreements"]] == [
@@ -140,13 +157,16 @@ def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
     assert _cli_build(tmp_path) == 0
     assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
     capsys.readouterr()
-    assert main(["labels", "agreement", "--json", "--db", str(tmp_path / "g.duckdb"),
-                 "--rubric", str(DATA / "rubric.yaml")]) == 0
+    assert (
+        main(
+            ["labels", "agreement", "--json", "--db", str(tmp_path / "g.duckdb"), "--rubric", str(DATA / "rubric.yaml")]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     assert list(printed) == ["annotators", "agent", "disagreements"]
     assert {k: printed[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
-    assert main(["labels", "agreement", "--db", str(tmp_path / "g.duckdb"),
-                 "--rubric", str(DATA / "rubric.yaml")]) == 0
+    assert main(["labels", "agreement", "--db", str(tmp_path / "g.duckdb"), "--rubric", str(DATA / "rubric.yaml")]) == 0
     table = capsys.readouterr().out
     assert "(human" in table and "disagreements by" in table and "decided_by" in table
 
@@ -155,7 +175,7 @@ def test_a_build_with_labels_refreshes_the_labelling_queue(tmp_path):
     assert _cli_build(tmp_path) == 0
     assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
     con = connect(tmp_path / "g.duckdb", read_only=True)
-    (pool_id, build_id), = con.execute("SELECT pool_id, build_id FROM pool_runs").fetchall()
+    ((pool_id, build_id),) = con.execute("SELECT pool_id, build_id FROM pool_runs").fetchall()
     assert build_id == 2
     queue = con.execute("SELECT reason, doc_id FROM labelling_queue ORDER BY priority").fetchall()
     # d2 left the relabel queue (ana labelled it at v2); d4 is stale only as superseded, so it is

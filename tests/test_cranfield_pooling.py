@@ -79,14 +79,29 @@ def mini_run(tmp_path_factory):
     """The script run once on the mini-collection, in its own process; its report and figures."""
     work = tmp_path_factory.mktemp("cranfield")
     report = work / "out" / "report.md"
-    argv = [sys.executable, str(SCRIPT), str(MINI), "--workdir", str(work / "run"), "--report", str(report),
-            "--depths", "5,10", "--measure", "main"]
+    argv = [
+        sys.executable,
+        str(SCRIPT),
+        str(MINI),
+        "--workdir",
+        str(work / "run"),
+        "--report",
+        str(report),
+        "--depths",
+        "5,10",
+        "--measure",
+        "main",
+    ]
     for rankers in POOLS:
         argv += ["--rankers", rankers]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {"stdout": proc.stdout, "markdown": report.read_text(), "figures": json.loads(report.with_suffix(".json").read_text()),
-            "work": work / "run"}
+    return {
+        "stdout": proc.stdout,
+        "markdown": report.read_text(),
+        "figures": json.loads(report.with_suffix(".json").read_text()),
+        "work": work / "run",
+    }
 
 
 def pool(figures: dict, name: str) -> dict:
@@ -99,16 +114,25 @@ def test_the_report_is_printed_and_written(mini_run):
 
 def test_the_report_has_every_section_and_pool(mini_run):
     md = mini_run["markdown"]
-    for heading in ("# Pooling on Cranfield", "## Pools", f"## Benchmark before and after the labels of {MAIN}",
-                    "## Minimum detectable effect", "## Every pool, after its labels",
-                    "## Caveat: recall against a pool one ranker built is optimistic", "## Checks", "## Rerun"):
+    for heading in (
+        "# Pooling on Cranfield",
+        "## Pools",
+        f"## Benchmark before and after the labels of {MAIN}",
+        "## Minimum detectable effect",
+        "## Every pool, after its labels",
+        "## Caveat: recall against a pool one ranker built is optimistic",
+        "## Checks",
+        "## Rerun",
+    ):
         assert heading in md
     names = [f"{r.replace(',', '+')}@{d}" for r in POOLS for d in (5, 10)]
     assert [p["name"] for p in mini_run["figures"]["pools"]] == names
     for p in mini_run["figures"]["pools"]:
         per = "n/a" if p["relevant_found"] == 0 else f"{p['queued'] / p['relevant_found']:.1f}"
-        assert (f"| {p['name']} | {p['returned_distinct']} | {p['already_labelled']} | {p['queued']} | "
-                f"{p['relevant_found']} ({p['relevant_found_grade2']}) | {per} |") in md
+        assert (
+            f"| {p['name']} | {p['returned_distinct']} | {p['already_labelled']} | {p['queued']} | "
+            f"{p['relevant_found']} ({p['relevant_found_grade2']}) | {per} |"
+        ) in md
     for metric in ("recall@5", "ndcg@10", "mrr", "map"):
         assert sum(line.startswith(f"| {metric} |") for line in md.splitlines()) == 3  # before/after x2, MDE
     assert "checks hold" in md and "FAILED" not in md
@@ -146,10 +170,17 @@ def test_the_log_and_golden_set_are_what_the_files_imply(mini_run):
     assert c["log_unlogged_relevant"] == 9 - helped == 2
 
 
-@pytest.mark.parametrize("name, found", [
-    ("lexical@5", 0), ("lexical@10", 0),  # the lexical ranker never returns docs 3 and 6
-    ("dense@5", 2), ("dense@10", 2), ("lexical+dense+core@5", 2), (MAIN, 2),
-])
+@pytest.mark.parametrize(
+    "name, found",
+    [
+        ("lexical@5", 0),
+        ("lexical@10", 0),  # the lexical ranker never returns docs 3 and 6
+        ("dense@5", 2),
+        ("dense@10", 2),
+        ("lexical+dense+core@5", 2),
+        (MAIN, 2),
+    ],
+)
 def test_relevant_found_counts_match_the_mini_collection(mini_run, name, found):
     relevant = relevant_by_query()
     unlogged = {(q, d) for q in (1, 2, 3) for d in relevant[q] - SERVED[q]}

@@ -30,11 +30,16 @@ class World:
 
 
 def _day1(w):
-    write_log(w.logs, "2026-11-01", "part-0001.jsonl", [
-        serve("s1", "2026-11-01T09:00:00Z", "Fix refunds", [ranked("d1", 1), ranked("d2", 2)]),
-        verdict("s1", "d1", "helped", "2026-11-01T09:05:00Z"),
-        verdict("s1", "d2", "noise", "2026-11-01T09:05:00Z"),
-    ])
+    write_log(
+        w.logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "Fix refunds", [ranked("d1", 1), ranked("d2", 2)]),
+            verdict("s1", "d1", "helped", "2026-11-01T09:05:00Z"),
+            verdict("s1", "d2", "noise", "2026-11-01T09:05:00Z"),
+        ],
+    )
 
 
 def test_an_unchanged_rebuild_adds_a_build_and_no_history(tmp_path):
@@ -63,17 +68,23 @@ def test_a_changed_log_after_a_repeat_computes_labels_again(tmp_path):
     assert w.rows("SELECT labels_build_id FROM golden_builds WHERE build_id = 3") == [(3,)]
     assert w.rows("SELECT verdict FROM golden_set WHERE doc_id = 'd2'") == [("helped",)]
     assert w.rows("SELECT from_build, to_build, change FROM label_changes WHERE to_build = 3") == [
-        (2, 3, "verdict_changed")]
+        (2, 3, "verdict_changed")
+    ]
 
 
 def test_a_later_serve_repeating_the_verdict_changes_nothing_in_history(tmp_path):
     w = World(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
-    write_log(w.logs, "2026-11-02", "part-0001.jsonl", [
-        serve("s2", "2026-11-02T09:00:00Z", "fix  REFUNDS", [ranked("d1", 1)]),
-        verdict("s2", "d1", "helped", "2026-11-02T09:05:00Z"),
-    ])
+    write_log(
+        w.logs,
+        "2026-11-02",
+        "part-0001.jsonl",
+        [
+            serve("s2", "2026-11-02T09:00:00Z", "fix  REFUNDS", [ranked("d1", 1)]),
+            verdict("s2", "d1", "helped", "2026-11-02T09:05:00Z"),
+        ],
+    )
     w.build([doc("d1"), doc("d2")])
     assert w.rows("SELECT serve_id FROM golden_set WHERE doc_id = 'd1'") == [("s2",)]
     assert w.rows("SELECT count(*) FROM label_history") == [(2,)]
@@ -83,20 +94,29 @@ def test_verdict_and_version_changes_are_listed_between_consecutive_builds(tmp_p
     w = World(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
-    write_log(w.logs, "2026-11-02", "part-0001.jsonl", [
-        serve("s2", "2026-11-02T09:00:00Z", "fix refunds", [ranked("d1", 1), ranked("d2", 2, version="v2")]),
-        verdict("s2", "d1", "helped", "2026-11-02T09:05:00Z"),
-        verdict("s2", "d2", "wrong", "2026-11-02T09:05:00Z"),
-    ])
+    write_log(
+        w.logs,
+        "2026-11-02",
+        "part-0001.jsonl",
+        [
+            serve("s2", "2026-11-02T09:00:00Z", "fix refunds", [ranked("d1", 1), ranked("d2", 2, version="v2")]),
+            verdict("s2", "d1", "helped", "2026-11-02T09:05:00Z"),
+            verdict("s2", "d2", "wrong", "2026-11-02T09:05:00Z"),
+        ],
+    )
     w.build([doc("d1"), doc("d2", "v2")])
-    changes = w.rows("SELECT doc_id, from_build, to_build, change, old_value, new_value FROM label_changes "
-                     "WHERE to_build = 2 ORDER BY doc_id, change")
+    changes = w.rows(
+        "SELECT doc_id, from_build, to_build, change, old_value, new_value FROM label_changes "
+        "WHERE to_build = 2 ORDER BY doc_id, change"
+    )
     assert changes == [
         ("d2", 1, 2, "verdict_changed", "noise", "wrong"),
         ("d2", 1, 2, "version_changed", "v1", "v2"),
     ]
-    assert w.rows("SELECT doc_id, verdict, valid_from_build, valid_to_build FROM label_history "
-                  "WHERE doc_id = 'd2' ORDER BY valid_from_build") == [("d2", "noise", 1, 2), ("d2", "wrong", 2, None)]
+    assert w.rows(
+        "SELECT doc_id, verdict, valid_from_build, valid_to_build FROM label_history "
+        "WHERE doc_id = 'd2' ORDER BY valid_from_build"
+    ) == [("d2", "noise", 1, 2), ("d2", "wrong", 2, None)]
 
 
 def test_a_label_that_disappears_and_returns_starts_a_new_version(tmp_path):
@@ -105,8 +125,9 @@ def test_a_label_that_disappears_and_returns_starts_a_new_version(tmp_path):
     w.build([doc("d1"), doc("d2")])
     w.build([doc("d1"), doc("d2", status="retired")])  # d2 falls to the retired filter
     w.build([doc("d1"), doc("d2")])
-    hist = w.rows("SELECT valid_from_build, valid_to_build FROM label_history WHERE doc_id = 'd2' "
-                  "ORDER BY valid_from_build")
+    hist = w.rows(
+        "SELECT valid_from_build, valid_to_build FROM label_history WHERE doc_id = 'd2' ORDER BY valid_from_build"
+    )
     assert hist == [(1, 2), (3, None)]
     changes = w.rows("SELECT from_build, to_build, change FROM label_changes WHERE doc_id = 'd2' ORDER BY to_build")
     assert changes == [(None, 1, "added"), (1, 2, "removed"), (2, 3, "added")]
@@ -119,8 +140,9 @@ def test_relabel_queue_keeps_the_first_build_of_an_unbroken_stale_run(tmp_path):
     assert w.rows("SELECT count(*) FROM relabel_queue") == [(0,)]
     w.build([doc("d1", "v2"), doc("d2")])  # build 2: d1 judged at v1, now v2
     w.build([doc("d1", "v2", superseded_by="d2"), doc("d2")])  # build 3: reason moves on, run goes on
-    assert w.rows("SELECT doc_id, judged_version, current_version, superseded_by, reason, first_flagged_build "
-                  "FROM relabel_queue") == [("d1", "v1", "v2", "d2", "superseded", 2)]
+    assert w.rows(
+        "SELECT doc_id, judged_version, current_version, superseded_by, reason, first_flagged_build FROM relabel_queue"
+    ) == [("d1", "v1", "v2", "d2", "superseded", 2)]
     w.build([doc("d1"), doc("d2")])  # build 4: back to v1, no longer stale
     assert w.rows("SELECT count(*) FROM relabel_queue") == [(0,)]
     w.build([doc("d1", "v3"), doc("d2")])  # build 5: a new stale run starts

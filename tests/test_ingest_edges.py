@@ -75,8 +75,11 @@ def build_counts(con, *cols):
 
 def judged(con):
     """judgments_left of the funnel's first step in the latest build."""
-    return rows(con, "SELECT judgments_left FROM filter_funnel WHERE step = 'judged' "
-                     "AND build_id = (SELECT max(build_id) FROM golden_builds)")[0][0]
+    return rows(
+        con,
+        "SELECT judgments_left FROM filter_funnel WHERE step = 'judged' "
+        "AND build_id = (SELECT max(build_id) FROM golden_builds)",
+    )[0][0]
 
 
 def bump_mtime(path: Path) -> None:
@@ -211,9 +214,14 @@ def _verdict_line(**fields) -> str:
 
 
 def _serve_line(**fields) -> str:
-    rec = {"event": "serve", "serve_id": "SID", "ts": "2026-11-01T09:00:00Z", "project": "billing",
-           "task": "Fix it", "items": [{"doc_id": "d1", "doc_version": "v1", "channel": "ranked", "rank": 1,
-                                        "score": 0.5}]}
+    rec = {
+        "event": "serve",
+        "serve_id": "SID",
+        "ts": "2026-11-01T09:00:00Z",
+        "project": "billing",
+        "task": "Fix it",
+        "items": [{"doc_id": "d1", "doc_version": "v1", "channel": "ranked", "rank": 1, "score": 0.5}],
+    }
     rec.update(fields)
     return json.dumps({k: v for k, v in rec.items() if v is not ...}, ensure_ascii=False)
 
@@ -364,7 +372,8 @@ def line_rules_ingested(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("line-rules")
     lines = [text.replace("SID", f"s{n}") for n, (_, text, _) in enumerate(LINE_RULES, start=1)]
     lines += [text(TS_SERVE)] + [
-        _verdict_line(serve_id="ts-serve", doc_id=f"t{i}", ts=value) for i, (value, _) in enumerate(TS_INSTANTS)]
+        _verdict_line(serve_id="ts-serve", doc_id=f"t{i}", ts=value) for i, (value, _) in enumerate(TS_INSTANTS)
+    ]
     write_log(tmp / "logs", DAY1, "part-0001.jsonl", lines)
     con = connect(tmp / "g.duckdb")
     try:
@@ -467,7 +476,8 @@ def test_a_truncated_gzip_file_is_one_unreadable_file_row_and_keeps_the_lines_be
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rows(warehouse, "SELECT source_file, line, reason FROM rejected_records") == [
-        (f"dt={DAY1}/part-0001.jsonl.gz", complete + 1, "unreadable_file")]
+        (f"dt={DAY1}/part-0001.jsonl.gz", complete + 1, "unreadable_file")
+    ]
     assert build_counts(warehouse, "unjudged_items") == (complete,)
 
 
@@ -484,7 +494,8 @@ def test_a_file_named_gz_that_is_not_gzip_is_one_unreadable_file_row_with_no_lin
     write_bytes(log_root, DAY1, "part-0001.jsonl.gz", jsonl([S1, V1]))
     ingest_all(warehouse, log_root)
     assert rows(warehouse, "SELECT source_file, line, reason, raw FROM rejected_records") == [
-        (f"dt={DAY1}/part-0001.jsonl.gz", None, "unreadable_file", None)]
+        (f"dt={DAY1}/part-0001.jsonl.gz", None, "unreadable_file", None)
+    ]
 
 
 def test_an_unreadable_file_does_not_stop_the_other_files(warehouse, log_root, tmp_path):
@@ -511,10 +522,27 @@ def test_a_truncated_gzip_completed_later_replaces_its_unreadable_row(warehouse,
 # --------------------------------------------------------------------------- what is read
 
 
-IGNORED_FILES = ["part-0001.json", "part-0001.jsonl.bak", "part-0001.txt", "part-0001.jsonl.gz.tmp",
-                 "part-0001.jsonl.zst", "part-0001", "jsonl"]
-IGNORED_FOLDERS = ["dt=2026-11-1", "dt=2026-11-010", "dt=20261102", "date=2026-11-02", "DT=2026-11-02",
-                   "dt=2026-11-02x", "xdt=2026-11-02", "dt=２０２６-11-02", "2026-11-02", "dt=2026-11-02 "]
+IGNORED_FILES = [
+    "part-0001.json",
+    "part-0001.jsonl.bak",
+    "part-0001.txt",
+    "part-0001.jsonl.gz.tmp",
+    "part-0001.jsonl.zst",
+    "part-0001",
+    "jsonl",
+]
+IGNORED_FOLDERS = [
+    "dt=2026-11-1",
+    "dt=2026-11-010",
+    "dt=20261102",
+    "date=2026-11-02",
+    "DT=2026-11-02",
+    "dt=2026-11-02x",
+    "xdt=2026-11-02",
+    "dt=２０２６-11-02",
+    "2026-11-02",
+    "dt=2026-11-02 ",
+]
 
 
 def test_files_not_ending_in_jsonl_or_jsonl_gz_are_ignored(warehouse, log_root, tmp_path):
@@ -567,13 +595,27 @@ def test_a_dt_folder_is_read_whatever_its_date(warehouse, log_root, tmp_path):
 def _public_state(con):
     """What a re-read could disturb: the quarantine (with its timestamps) and the latest build."""
     return {
-        "rejected": rows(con, "SELECT source_file, line, reason, raw, rejected_at FROM rejected_records "
-                              "ORDER BY source_file, line"),
+        "rejected": rows(
+            con, "SELECT source_file, line, reason, raw, rejected_at FROM rejected_records ORDER BY source_file, line"
+        ),
         "golden": rows(con, "SELECT * FROM golden_set ORDER BY ALL"),
-        "funnel": rows(con, "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-                            "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order"),
-        "counts": build_counts(con, "n_queries", "n_helped", "n_noise", "n_wrong", "unjudged_items",
-                               "orphan_verdicts", "unserved_item_verdicts", "lines_read", "lines_rejected"),
+        "funnel": rows(
+            con,
+            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+            "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order",
+        ),
+        "counts": build_counts(
+            con,
+            "n_queries",
+            "n_helped",
+            "n_noise",
+            "n_wrong",
+            "unjudged_items",
+            "orphan_verdicts",
+            "unserved_item_verdicts",
+            "lines_read",
+            "lines_rejected",
+        ),
     }
 
 
@@ -620,8 +662,12 @@ def test_an_appended_file_replaces_its_earlier_rows(warehouse, log_root, tmp_pat
 def test_a_rewritten_file_drops_the_rows_it_no_longer_holds(warehouse, log_root, tmp_path):
     path = write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, V2, "bad"])
     ingest_all(warehouse, log_root)
-    write_log(log_root, DAY1, "part-0001.jsonl", [S1, verdict("s1", "d1", "wrong", ts(9, 5)),
-                                                 verdict("s1", "d2", "helped", ts(9, 6))])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [S1, verdict("s1", "d1", "wrong", ts(9, 5)), verdict("s1", "d2", "helped", ts(9, 6))],
+    )
     bump_mtime(path)
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
@@ -660,8 +706,9 @@ def _variant(base: dict, **changes) -> dict:
     return rec
 
 
-S_BASE = serve("s1", ts(9), "Fix the refund window",
-               [always("rule-1"), ranked("d1", 1), ranked("d2", 2)], session_id="sess-1")
+S_BASE = serve(
+    "s1", ts(9), "Fix the refund window", [always("rule-1"), ranked("d1", 1), ranked("d2", 2)], session_id="sess-1"
+)
 
 
 @pytest.mark.parametrize(
@@ -673,10 +720,23 @@ S_BASE = serve("s1", ts(9), "Fix the refund window",
         pytest.param(_variant(S_BASE, session_id=None), id="null-session"),
         pytest.param(_variant(S_BASE, extra_field=[1, 2]), id="unknown-field"),
         pytest.param(_variant(S_BASE, items=list(reversed(S_BASE["items"]))), id="items-reordered"),
-        pytest.param(_variant(S_BASE, items=[always("rule-1", ), {**ranked("d1", 1), "score": 0.9},
-                                            ranked("d2", 2)]), id="other-score"),
-        pytest.param(_variant(S_BASE, items=[{**always("rule-1"), "rank": 7}, ranked("d1", 1), ranked("d2", 2)]),
-                     id="always-item-rank"),
+        pytest.param(
+            _variant(
+                S_BASE,
+                items=[
+                    always(
+                        "rule-1",
+                    ),
+                    {**ranked("d1", 1), "score": 0.9},
+                    ranked("d2", 2),
+                ],
+            ),
+            id="other-score",
+        ),
+        pytest.param(
+            _variant(S_BASE, items=[{**always("rule-1"), "rank": 7}, ranked("d1", 1), ranked("d2", 2)]),
+            id="always-item-rank",
+        ),
         pytest.param(_variant(S_BASE, ts="2026-11-01T10:00:00+01:00"), id="same-instant-other-offset"),
         pytest.param(_variant(S_BASE, ts="2026-11-01T09:00:00.0000009Z"), id="sub-microsecond-fraction"),
         pytest.param(_variant(S_BASE, ts="2026-11-01T09:00:00.000000Z"), id="zero-fraction"),
@@ -705,8 +765,9 @@ def test_an_identical_duplicate_serve_counts_once(warehouse, log_root, tmp_path,
         pytest.param(_variant(S_BASE, project="Billing"), id="project"),
         pytest.param(_variant(S_BASE, ts=ts(9, 0, offset="+01:00")), id="ts-instant"),
         pytest.param(_variant(S_BASE, ts="2026-11-01T09:00:00.000001Z"), id="ts-one-microsecond"),
-        pytest.param(_variant(S_BASE, items=[always("rule-1"), ranked("d1", 1), ranked("d2", 2, "v2")]),
-                     id="doc-version"),
+        pytest.param(
+            _variant(S_BASE, items=[always("rule-1"), ranked("d1", 1), ranked("d2", 2, "v2")]), id="doc-version"
+        ),
         pytest.param(_variant(S_BASE, items=[always("rule-1"), ranked("d1", 1), always("d2")]), id="channel"),
         pytest.param(_variant(S_BASE, items=[always("rule-1"), ranked("d1", 2), ranked("d2", 1)]), id="ranks"),
         pytest.param(_variant(S_BASE, items=[always("rule-1"), ranked("d1", 1)]), id="item-removed"),
@@ -719,7 +780,8 @@ def test_a_serve_repeated_with_other_content_is_a_conflicting_duplicate(warehous
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rows(warehouse, "SELECT source_file, line, reason, raw FROM rejected_records") == [
-        (f"dt={DAY1}/part-0001.jsonl", 3, "conflicting_duplicate_serve", text(again))]
+        (f"dt={DAY1}/part-0001.jsonl", 3, "conflicting_duplicate_serve", text(again))
+    ]
     assert rows(warehouse, "SELECT task, doc_version FROM golden_set") == [("Fix the refund window", "v1")]
     assert build_counts(warehouse, "unjudged_items", "conflicting_serves") == (2, 1)
 
@@ -786,14 +848,17 @@ def test_later_lines_are_compared_with_the_kept_serve_not_with_each_other(wareho
     ]
 
 
-def test_a_verdict_on_a_doc_only_a_rejected_duplicate_served_is_an_unserved_item_verdict(
-    warehouse, log_root, tmp_path
-):
-    write_log(log_root, DAY1, "part-0001.jsonl", [
-        serve("s1", ts(9), "t", [ranked("d1", 1)]),
-        serve("s1", ts(9), "t", [ranked("d2", 1)]),
-        verdict("s1", "d2", "helped", ts(9, 5)),
-    ])
+def test_a_verdict_on_a_doc_only_a_rejected_duplicate_served_is_an_unserved_item_verdict(warehouse, log_root, tmp_path):
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            serve("s1", ts(9), "t", [ranked("d1", 1)]),
+            serve("s1", ts(9), "t", [ranked("d2", 1)]),
+            verdict("s1", "d2", "helped", ts(9, 5)),
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert golden(warehouse) == []
@@ -873,9 +938,17 @@ def test_tied_verdicts_keep_the_later_line(warehouse, log_root, tmp_path, earlie
 
 def test_a_later_line_does_not_beat_a_later_ts(warehouse, log_root, tmp_path):
     # 09:00-00:01 is 09:01Z, one minute after the later line's 09:00Z.
-    write_log(log_root, DAY1, "part-0001.jsonl", [S1, V2.copy() | {"verdict": "helped"},
-                                                 verdict("s1", "d1", "wrong", ts(9, 0, offset="-00:01")),
-                                                 verdict("s1", "d1", "noise", ts(9))])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            S1,
+            V2.copy() | {"verdict": "helped"},
+            verdict("s1", "d1", "wrong", ts(9, 0, offset="-00:01")),
+            verdict("s1", "d1", "noise", ts(9)),
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rows(warehouse, "SELECT verdict FROM golden_set WHERE doc_id = 'd1'") == [("wrong",)]
@@ -883,26 +956,37 @@ def test_a_later_line_does_not_beat_a_later_ts(warehouse, log_root, tmp_path):
 
 def test_tied_serve_times_keep_the_larger_serve_id_in_code_point_order(warehouse, log_root, tmp_path):
     # "s-9" > "s-10" in code-point order, though 9 < 10.
-    write_log(log_root, DAY1, "part-0001.jsonl", [
-        serve("s-9", ts(9), "Fix the refund window", [ranked("d1", 1)]),
-        serve("s-10", ts(10, offset="+01:00"), "fix the  REFUND window", [ranked("d1", 1)]),
-        verdict("s-9", "d1", "helped", ts(9, 5)),
-        verdict("s-10", "d1", "noise", ts(9, 6)),
-    ])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            serve("s-9", ts(9), "Fix the refund window", [ranked("d1", 1)]),
+            serve("s-10", ts(10, offset="+01:00"), "fix the  REFUND window", [ranked("d1", 1)]),
+            verdict("s-9", "d1", "helped", ts(9, 5)),
+            verdict("s-10", "d1", "noise", ts(9, 6)),
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rows(warehouse, "SELECT serve_id, verdict, task FROM golden_set") == [
-        ("s-9", "helped", "Fix the refund window")]
+        ("s-9", "helped", "Fix the refund window")
+    ]
     assert rows(warehouse, "SELECT judgments_dropped FROM filter_funnel WHERE step = 'repeats'") == [(1,)]
 
 
 def test_the_latest_serve_wins_a_repeat_even_when_its_verdict_is_older(warehouse, log_root, tmp_path):
-    write_log(log_root, DAY1, "part-0001.jsonl", [
-        serve("a", ts(10), "Fix it", [ranked("d1", 1)]),
-        serve("b", ts(9), "fix IT", [ranked("d1", 1)]),
-        verdict("a", "d1", "helped", ts(10, 1)),
-        verdict("b", "d1", "noise", ts(12)),
-    ])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            serve("a", ts(10), "Fix it", [ranked("d1", 1)]),
+            serve("b", ts(9), "fix IT", [ranked("d1", 1)]),
+            verdict("a", "d1", "helped", ts(10, 1)),
+            verdict("b", "d1", "noise", ts(12)),
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert rows(warehouse, "SELECT serve_id, verdict, task FROM golden_set") == [("a", "helped", "Fix it")]
@@ -912,18 +996,23 @@ def test_the_latest_serve_wins_a_repeat_even_when_its_verdict_is_older(warehouse
 
 
 def test_unjudged_orphan_and_unserved_verdict_counts(warehouse, log_root, tmp_path):
-    write_log(log_root, DAY1, "part-0001.jsonl", [
-        serve("s1", ts(9), "t", [always("rule-1"), ranked("d1", 1), ranked("d2", 2), ranked("d3", 3)]),
-        serve("s2", ts(9, 1), "u", [always("rule-1"), ranked("d4", 1)]),
-        verdict("s1", "d1", "helped", ts(9, 5)),
-        verdict("s1", "d1", "noise", ts(9, 6)),  # a second verdict on a judged item: no new item
-        verdict("s2", "rule-1", "helped", ts(9, 5)),
-        verdict("s1", "d7", "helped", ts(9, 5)),  # s1 never served d7
-        verdict("s1", "d7", "noise", ts(9, 7)),
-        verdict("s404", "d1", "helped", ts(9, 5)),  # no such serve
-        verdict("s404", "d1", "helped", ts(9, 8)),
-        verdict("s405", "d2", "wrong", ts(9, 5)),
-    ])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            serve("s1", ts(9), "t", [always("rule-1"), ranked("d1", 1), ranked("d2", 2), ranked("d3", 3)]),
+            serve("s2", ts(9, 1), "u", [always("rule-1"), ranked("d4", 1)]),
+            verdict("s1", "d1", "helped", ts(9, 5)),
+            verdict("s1", "d1", "noise", ts(9, 6)),  # a second verdict on a judged item: no new item
+            verdict("s2", "rule-1", "helped", ts(9, 5)),
+            verdict("s1", "d7", "helped", ts(9, 5)),  # s1 never served d7
+            verdict("s1", "d7", "noise", ts(9, 7)),
+            verdict("s404", "d1", "helped", ts(9, 5)),  # no such serve
+            verdict("s404", "d1", "helped", ts(9, 8)),
+            verdict("s405", "d2", "wrong", ts(9, 5)),
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     # Unjudged: s1's rule-1, d2, d3 and s2's d4, across both channels.
@@ -932,10 +1021,15 @@ def test_unjudged_orphan_and_unserved_verdict_counts(warehouse, log_root, tmp_pa
 
 
 def test_an_orphan_verdict_for_a_rejected_serve_stays_an_orphan(warehouse, log_root, tmp_path):
-    write_log(log_root, DAY1, "part-0001.jsonl", [
-        serve("s1", "2026-11-01T09:00:00", "t", [ranked("d1", 1)]),  # no offset: invalid_field
-        V1,
-    ])
+    write_log(
+        log_root,
+        DAY1,
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00", "t", [ranked("d1", 1)]),  # no offset: invalid_field
+            V1,
+        ],
+    )
     ingest_all(warehouse, log_root)
     publish(warehouse, tmp_path)
     assert build_counts(warehouse, "orphan_verdicts", "unjudged_items") == (1, 0)
@@ -957,11 +1051,15 @@ def test_a_same_size_rewrite_in_the_tick_it_was_read_is_still_noticed(warehouse,
 
     path = log_root / "dt=2026-11-01" / "part-0001.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text('{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:00:00Z"}\n')
+    path.write_text(
+        '{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:00:00Z"}\n'
+    )
     ingest_all(warehouse, log_root)
     stat = path.stat()
     # Same size, same mtime, other content: only "written within the tick it was read" gives it away.
-    path.write_text('{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"wrong!","ts":"2026-11-01T09:00:00Z"}\n')
+    path.write_text(
+        '{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"wrong!","ts":"2026-11-01T09:00:00Z"}\n'
+    )
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert path.stat().st_size == stat.st_size
     ingest_all(warehouse, log_root)

@@ -12,17 +12,22 @@ from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
-TASKS = ["parse a CSV file with a custom delimiter", "parsing a csv file using a custom delimiter",
-         "rotate the TLS certificates of the load balancer"]
+TASKS = [
+    "parse a CSV file with a custom delimiter",
+    "parsing a csv file using a custom delimiter",
+    "rotate the TLS certificates of the load balancer",
+]
 
 
 def _world(tmp_path):
     logs = tmp_path / "logs"
     lines = []
     for n, task in enumerate(TASKS, start=1):
-        lines += [serve(f"s{n}", f"2026-11-01T0{n}:00:00Z", task, [ranked("d1", 1), ranked("d2", 2)]),
-                  verdict(f"s{n}", "d1", "helped", f"2026-11-01T0{n}:05:00Z"),
-                  verdict(f"s{n}", "d2", "noise", f"2026-11-01T0{n}:05:00Z")]
+        lines += [
+            serve(f"s{n}", f"2026-11-01T0{n}:00:00Z", task, [ranked("d1", 1), ranked("d2", 2)]),
+            verdict(f"s{n}", "d1", "helped", f"2026-11-01T0{n}:05:00Z"),
+            verdict(f"s{n}", "d2", "noise", f"2026-11-01T0{n}:05:00Z"),
+        ]
     write_log(logs, "2026-11-01", "part-0001.jsonl", lines)
     con = connect(tmp_path / "g.duckdb")
     ingest_all(con, logs)
@@ -42,8 +47,7 @@ def test_close_paraphrases_merge_and_unrelated_tasks_do_not(tmp_path):
     embedder = Embedder()
     merges = plan_merges(con, embedder, threshold=0.8)
     # Equal serve counts, so the text orders them: "parse ..." is the representative.
-    assert [(m.task_norm, m.merged_into) for m in merges] == [
-        (normalise_task(TASKS[1]), normalise_task(TASKS[0]))]
+    assert [(m.task_norm, m.merged_into) for m in merges] == [(normalise_task(TASKS[1]), normalise_task(TASKS[0]))]
     assert 0.8 <= merges[0].cosine <= 1.0
     result = build_golden_set(con, query_map=query_map(merges))
     assert result.record.n_queries == 2

@@ -31,7 +31,8 @@ def test_a_log_directory_holding_nothing_the_contract_reads_says_what_it_found(t
     assert _build("--logs", str(logs), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 1
     assert _err(capsys) == (
         f"Error: no files match {logs}/dt=YYYY-MM-DD/*.jsonl[.gz]; "
-        "found 2 .jsonl files at the top level and a folder date=2026-11-02")
+        "found 2 .jsonl files at the top level and a folder date=2026-11-02"
+    )
     assert duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM golden_builds").fetchone() == (0,)
 
 
@@ -71,10 +72,15 @@ def test_export_onto_a_file_is_one_line(tmp_path, capsys):
 
 def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_path, capsys):
     logs = tmp_path / "logs"
-    write_log(logs, "2026-11-01", "part-0001.jsonl", [
-        serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("gone", 1)]),
-        verdict("s1", "gone", "helped", "2026-11-01T09:05:00Z"),
-    ])
+    write_log(
+        logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("gone", 1)]),
+            verdict("s1", "gone", "helped", "2026-11-01T09:05:00Z"),
+        ],
+    )
     corpus = write_corpus(tmp_path / "c.jsonl", [doc("other")])
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")) == 0
     err = _err(capsys)
@@ -84,9 +90,15 @@ def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_
 
 def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
     logs = tmp_path / "logs"
-    write_log(logs, "2026-11-01", "part-0001.jsonl", [
-        serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
-        verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z")])
+    write_log(
+        logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
+            verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z"),
+        ],
+    )
     corpus = write_corpus(tmp_path / "c.jsonl", [doc("d1")])
     db = tmp_path / "g.duckdb"
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(db)) == 0

@@ -8,19 +8,19 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from goldenset.warehouse import connect
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
+from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
-from goldenset.warehouse import connect
 from goldenset_dagster.definitions import build_definitions
 from goldenset_dagster.jobs import build_run_config
 from goldenset_dagster.partitions import days as day_partitions
 from goldenset_dagster.partitions import range_tags
-from goldenset_dagster.schedules import nightly_golden_set
-from goldenset_dagster.sensors import corpus_reindex_sensor, decide
-from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
+from goldenset_dagster.schedules import nightly_golden_set
+from goldenset_dagster.sensors import corpus_reindex_sensor, decide
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
@@ -40,12 +40,18 @@ def resources(tmp_path):
 
 def _materialize(instance, resources, tmp_path, trigger="manual", **config):
     days = ["2026-11-01", "2026-11-02"]
-    instance.add_dynamic_partitions(day_partitions.name, [d for d in days if d not in instance.get_dynamic_partitions(day_partitions.name)])
+    instance.add_dynamic_partitions(
+        day_partitions.name, [d for d in days if d not in instance.get_dynamic_partitions(day_partitions.name)]
+    )
     run_config = build_run_config(trigger, **config)
     run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
     return dg.materialize(
-        ALL_ASSETS, instance=instance, resources=resources, run_config=run_config,
-        tags=range_tags(days), raise_on_error=False,
+        ALL_ASSETS,
+        instance=instance,
+        resources=resources,
+        run_config=run_config,
+        tags=range_tags(days),
+        raise_on_error=False,
     )
 
 
@@ -94,16 +100,23 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
         run_config = build_run_config("manual")
         run_config["ops"]["golden_set_export"] = {"config": {"out_dir": str(tmp_path / "export")}}
         result = dg.materialize(
-            ALL_ASSETS, instance=instance, resources=resources, run_config=run_config,
-            tags=range_tags(["2026-11-01", "2026-11-03"]), raise_on_error=False,
+            ALL_ASSETS,
+            instance=instance,
+            resources=resources,
+            run_config=run_config,
+            tags=range_tags(["2026-11-01", "2026-11-03"]),
+            raise_on_error=False,
         )
         assert not result.success
         failure = [e for e in result.all_events if e.is_step_failure][0]
         assert "build not published" in failure.step_failure_data.user_failure_data.description
         # The check that blocked shows its own failed result with its figures (not "execution
         # failed"), and the failure asks not to be retried: it would refuse the same way again.
-        evaluations = {e.event_specific_data.check_name: e.event_specific_data
-                       for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+        evaluations = {
+            e.event_specific_data.check_name: e.event_specific_data
+            for e in result.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        }
         blocked = evaluations["rejected_share"]
         assert not blocked.passed and blocked.severity == dg.AssetCheckSeverity.ERROR
         assert blocked.metadata["rejected"].value == 12 and blocked.metadata["lines_read"].value == 30
@@ -115,7 +128,9 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
     assert con.execute("SELECT max(build_id), count(*) FROM golden_builds").fetchall() == [(1, 1)]
     assert con.execute("SELECT count(*) FROM golden_set").fetchall() == [(3,)]
     # The quarantine rows were committed all the same.
-    assert con.execute("SELECT count(*) FROM rejected_records WHERE source_file LIKE 'dt=2026-11-03/%'").fetchall() == [(10,)]
+    assert con.execute("SELECT count(*) FROM rejected_records WHERE source_file LIKE 'dt=2026-11-03/%'").fetchall() == [
+        (10,)
+    ]
 
 
 def test_reindex_trigger_is_stamped_on_the_build(tmp_path, resources):
@@ -146,8 +161,11 @@ def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
     logs = tmp_path / "logs"
     write_log(logs, "2026-11-01", "part-0001.jsonl", [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])])
     defs = build_definitions()
-    res = {"corpus_source": CorpusSource(path=str(corpus)), "logs": LogSource(path=str(logs)),
-           "labels": LabelSource(path=str(tmp_path / "no-labels"))}
+    res = {
+        "corpus_source": CorpusSource(path=str(corpus)),
+        "logs": LogSource(path=str(logs)),
+        "labels": LabelSource(path=str(tmp_path / "no-labels")),
+    }
     with dg.instance_for_test() as instance:
         ctx = dg.build_sensor_context(instance=instance, resources=res, definitions=defs)
         first = corpus_reindex_sensor(ctx)
@@ -170,8 +188,10 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
     for day in ("2026-11-01", "2026-11-02"):
         write_log(logs, day, "part-0001.jsonl", [verdict("s1", "d1", "helped", f"{day}T09:00:00Z")])
     with dg.instance_for_test() as instance:
-        ctx = dg.build_schedule_context(instance=instance, resources={
-            "logs": LogSource(path=str(logs)), "labels": LabelSource(path=str(tmp_path / "no-labels"))})
+        ctx = dg.build_schedule_context(
+            instance=instance,
+            resources={"logs": LogSource(path=str(logs)), "labels": LabelSource(path=str(tmp_path / "no-labels"))},
+        )
         req = nightly_golden_set(ctx)
         assert instance.get_dynamic_partitions(day_partitions.name) == ["2026-11-01", "2026-11-02"]
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
@@ -189,8 +209,15 @@ def test_a_busy_warehouse_is_retried_by_the_step_and_a_refusal_is_not(tmp_path, 
     db = tmp_path / "g.duckdb"
     connect(db).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-         "time.sleep(120)", str(db)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         resources["warehouse"] = WarehouseResource(db_path=str(db), lock_timeout=0)
@@ -201,7 +228,9 @@ def test_a_busy_warehouse_is_retried_by_the_step_and_a_refusal_is_not(tmp_path, 
         assert retried.count("serve_log") == asset_helpers.BUSY_RETRIES
         assert retried.count("corpus_snapshot") == asset_helpers.BUSY_RETRIES
         failure = [e for e in result.all_events if e.is_step_failure][0]
-        assert "database busy: held by PID" in str(failure.step_failure_data.error.cause or failure.step_failure_data.error)
+        assert "database busy: held by PID" in str(
+            failure.step_failure_data.error.cause or failure.step_failure_data.error
+        )
     finally:
         holder.kill()
         holder.wait()

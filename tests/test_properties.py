@@ -16,7 +16,7 @@ import hashlib
 import json
 import tempfile
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +31,10 @@ from goldenset.warehouse import connect
 from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
 
 EXAMPLES = settings(
-    max_examples=15, deadline=None, derandomize=True, database=None,
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 # The rejected share has tests of its own; here a stray bad line must not block a build.
@@ -41,8 +44,13 @@ EPOCH = datetime(2026, 11, 1, 8, 0)
 
 # d2 is served at v1 and v2 but v2 is current; d3 is retired; d4 is superseded by d5.
 CORPUS = [
-    doc("d1"), doc("d2", "v2"), doc("d3", status="retired"), doc("d4", superseded_by="d5"),
-    doc("d5"), doc("d6"), doc("rule-1"),
+    doc("d1"),
+    doc("d2", "v2"),
+    doc("d3", status="retired"),
+    doc("d4", superseded_by="d5"),
+    doc("d5"),
+    doc("d6"),
+    doc("rule-1"),
 ]
 SERVED_DOCS = ["d1", "d2", "d3", "d4", "d5", "d6", "rule-1"]
 PROJECTS = ["billing", "search"]
@@ -101,8 +109,16 @@ def serve_logs(draw) -> list[str]:
                 items.append(always(d))
             else:
                 items.append(ranked(d, rank, draw(st.sampled_from(["v1", "v1", "v2"]))))
-        records.append(serve(serve_id, ts_at(minute, draw(offsets)), task, items,
-                             project=draw(st.sampled_from(PROJECTS)), session_id=f"sess-{i}"))
+        records.append(
+            serve(
+                serve_id,
+                ts_at(minute, draw(offsets)),
+                task,
+                items,
+                project=draw(st.sampled_from(PROJECTS)),
+                session_id=f"sess-{i}",
+            )
+        )
         served += [(serve_id, d) for d in docs]
 
     # Most served items get a verdict or two; a few verdicts are orphans ("ghost") or
@@ -110,9 +126,12 @@ def serve_logs(draw) -> list[str]:
     targets = [pair for pair in served for _ in range(draw(st.sampled_from([0, 1, 1, 2])))]
     targets += draw(st.lists(st.sampled_from([("ghost", "d1"), ("s0", "d9")]), max_size=2))
     verdict_minutes = draw(distinct_minutes(len(targets), 90))
-    for (serve_id, d), minute in zip(targets, verdict_minutes):
-        records.append(verdict(serve_id, d, draw(st.sampled_from(["helped", "helped", "noise", "wrong"])),
-                               ts_at(minute, draw(offsets))))
+    for (serve_id, d), minute in zip(targets, verdict_minutes, strict=False):
+        records.append(
+            verdict(
+                serve_id, d, draw(st.sampled_from(["helped", "helped", "noise", "wrong"])), ts_at(minute, draw(offsets))
+            )
+        )
 
     lines = [json.dumps(r, ensure_ascii=False) for r in records]
     # Identical repeats of serves, written differently (keys reversed, another session).
@@ -136,17 +155,26 @@ def outcome(con):
     """What the latest build computed: sorted golden-set rows, its funnel and its counts."""
     return (
         golden_set_now(con),
-        rows(con, "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-                  "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order"),
-        rows(con, "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, unjudged_items, orphan_verdicts, "
-                  "unserved_item_verdicts, lines_read, lines_rejected FROM golden_builds "
-                  "WHERE build_id = (SELECT max(build_id) FROM golden_builds)"),
+        rows(
+            con,
+            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+            "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order",
+        ),
+        rows(
+            con,
+            "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, unjudged_items, orphan_verdicts, "
+            "unserved_item_verdicts, lines_read, lines_rejected FROM golden_builds "
+            "WHERE build_id = (SELECT max(build_id) FROM golden_builds)",
+        ),
     )
 
 
 def golden_set_now(con):
-    return rows(con, "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
-                     "judged_at, stale_reason FROM golden_set ORDER BY ALL")
+    return rows(
+        con,
+        "SELECT query_id, project, task, doc_id, doc_version, verdict, relevance, serve_id, "
+        "judged_at, stale_reason FROM golden_set ORDER BY ALL",
+    )
 
 
 def publish(con, tmp: Path):
@@ -259,7 +287,7 @@ def test_rebuilding_on_unchanged_input_adds_a_build_but_no_label_versions(lines)
 
 
 def _instant(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
 
 
 def _norm(task: str) -> str:
@@ -277,12 +305,14 @@ def expected_golden_set(lines: list[str]) -> list[tuple]:
         if rec["event"] == "serve":
             serves.setdefault(rec["serve_id"], rec)
         elif (key := (rec["serve_id"], rec["doc_id"])) not in winners or _instant(rec["ts"]) > _instant(
-                winners[key]["ts"]):
+            winners[key]["ts"]
+        ):
             winners[key] = rec
     active = {d["doc_id"]: d for d in CORPUS if d["status"] == "active"}
     judgments = [
         (s, item, winners[(s["serve_id"], item["doc_id"])])
-        for s in serves.values() for item in s["items"]
+        for s in serves.values()
+        for item in s["items"]
         if (s["serve_id"], item["doc_id"]) in winners and item["channel"] == "ranked" and item["doc_id"] in active
     ]
     latest = lambda j: (_instant(j[0]["ts"]), j[0]["serve_id"])  # noqa: E731
@@ -296,14 +326,32 @@ def expected_golden_set(lines: list[str]) -> list[tuple]:
         if not any(v["verdict"] == "helped" for _, _, v in labels.values()):
             continue
         qid = hashlib.sha256(f"{project}\x1f{norm}".encode()).hexdigest()[:16]
-        task = max((j for j in judgments if (j[0]["project"], _norm(j[0]["task"])) == (project, norm)),
-                   key=latest)[0]["task"]
+        task = max((j for j in judgments if (j[0]["project"], _norm(j[0]["task"])) == (project, norm)), key=latest)[0][
+            "task"
+        ]
         for s, item, v in labels.values():
             d = active[item["doc_id"]]
-            stale = ("superseded" if d["superseded_by"] else
-                     "version_changed" if d["version"] != item["doc_version"] else None)
-            out.append((qid, project, task, item["doc_id"], item["doc_version"], v["verdict"],
-                        int(v["verdict"] == "helped"), s["serve_id"], _instant(v["ts"]), stale))
+            stale = (
+                "superseded"
+                if d["superseded_by"]
+                else "version_changed"
+                if d["version"] != item["doc_version"]
+                else None
+            )
+            out.append(
+                (
+                    qid,
+                    project,
+                    task,
+                    item["doc_id"],
+                    item["doc_version"],
+                    v["verdict"],
+                    int(v["verdict"] == "helped"),
+                    s["serve_id"],
+                    _instant(v["ts"]),
+                    stale,
+                )
+            )
     return sorted(out, key=lambda r: tuple("" if x is None else x for x in r[:8]))
 
 

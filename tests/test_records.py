@@ -22,8 +22,12 @@ from goldenset.records import Rejected, Serve, Verdict, normalise_task, parse_li
 def a_serve(**fields) -> dict:
     """A valid serve; keyword arguments replace fields (a value of ... removes the field)."""
     rec = {
-        "event": "serve", "serve_id": "s-81f2", "ts": "2026-11-28T14:03:11Z", "project": "billing-api",
-        "session_id": "sess-9", "task": "Add retries to the webhook sender",
+        "event": "serve",
+        "serve_id": "s-81f2",
+        "ts": "2026-11-28T14:03:11Z",
+        "project": "billing-api",
+        "session_id": "sess-9",
+        "task": "Add retries to the webhook sender",
         "items": [
             {"doc_id": "rule-17", "doc_version": "3", "channel": "always"},
             {"doc_id": "dec-204", "doc_version": "2", "channel": "ranked", "rank": 1, "score": 0.83},
@@ -34,8 +38,13 @@ def a_serve(**fields) -> dict:
 
 
 def a_verdict(**fields) -> dict:
-    rec = {"event": "verdict", "serve_id": "s-81f2", "doc_id": "dec-204", "verdict": "helped",
-           "ts": "2026-11-28T15:10:00+01:00"}
+    rec = {
+        "event": "verdict",
+        "serve_id": "s-81f2",
+        "doc_id": "dec-204",
+        "verdict": "helped",
+        "ts": "2026-11-28T15:10:00+01:00",
+    }
     rec.update(fields)
     return {k: v for k, v in rec.items() if v is not ...}
 
@@ -70,10 +79,16 @@ def test_a_valid_serve_parses_into_its_fields_and_items():
     s = parse_line(line(a_serve()))
     assert isinstance(s, Serve)
     assert (s.serve_id, s.project, s.task, s.session_id) == (
-        "s-81f2", "billing-api", "Add retries to the webhook sender", "sess-9")
+        "s-81f2",
+        "billing-api",
+        "Add retries to the webhook sender",
+        "sess-9",
+    )
     assert s.ts == datetime(2026, 11, 28, 14, 3, 11)
     assert [(i.doc_id, i.doc_version, i.channel, i.rank) for i in s.items] == [
-        ("rule-17", "3", "always", None), ("dec-204", "2", "ranked", 1)]
+        ("rule-17", "3", "always", None),
+        ("dec-204", "2", "ranked", 1),
+    ]
     assert s.task_norm == "add retries to the webhook sender"
     assert s.query_id == query_id("billing-api", "add retries to the webhook sender")
 
@@ -91,8 +106,13 @@ def test_each_of_the_three_verdicts_is_accepted(verdict):
 
 
 def test_strings_are_taken_verbatim_never_trimmed():
-    s = parse_line(line(a_serve(serve_id=" s 1 ", project=" billing ", task="  Fix\tit  ",
-                                items=[ranked(" d1 ", doc_version=" v1 ")])))
+    s = parse_line(
+        line(
+            a_serve(
+                serve_id=" s 1 ", project=" billing ", task="  Fix\tit  ", items=[ranked(" d1 ", doc_version=" v1 ")]
+            )
+        )
+    )
     assert (s.serve_id, s.project, s.task) == (" s 1 ", " billing ", "  Fix\tit  ")
     assert (s.items[0].doc_id, s.items[0].doc_version) == (" d1 ", " v1 ")
     v = parse_line(line(a_verdict(serve_id=" s ", doc_id="d1 ")))
@@ -127,8 +147,9 @@ def test_an_optional_field_given_as_null_counts_as_absent():
 
 
 def test_json_escapes_decode_to_the_same_strings():
-    raw = (b'{"event":"verdict","serve_id":"s\\u002d1","doc_id":"d\\u00e9","verdict":"helped",'
-           b'"ts":"2026-11-01T09:00:00Z"}')
+    raw = (
+        b'{"event":"verdict","serve_id":"s\\u002d1","doc_id":"d\\u00e9","verdict":"helped","ts":"2026-11-01T09:00:00Z"}'
+    )
     v = parse_line(raw)
     assert (v.serve_id, v.doc_id) == ("s-1", "d\u00e9")
 
@@ -284,7 +305,7 @@ def test_not_an_object_is_reported_before_an_unknown_event():
 
 
 def test_invalid_json_is_reported_before_every_other_reason():
-    assert reason_of(b'[NaN]') == "invalid_json"
+    assert reason_of(b"[NaN]") == "invalid_json"
     assert reason_of(b'{"event":"click","event":"click"}') == "invalid_json"
     assert reason_of(b'{"event":"serve","serve_id":NaN}') == "invalid_json"
 
@@ -305,8 +326,18 @@ def test_a_project_that_is_not_a_non_empty_string_is_invalid_field(value):
 @pytest.mark.parametrize(
     "task",
     ["", " ", "\t\n\r", "\u3000", "\u00a0", "\u2003\u2028", " \u3000 \u00a0 ", 5, ["fix"], {"t": "x"}],
-    ids=["empty", "space", "ascii-ws", "ideographic-space", "nbsp", "em-space-line-sep", "mixed", "int",
-         "list", "object"],
+    ids=[
+        "empty",
+        "space",
+        "ascii-ws",
+        "ideographic-space",
+        "nbsp",
+        "em-space-line-sep",
+        "mixed",
+        "int",
+        "list",
+        "object",
+    ],
 )
 def test_a_task_without_a_non_white_space_character_is_invalid_field(task):
     assert reason_of(line(a_serve(task=task))) == "invalid_field"
@@ -528,8 +559,13 @@ def test_query_id_of_the_conformance_query():
 
 @pytest.mark.parametrize(
     "project, task",
-    [("billing", "Fix the refund window"), ("search", "Ｆｕｌｌ-width query"), ("Billing", "x"),
-     ("p\u00e9", "Straße"), ("", "")],
+    [
+        ("billing", "Fix the refund window"),
+        ("search", "Ｆｕｌｌ-width query"),
+        ("Billing", "x"),
+        ("p\u00e9", "Straße"),
+        ("", ""),
+    ],
 )
 def test_query_id_is_the_first_16_hex_of_sha256_of_project_and_normalised_task(project, task):
     qid = query_id(project, normalise_task(task))
@@ -553,8 +589,10 @@ def test_a_serve_carries_the_query_id_of_its_normalised_task():
 
 
 def test_a_missing_item_field_outranks_a_non_object_item():
-    line = (b'{"event":"serve","serve_id":"s","ts":"2026-11-01T09:00:00Z","project":"p","task":"t",'
-            b'"items":[5,{"doc_id":"d1","channel":"ranked","rank":1}]}')
+    line = (
+        b'{"event":"serve","serve_id":"s","ts":"2026-11-01T09:00:00Z","project":"p","task":"t",'
+        b'"items":[5,{"doc_id":"d1","channel":"ranked","rank":1}]}'
+    )
     with pytest.raises(Rejected) as exc:
         parse_line(line)
     assert exc.value.reason == "missing_field"

@@ -39,8 +39,10 @@ def test_no_generic_top_level_package_is_installed(tmp_path):
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     tops = {p.split(".")[0] for p in config["packages"]}
     assert tops == {"goldenset", "goldenset_dagster"}
-    probe = ("import importlib.util as u; "
-             "print([n for n in ('assets', 'resources', 'pipelines') if u.find_spec(n) is not None])")
+    probe = (
+        "import importlib.util as u; "
+        "print([n for n in ('assets', 'resources', 'pipelines') if u.find_spec(n) is not None])"
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

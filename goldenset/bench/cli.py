@@ -26,7 +26,12 @@ bench_app = typer.Typer(
 )
 
 DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")]
+CorpusOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl)."
+    ),
+]
 
 
 def _parse_json_object(text: str | None, option: str) -> dict:
@@ -45,15 +50,36 @@ def _parse_json_object(text: str | None, option: str) -> dict:
 def run_cmd(
     db: DbOpt = None,
     corpus: CorpusOpt = None,
-    retriever: Annotated[str, typer.Option(help="Retriever factory as module:factory.")] = "goldenset.bench.reference:hybrid",
+    retriever: Annotated[
+        str, typer.Option(help="Retriever factory as module:factory.")
+    ] = "goldenset.bench.reference:hybrid",
     retriever_config: Annotated[str | None, typer.Option(help="Options for the factory, a JSON object.")] = None,
-    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default 5 and 24).")] = None,
+    k: Annotated[
+        list[int] | None,
+        typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default 5 and 24)."),
+    ] = None,
     depth: Annotated[int | None, typer.Option(help="Documents asked per query (default max(100, largest k)).")] = None,
-    exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="Leave stale labels out of the qrels.")] = False,
+    exclude_stale: Annotated[
+        bool, typer.Option("--exclude-stale", help="Leave stale labels out of the qrels.")
+    ] = False,
     max_age_days: Annotated[float, typer.Option(help="Refuse (exit 3) a golden set built longer ago than this.")] = 30,
-    allow_degraded: Annotated[bool, typer.Option("--allow-degraded", help="Run even with a component of the retriever down (not all); the run is stamped DEGRADED.")] = False,
-    index_dir: Annotated[Path | None, typer.Option(help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
-    report: Annotated[Path | None, typer.Option(help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID).")] = None,
+    allow_degraded: Annotated[
+        bool,
+        typer.Option(
+            "--allow-degraded",
+            help="Run even with a component of the retriever down (not all); the run is stamped DEGRADED.",
+        ),
+    ] = False,
+    index_dir: Annotated[
+        Path | None,
+        typer.Option(help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index)."),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID)."
+        ),
+    ] = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.report import console, print_run
@@ -62,9 +88,13 @@ def run_cmd(
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(
-        retriever=retriever, retriever_config=_parse_json_object(retriever_config, "--retriever-config"),
-        k_values=tuple(k) if k else DEFAULT_K, depth=depth, exclude_stale=exclude_stale,
-        max_age_days=max_age_days, allow_degraded=allow_degraded,
+        retriever=retriever,
+        retriever_config=_parse_json_object(retriever_config, "--retriever-config"),
+        k_values=tuple(k) if k else DEFAULT_K,
+        depth=depth,
+        exclude_stale=exclude_stale,
+        max_age_days=max_age_days,
+        allow_degraded=allow_degraded,
         index_dir=index_dir or settings.resolve("bench_index"),
     )
     result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
@@ -74,12 +104,33 @@ def run_cmd(
 @bench_app.command("eval")
 def eval_cmd(
     run: Annotated[Path, typer.Option("--run", help="TREC run file: query_id Q0 doc_id rank score tag.")],
-    qrels: Annotated[Path | None, typer.Option("--qrels", help="TREC qrels file, or BEIR qrels/test.tsv as `goldenset export` writes it (default: the current golden set).")] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            "--qrels",
+            help="TREC qrels file, or BEIR qrels/test.tsv as `goldenset export` writes it (default: the current golden set).",
+        ),
+    ] = None,
     db: DbOpt = None,
-    exclude_stale: Annotated[bool, typer.Option("--exclude-stale", help="With the golden set as qrels: leave stale labels out.")] = False,
-    complete: Annotated[bool, typer.Option("--complete", help="Average over every qrels query; one missing from the run scores 0 (trec_eval -c).")] = False,
-    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off for recall/precision/noise/hole; repeat for several (default recall 5, 10, 24; precision 5, 10).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object of the trec_eval-pinned metrics.")] = False,
+    exclude_stale: Annotated[
+        bool, typer.Option("--exclude-stale", help="With the golden set as qrels: leave stale labels out.")
+    ] = False,
+    complete: Annotated[
+        bool,
+        typer.Option(
+            "--complete", help="Average over every qrels query; one missing from the run scores 0 (trec_eval -c)."
+        ),
+    ] = False,
+    k: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--k",
+            help="Cut-off for recall/precision/noise/hole; repeat for several (default recall 5, 10, 24; precision 5, 10).",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object of the trec_eval-pinned metrics.")
+    ] = False,
 ) -> None:
     """Evaluate a TREC run file against TREC or BEIR qrels with trec_eval's conventions."""
     from goldenset.bench.metrics import QueryPolicy
@@ -87,8 +138,9 @@ def eval_cmd(
     from goldenset.bench.service import evaluate_run_file
 
     policy = QueryPolicy.COMPLETE if complete else QueryPolicy.TREC_EVAL
-    result = evaluate_run_file(run, qrels, resolve_paths(None, None, db).db, exclude_stale=exclude_stale,
-                               policy=policy, k_values=k)
+    result = evaluate_run_file(
+        run, qrels, resolve_paths(None, None, db).db, exclude_stale=exclude_stale, policy=policy, k_values=k
+    )
     if as_json:
         typer.echo(json.dumps({m: round(result.means[m], 4) for m in result.json_metrics}))
         return
@@ -106,8 +158,13 @@ def compare_cmd(
     run_b: Annotated[str, typer.Argument(help="Candidate run id (B); differences are B - A.")],
     db: DbOpt = None,
     row: Annotated[str, typer.Option(help="Row to compare (core decides).")] = "core",
-    metric: Annotated[list[str] | None, typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have).")] = None,
-    bootstrap: Annotated[int | None, typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have)."),
+    ] = None,
+    bootstrap: Annotated[
+        int | None, typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     report: Annotated[Path | None, typer.Option(help="Write report.md and differences.png into this folder.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
@@ -118,13 +175,32 @@ def compare_cmd(
     from goldenset.bench.report import console, print_comparison
     from goldenset.bench.service import compare_stored
 
-    comp, md = compare_stored(resolve_paths(None, None, db).db, run_a, run_b, row=row, metrics=metric,
-                              bootstrap=bootstrap, seed=seed, report_dir=report)
+    comp, md = compare_stored(
+        resolve_paths(None, None, db).db,
+        run_a,
+        run_b,
+        row=row,
+        metrics=metric,
+        bootstrap=bootstrap,
+        seed=seed,
+        report_dir=report,
+    )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}
-        typer.echo(json.dumps({"a": comp.a, "b": comp.b, "row": comp.row, "warnings": comp.warnings,
-                               "degraded": comp.degraded, **runs, "config_differences": comp.config_differences,
-                               "metrics": [asdict(p) for p in comp.results]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "a": comp.a,
+                    "b": comp.b,
+                    "row": comp.row,
+                    "warnings": comp.warnings,
+                    "degraded": comp.degraded,
+                    **runs,
+                    "config_differences": comp.config_differences,
+                    "metrics": [asdict(p) for p in comp.results],
+                }
+            )
+        )
         return
     print_comparison(console(), comp, md)
 
@@ -132,8 +208,19 @@ def compare_cmd(
 @bench_app.command("list")
 def list_cmd(
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list: every run with its full retriever config and deciding-row means.")] = False,
-    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON list: every run with its full retriever config and deciding-row means."
+        ),
+    ] = False,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+        ),
+    ] = None,
 ) -> None:
     """List stored benchmark runs, newest first: retriever and config, deciding row's recall and nDCG."""
     from rich.table import Table
@@ -146,11 +233,26 @@ def list_cmd(
         typer.echo(json.dumps([{**r, "started_at": r["started_at"].isoformat()} for r in runs]))
         return
     t = Table(title=f"{len(runs)} benchmark run(s)", title_justify="left")
-    for col in ("run_id", "started (UTC)", "build", "queries", "retriever and config", "degraded", "ndcg@10",
-                "recall@5"):
+    for col in (
+        "run_id",
+        "started (UTC)",
+        "build",
+        "queries",
+        "retriever and config",
+        "degraded",
+        "ndcg@10",
+        "recall@5",
+    ):
         t.add_column(col)
     for r in runs:
-        t.add_row(r["run_id"], f"{r['started_at']:%Y-%m-%d %H:%M}", str(r["build_id"]), str(r["n_queries"]),
-                  r["config"], "DEGRADED" if r["degraded"] else "", fmt(r["means"].get("ndcg@10")),
-                  fmt(r["means"].get("recall@5")))
+        t.add_row(
+            r["run_id"],
+            f"{r['started_at']:%Y-%m-%d %H:%M}",
+            str(r["build_id"]),
+            str(r["n_queries"]),
+            r["config"],
+            "DEGRADED" if r["degraded"] else "",
+            fmt(r["means"].get("ndcg@10")),
+            fmt(r["means"].get("recall@5")),
+        )
     console().print(t)

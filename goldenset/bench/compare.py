@@ -26,8 +26,9 @@ class RunInfo:
 
     @classmethod
     def of(cls, run: BenchmarkRun) -> RunInfo:
-        return cls(run.run_id, run.retriever, run.config_summary, run.retriever_config, run.build_id,
-                   run.labels_build_id)
+        return cls(
+            run.run_id, run.retriever, run.config_summary, run.retriever_config, run.build_id, run.labels_build_id
+        )
 
 
 @dataclass
@@ -75,37 +76,56 @@ def config_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
         a = {k: v for k, v in a.items() if k != "options"}
         b = {k: v for k, v in b.items() if k != "options"}
     fa, fb = _flatten(a), _flatten(b)
-    return [f"{k}: {_show(fa, k)} -> {_show(fb, k)}"
-            for k in sorted(set(fa) | set(fb)) if (k in fa, fa.get(k)) != (k in fb, fb.get(k))]
+    return [
+        f"{k}: {_show(fa, k)} -> {_show(fb, k)}"
+        for k in sorted(set(fa) | set(fb))
+        if (k in fa, fa.get(k)) != (k in fb, fb.get(k))
+    ]
 
 
 def _show(flat: Mapping[str, Any], key: str) -> str:
     return json.dumps(flat[key], sort_keys=True) if key in flat else "(unset)"
 
 
-def compare_runs(run_a: BenchmarkRun, run_b: BenchmarkRun, *, row: str = DECIDING_ROW,
-                 metrics: Sequence[str] | None = None, bootstrap: int | None = None,
-                 seed: int = 0) -> Comparison:
+def compare_runs(
+    run_a: BenchmarkRun,
+    run_b: BenchmarkRun,
+    *,
+    row: str = DECIDING_ROW,
+    metrics: Sequence[str] | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+) -> Comparison:
     """Pair run B with run A on `row` (the deciding row by default) over the queries both saw."""
     names = _metrics(run_a, run_b, metrics)
     results = [
-        compare_paired(m, run_a.per_query(row, m), run_b.per_query(row, m), get_metric(m).direction,
-                       bootstrap=bootstrap, seed=seed)
+        compare_paired(
+            m, run_a.per_query(row, m), run_b.per_query(row, m), get_metric(m).direction, bootstrap=bootstrap, seed=seed
+        )
         for m in names
     ]
     warnings = [w for w in (gates.fingerprint_warning([run_a, run_b]), gates.build_warning([run_a, run_b])) if w]
     for run in (run_a, run_b):
         if run.degraded:
             warnings.append(f"DEGRADED: run {run.run_id} ran with {', '.join(run.down_components)} down")
-    diffs = (config_differences(run_a.retriever_config, run_b.retriever_config)
-             if run_a.retriever == run_b.retriever else [])
-    return Comparison(run_a.run_id, run_b.run_id, row, results, warnings,
-                      degraded=run_a.degraded or run_b.degraded, sides=(RunInfo.of(run_a), RunInfo.of(run_b)),
-                      config_differences=diffs)
+    diffs = (
+        config_differences(run_a.retriever_config, run_b.retriever_config) if run_a.retriever == run_b.retriever else []
+    )
+    return Comparison(
+        run_a.run_id,
+        run_b.run_id,
+        row,
+        results,
+        warnings,
+        degraded=run_a.degraded or run_b.degraded,
+        sides=(RunInfo.of(run_a), RunInfo.of(run_b)),
+        config_differences=diffs,
+    )
 
 
-def compare_rows(run: BenchmarkRun, *, base: str = DECIDING_ROW, metrics: Sequence[str] | None = None,
-                 seed: int = 0) -> list[Comparison]:
+def compare_rows(
+    run: BenchmarkRun, *, base: str = DECIDING_ROW, metrics: Sequence[str] | None = None, seed: int = 0
+) -> list[Comparison]:
     """Each other row of one run against its deciding row (paired t), for the run report."""
     names = _metrics(run, run, metrics)
     out = []

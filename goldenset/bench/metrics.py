@@ -98,9 +98,7 @@ def ndcg_at(ranked: Ranked, rels: Rels, k: int) -> float:
     add nothing; the document at rank r is discounted by log2(r + 1); the ideal
     ranking sorts every judged gain of the query, cut at k. 0 when no gain > 0.
     """
-    dcg = sum(
-        rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if rels.get(d, 0) > 0
-    )
+    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if rels.get(d, 0) > 0)
     ideal = sorted((g for g in rels.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
@@ -279,7 +277,10 @@ def evaluated_queries(run: Mapping[str, Ranked], qrels: Mapping[str, Rels], poli
 
 
 def evaluate(
-    run: Mapping[str, Ranked], qrels: Mapping[str, Rels], metrics: Sequence[Metric], *,
+    run: Mapping[str, Ranked],
+    qrels: Mapping[str, Rels],
+    metrics: Sequence[Metric],
+    *,
     policy: QueryPolicy = QueryPolicy.TREC_EVAL,
 ) -> dict[str, dict[str, float]]:
     """Per-query values {query_id: {metric name: value}} over the queries `policy` selects.
@@ -287,14 +288,11 @@ def evaluate(
     A query the policy scores without a run entry (COMPLETE) is scored on an empty list.
     """
     return {
-        q: {m.name: m(run.get(q, ()), qrels[q]) for m in metrics}
-        for q in select_queries(run, qrels, policy).evaluated
+        q: {m.name: m(run.get(q, ()), qrels[q]) for m in metrics} for q in select_queries(run, qrels, policy).evaluated
     }
 
 
 def mean_over_queries(per_query: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> dict[str, float]:
     """Arithmetic mean of each metric over the evaluated queries (nan when there are none)."""
     n = len(per_query)
-    return {
-        name: (sum(v[name] for v in per_query.values()) / n if n else float("nan")) for name in names
-    }
+    return {name: (sum(v[name] for v in per_query.values()) / n if n else float("nan")) for name in names}

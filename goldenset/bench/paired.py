@@ -128,7 +128,14 @@ def compare_paired(
         lo, hi = t_interval(diffs, confidence)
         method = "paired t"
     return Paired(
-        metric=metric, n=len(common), mean_a=float(va.mean()), mean_b=float(vb.mean()),
-        diff=float(diffs.mean()), lo=lo, hi=hi, method=method,
-        mde=min_detectable_effect(diffs, confidence), verdict=verdict(lo, hi, direction),
+        metric=metric,
+        n=len(common),
+        mean_a=float(va.mean()),
+        mean_b=float(vb.mean()),
+        diff=float(diffs.mean()),
+        lo=lo,
+        hi=hi,
+        method=method,
+        mde=min_detectable_effect(diffs, confidence),
+        verdict=verdict(lo, hi, direction),
     )

@@ -56,8 +56,15 @@ def _order(scored) -> list[Hit]:
 class HybridRetriever:
     """BM25 + dense retrieval over a corpus snapshot, fused by reciprocal rank fusion."""
 
-    def __init__(self, ctx: RetrieverContext, *, rrf_k: int = RRF_K, candidates: int = CANDIDATES,
-                 build_index: bool = True, write_cache: bool = True):
+    def __init__(
+        self,
+        ctx: RetrieverContext,
+        *,
+        rrf_k: int = RRF_K,
+        candidates: int = CANDIDATES,
+        build_index: bool = True,
+        write_cache: bool = True,
+    ):
         docs = sorted(ctx.corpus.active.values(), key=lambda d: d.doc_id)
         self.doc_ids = [d.doc_id for d in docs]
         self.texts = [_doc_text(d) for d in docs]
@@ -82,8 +89,11 @@ class HybridRetriever:
 
     def config(self) -> dict:
         return {
-            "rrf_k": self.rrf_k, "candidates": self.candidates, "build_index": self.build_index,
-            "dense_model": self.embedder.name, "disabled": sorted(self._disabled),
+            "rrf_k": self.rrf_k,
+            "candidates": self.candidates,
+            "build_index": self.build_index,
+            "dense_model": self.embedder.name,
+            "disabled": sorted(self._disabled),
             "lexical_index": str(self.lexical_index_dir),
         }
 
@@ -167,9 +177,7 @@ class HybridRetriever:
         n = min(k, len(ids))
         docs, scores = bm25.retrieve([tokens], k=n, show_progress=False)
         # BM25 pads with zero-score documents; those did not match at all.
-        return _order(
-            (ids[int(i)], float(s)) for i, s in zip(docs[0], scores[0], strict=True) if s > 0
-        )[:k]
+        return _order((ids[int(i)], float(s)) for i, s in zip(docs[0], scores[0], strict=True) if s > 0)[:k]
 
     # ------------------------------------------------------------------ dense
     def _load_vectors(self) -> np.ndarray:

@@ -61,13 +61,29 @@ def comparison_table(comp: Comparison) -> Table:
     """B - A per metric with its interval, n, smallest detectable effect and verdict."""
     title = _stamp(f"B {comp.b} vs A {comp.a} · row {comp.row}", comp.degraded)
     t = Table(title=title, title_justify="left")
-    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (("metric", "left"), ("n", "right"), ("A", "right"), ("B", "right"),
-                          ("B - A", "right"), ("95% CI", "right"), ("MDE", "right"), ("verdict", "left"))
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("metric", "left"),
+        ("n", "right"),
+        ("A", "right"),
+        ("B", "right"),
+        ("B - A", "right"),
+        ("95% CI", "right"),
+        ("MDE", "right"),
+        ("verdict", "left"),
+    )
     for name, justify in columns:
         t.add_column(name, justify=justify)
     for p in comp.results:
-        t.add_row(p.metric, str(p.n), fmt(p.mean_a), fmt(p.mean_b), fmt_signed(p.diff),
-                  f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}]", fmt(p.mde), p.verdict)
+        t.add_row(
+            p.metric,
+            str(p.n),
+            fmt(p.mean_a),
+            fmt(p.mean_b),
+            fmt_signed(p.diff),
+            f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}]",
+            fmt(p.mde),
+            p.verdict,
+        )
     return t
 
 
@@ -112,7 +128,8 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
         f"n = {comp.n} queries both runs saw. 95% CI: {method}. B - A > 0 means B scored higher. MDE: the smallest true "
         "difference a paired t test on this n detects with 80% power (n/a when the differences do not vary). "
         "Verdicts read only the interval: indistinguishable when it contains 0.",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     if report is not None:
         out.print(f"report: {report}", markup=False, highlight=False)
@@ -127,8 +144,12 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
     import matplotlib.pyplot as plt
 
     panels = [c for c in comps if c.results] or list(comps)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 0.45 * max(
-        (len(c.results) for c in panels), default=1) + 1.5), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        max(1, len(panels)),
+        figsize=(5 * max(1, len(panels)), 0.45 * max((len(c.results) for c in panels), default=1) + 1.5),
+        squeeze=False,
+    )
     for ax, comp in zip(axes[0], panels, strict=False):  # one axis even with no panel
         names = [p.metric for p in comp.results][::-1]
         res = comp.results[::-1]
@@ -136,8 +157,9 @@ def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Pat
         diffs = [p.diff for p in res]
         lo = [p.diff - p.lo if math.isfinite(p.lo) else 0.0 for p in res]
         hi = [p.hi - p.diff if math.isfinite(p.hi) else 0.0 for p in res]
-        colors = ["tab:green" if p.verdict in ("better",) else "tab:red" if p.verdict == "worse" else "tab:gray"
-                  for p in res]
+        colors = [
+            "tab:green" if p.verdict in ("better",) else "tab:red" if p.verdict == "worse" else "tab:gray" for p in res
+        ]
         for y, d, below, above, c in zip(ys, diffs, lo, hi, colors, strict=True):
             ax.errorbar([d], [y], xerr=[[below], [above]], fmt="o", color=c, ecolor=c, capsize=3)
         ax.axvline(0.0, color="black", linewidth=0.8)
@@ -162,10 +184,15 @@ def _sides(comp: Comparison) -> list[str]:
 
 
 def _md_comparison(comp: Comparison) -> list[str]:
-    out = ["| metric | n | A | B | B - A | 95% CI | MDE | verdict |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    out = [
+        "| metric | n | A | B | B - A | 95% CI | MDE | verdict |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for p in comp.results:
-        out.append(f"| {p.metric} | {p.n} | {fmt(p.mean_a)} | {fmt(p.mean_b)} | {fmt_signed(p.diff)} | "
-                   f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {p.verdict} |")
+        out.append(
+            f"| {p.metric} | {p.n} | {fmt(p.mean_a)} | {fmt(p.mean_b)} | {fmt_signed(p.diff)} | "
+            f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {p.verdict} |"
+        )
     return out
 
 
@@ -179,9 +206,14 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
         f"- retriever: `{run.config_summary}`; depth {run.depth}; degraded: {'yes' if run.degraded else 'no'}"
         + (f"; down: {', '.join(run.down_components)}" if run.down_components else ""),
         f"- labels: golden build {run.labels_build_id if run.labels_build_id is not None else 'unknown'}"
-        + (f"; {run.skipped_queries} golden query(ies) skipped (no label with grade >= 1)"
-           if run.skipped_queries else ""),
-        "", "## Means per row", "",
+        + (
+            f"; {run.skipped_queries} golden query(ies) skipped (no label with grade >= 1)"
+            if run.skipped_queries
+            else ""
+        ),
+        "",
+        "## Means per row",
+        "",
         "| metric | " + " | ".join(f"{r}{' (deciding)' if r == DECIDING_ROW else ''}" for r in run.rows) + " |",
         "| --- | " + " | ".join("---:" for _ in run.rows) + " |",
     ]
@@ -192,8 +224,14 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
     if plot_name:
         lines += ["", f"![differences against core]({plot_name})"]
     lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
-    lines += ["", "## Retriever configuration", "", "```json",
-              json.dumps(run.retriever_config, indent=2, sort_keys=True), "```"]
+    lines += [
+        "",
+        "## Retriever configuration",
+        "",
+        "```json",
+        json.dumps(run.retriever_config, indent=2, sort_keys=True),
+        "```",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -208,8 +246,14 @@ def comparison_markdown(comp: Comparison, plot_name: str | None) -> str:
     if plot_name:
         lines += ["", f"![differences]({plot_name})"]
     for label, side in zip(("A", "B"), comp.sides or (), strict=False):
-        lines += ["", f"## Configuration of {label} ({side.run_id})", "", "```json",
-                  json.dumps(side.retriever_config, indent=2, sort_keys=True), "```"]
+        lines += [
+            "",
+            f"## Configuration of {label} ({side.run_id})",
+            "",
+            "```json",
+            json.dumps(side.retriever_config, indent=2, sort_keys=True),
+            "```",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +261,9 @@ def write_run_report(run: BenchmarkRun, comps: Sequence[Comparison], out_dir: Pa
     """Write report.md and differences.png for a run into out_dir; return the Markdown path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    plot = plot_differences(comps, out_dir / "differences.png", f"run {run.run_id}: rows against core") if comps else None
+    plot = (
+        plot_differences(comps, out_dir / "differences.png", f"run {run.run_id}: rows against core") if comps else None
+    )
     md = out_dir / "report.md"
     md.write_text(run_markdown(run, comps, plot.name if plot else None), encoding="utf-8")
     return md

@@ -108,13 +108,20 @@ def learn_features(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot) -> Fe
         return Features(None, False, False, ("core",), _left_out(GRAPH_ROWS, f"graph and boosts {reason}"))
     boosts_gap = learned.boosts_gap()
     if boosts_gap is not None:
-        return Features(learned, False, False, ("core",),
-                        _left_out(GRAPH_ROWS, f"graph and boosts have nothing to learn from: {boosts_gap}"))
+        return Features(
+            learned,
+            False,
+            False,
+            ("core",),
+            _left_out(GRAPH_ROWS, f"graph and boosts have nothing to learn from: {boosts_gap}"),
+        )
     graph_gap = learned.graph_gap()
     if graph_gap is not None:
         rows = tuple(r for r in ROWS if r != "+graph")
-        warning = (f"WARNING: graph has nothing to learn from: {graph_gap}; row +graph left out (it would rank "
-                   f"as core), rows {' and '.join(BOOST_ROWS)} rank with the boosts alone")
+        warning = (
+            f"WARNING: graph has nothing to learn from: {graph_gap}; row +graph left out (it would rank "
+            f"as core), rows {' and '.join(BOOST_ROWS)} rank with the boosts alone"
+        )
         return Features(learned, False, True, rows, warning)
     return Features(learned, True, True, ROWS, None)
 
@@ -139,8 +146,13 @@ class Gated:
         return [s.name for s in self.statuses if not s.up]
 
 
-def open_gates(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
-               now: datetime | None = None) -> Gated:
+def open_gates(
+    con: duckdb.DuckDBPyConnection,
+    corpus: CorpusSnapshot,
+    embedder: Embedder,
+    config: BenchConfig,
+    now: datetime | None = None,
+) -> Gated:
     """Run the gates in exit-code order: usage (2), age (3), probes (4); collect the warnings.
 
     Only the retriever's components (its `components()`) are probed: one that errors
@@ -160,7 +172,8 @@ def open_gates(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder:
     warnings = []
     if down:
         warnings.append(
-            "DEGRADED: ran with " + ", ".join(f"{s.name} down ({s.reason})" for s in down)
+            "DEGRADED: ran with "
+            + ", ".join(f"{s.name} down ({s.reason})" for s in down)
             + "; these numbers do not measure the full retriever"
         )
         disable = getattr(retriever, "disable", None)
@@ -176,8 +189,13 @@ def open_gates(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder:
     return Gated(retriever, build, statuses, features, warnings, d)
 
 
-def run_benchmark(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedder: Embedder, config: BenchConfig,
-                  now: datetime | None = None) -> BenchmarkRun:
+def run_benchmark(
+    con: duckdb.DuckDBPyConnection,
+    corpus: CorpusSnapshot,
+    embedder: Embedder,
+    config: BenchConfig,
+    now: datetime | None = None,
+) -> BenchmarkRun:
     """Gate, search every golden query once, score the rows; the caller stores the run.
 
     Reports the step "benchmark queries" (one advance per query) through goldenset.progress.
@@ -196,7 +214,8 @@ def run_benchmark(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedd
         raise GoldensetError(
             f"golden build {gated.build.build_id} has no query with a relevant label to measure"
             + (" once stale labels are left out; drop --exclude-stale" if gq.stale_excluded else "")
-            + "; `goldenset status` shows the funnel")
+            + "; `goldenset status` shows the funnel"
+        )
     lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in features.rows}
     with progress.step("benchmark queries", total=len(queries)) as advance:
         for qid in queries:
@@ -204,22 +223,32 @@ def run_benchmark(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedd
                 hits = check_hits(gated.retriever.search(gq.tasks[qid], depth), "search()")
             except Exception as exc:  # a plug-in's own error (ConnectionError, ...) is a run failure, exit 1
                 reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
-                raise GoldensetError(f"retriever failed on query {qid} ({gq.tasks[qid]!r}): {reason}; "
-                                     "nothing was stored, fix the retriever and run again") from exc
+                raise GoldensetError(
+                    f"retriever failed on query {qid} ({gq.tasks[qid]!r}): {reason}; "
+                    "nothing was stored, fix the retriever and run again"
+                ) from exc
             hits = _first_occurrence(hits)[:depth]
             for row in features.rows:
                 lists[row][qid] = _variant(row, hits, features, depth, qid)
             advance(1)
-    values = {row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
-              for row in features.rows}
-    notes = [f"{gq.stale_labels} stale label(s) in the golden set, "
-             + ("left out (--exclude-stale)" if gq.stale_excluded else "included in the qrels")]
+    values = {
+        row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
+        for row in features.rows
+    }
+    notes = [
+        f"{gq.stale_labels} stale label(s) in the golden set, "
+        + ("left out (--exclude-stale)" if gq.stale_excluded else "included in the qrels")
+    ]
     if gq.overruled:
-        notes.append(f"{len(gq.overruled)} query(ies) skipped: no label with grade >= 1 "
-                     "(every positive overruled by a human or judge label)")
+        notes.append(
+            f"{len(gq.overruled)} query(ies) skipped: no label with grade >= 1 "
+            "(every positive overruled by a human or judge label)"
+        )
     if gq.stale_positives_only:
-        notes.append(f"{len(gq.stale_positives_only)} query(ies) skipped: every label with grade >= 1 is stale "
-                     "and --exclude-stale left it out")
+        notes.append(
+            f"{len(gq.stale_positives_only)} query(ies) skipped: every label with grade >= 1 is stale "
+            "and --exclude-stale left it out"
+        )
     notes.append(LEAKAGE_NOTE)
     retriever_config: dict[str, Any] = {"options": copy.deepcopy(config.retriever_config)}
     cfg = getattr(gated.retriever, "config", None)
@@ -228,24 +257,37 @@ def run_benchmark(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot, embedd
     retriever_config["graph"] = {"seeds": fb.GRAPH_SEEDS, "hop_decay": fb.HOP_DECAY, "enabled": features.graph}
     retriever_config["boosts"] = {"strength": fb.BOOST_STRENGTH, "enabled": features.boosts}
     return BenchmarkRun(
-        run_id=new_run_id(started), started_at=started, build_id=gated.build.build_id,
+        run_id=new_run_id(started),
+        started_at=started,
+        build_id=gated.build.build_id,
         labels_build_id=gated.build.labels_build_id,
-        corpus_fingerprint=corpus.fingerprint, retriever=config.retriever, retriever_config=retriever_config,
-        degraded=bool(gated.down), warnings=gated.warnings, k_values=tuple(config.k_values), depth=depth,
-        exclude_stale=config.exclude_stale, stale_labels=gq.stale_labels, corpus_drift=gated.drift,
-        down_components=gated.down, metric_names=[m.name for m in metrics], values=values, notes=notes,
-        skipped_queries=len(gq.queries_without_relevant), ranked=lists,
+        corpus_fingerprint=corpus.fingerprint,
+        retriever=config.retriever,
+        retriever_config=retriever_config,
+        degraded=bool(gated.down),
+        warnings=gated.warnings,
+        k_values=tuple(config.k_values),
+        depth=depth,
+        exclude_stale=config.exclude_stale,
+        stale_labels=gq.stale_labels,
+        corpus_drift=gated.drift,
+        down_components=gated.down,
+        metric_names=[m.name for m in metrics],
+        values=values,
+        notes=notes,
+        skipped_queries=len(gq.queries_without_relevant),
+        ranked=lists,
     )
 
 
-def _variant(row: str, hits: list[tuple[str, float]], features: Features, depth: int,
-             qid: str) -> list[tuple[str, float]]:
+def _variant(
+    row: str, hits: list[tuple[str, float]], features: Features, depth: int, qid: str
+) -> list[tuple[str, float]]:
     if row == "core":
         return hits
     boosts = features.boosts and row in BOOST_ROWS
     exclude = qid if row.endswith(" honest") else None
-    return fb.rerank(hits, features.feedback, graph=features.graph, boosts=boosts, depth=depth,
-                     exclude_query=exclude)
+    return fb.rerank(hits, features.feedback, graph=features.graph, boosts=boosts, depth=depth, exclude_query=exclude)
 
 
 def _first_occurrence(hits: list[tuple[str, float]]) -> list[tuple[str, float]]:

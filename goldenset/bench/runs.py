@@ -77,7 +77,7 @@ class BenchmarkRun:
 
 
 def _option_value(value: object) -> str:
-    if isinstance(value, str) and value and not any(c.isspace() or c in "=,\"" for c in value):
+    if isinstance(value, str) and value and not any(c.isspace() or c in '=,"' for c in value):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -103,22 +103,41 @@ def store_run(con, run: BenchmarkRun) -> None:
     for row in run.rows:
         records += [(row, qid, m, v) for qid, by_metric in run.values[row].items() for m, v in by_metric.items()]
         records += [(row, ALL, m, v) for m, v in run.means(row).items()]
-    table = pa.table({
-        "run_id": [run.run_id] * len(records), "row_name": [r[0] for r in records],
-        "query_id": [r[1] for r in records], "metric": [r[2] for r in records],
-        "value": pa.array([r[3] for r in records], type=pa.float64()),
-    })
+    table = pa.table(
+        {
+            "run_id": [run.run_id] * len(records),
+            "row_name": [r[0] for r in records],
+            "query_id": [r[1] for r in records],
+            "metric": [r[2] for r in records],
+            "value": pa.array([r[3] for r in records], type=pa.float64()),
+        }
+    )
     with transaction(con):
         con.execute(
             "INSERT INTO benchmark_runs (run_id, started_at, build_id, corpus_fingerprint, retriever, "
             "retriever_config, degraded, warnings, k_values, depth, exclude_stale, n_queries, stale_labels, "
             "corpus_drift, down_components, metrics, labels_build_id, skipped_queries) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run.run_id, run.started_at, run.build_id, run.corpus_fingerprint, run.retriever,
-             json.dumps(run.retriever_config, sort_keys=True), run.degraded, json.dumps(run.warnings),
-             json.dumps(list(run.k_values)), run.depth, run.exclude_stale, run.n_queries, run.stale_labels,
-             run.corpus_drift, json.dumps(run.down_components), json.dumps(run.metric_names),
-             run.labels_build_id, run.skipped_queries],
+            [
+                run.run_id,
+                run.started_at,
+                run.build_id,
+                run.corpus_fingerprint,
+                run.retriever,
+                json.dumps(run.retriever_config, sort_keys=True),
+                run.degraded,
+                json.dumps(run.warnings),
+                json.dumps(list(run.k_values)),
+                run.depth,
+                run.exclude_stale,
+                run.n_queries,
+                run.stale_labels,
+                run.corpus_drift,
+                json.dumps(run.down_components),
+                json.dumps(run.metric_names),
+                run.labels_build_id,
+                run.skipped_queries,
+            ],
         )
         con.register("_goldenset_bench_values", table)
         try:
@@ -147,11 +166,23 @@ def load_run(con, run_id: str) -> BenchmarkRun:
     if meta is None:
         raise UsageError(f"no benchmark run {run_id!r} in the warehouse; `goldenset bench list` shows the runs")
     run = BenchmarkRun(
-        run_id=meta[0], started_at=meta[1], build_id=meta[2], corpus_fingerprint=meta[3], retriever=meta[4],
-        retriever_config=json.loads(meta[5] or "{}"), degraded=bool(meta[6]), warnings=json.loads(meta[7] or "[]"),
-        k_values=tuple(json.loads(meta[8] or "[]")), depth=meta[9], exclude_stale=bool(meta[10]),
-        stale_labels=meta[11] or 0, corpus_drift=meta[12], down_components=json.loads(meta[13] or "[]"),
-        metric_names=json.loads(meta[14] or "[]"), labels_build_id=meta[15], skipped_queries=meta[16],
+        run_id=meta[0],
+        started_at=meta[1],
+        build_id=meta[2],
+        corpus_fingerprint=meta[3],
+        retriever=meta[4],
+        retriever_config=json.loads(meta[5] or "{}"),
+        degraded=bool(meta[6]),
+        warnings=json.loads(meta[7] or "[]"),
+        k_values=tuple(json.loads(meta[8] or "[]")),
+        depth=meta[9],
+        exclude_stale=bool(meta[10]),
+        stale_labels=meta[11] or 0,
+        corpus_drift=meta[12],
+        down_components=json.loads(meta[13] or "[]"),
+        metric_names=json.loads(meta[14] or "[]"),
+        labels_build_id=meta[15],
+        skipped_queries=meta[16],
     )
     for row, qid, metric, value in con.execute(
         "SELECT row_name, query_id, metric, value FROM benchmark_results "
@@ -181,12 +212,22 @@ def list_runs(con) -> list[dict]:
     out: dict[str, dict] = {}
     for run_id, started, build_id, labels, retriever, cfg, degraded, n, fp, metric, value in rows:
         full = json.loads(cfg or "{}")
-        item = out.setdefault(run_id, {
-            "run_id": run_id, "started_at": started, "build_id": build_id, "labels_build_id": labels,
-            "retriever": retriever, "config": config_summary(retriever, full.get("options") or {}),
-            "retriever_config": full, "degraded": bool(degraded), "n_queries": n, "corpus_fingerprint": fp,
-            "means": {},
-        })
+        item = out.setdefault(
+            run_id,
+            {
+                "run_id": run_id,
+                "started_at": started,
+                "build_id": build_id,
+                "labels_build_id": labels,
+                "retriever": retriever,
+                "config": config_summary(retriever, full.get("options") or {}),
+                "retriever_config": full,
+                "degraded": bool(degraded),
+                "n_queries": n,
+                "corpus_fingerprint": fp,
+                "means": {},
+            },
+        )
         if metric is not None:
             item["means"][metric] = value
     return list(out.values())

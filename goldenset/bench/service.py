@@ -71,8 +71,10 @@ class EvalResult:
             return []
         out = []
         if sel.no_relevant:
-            out.append(f"{len(sel.no_relevant)} query(ies) judged with no relevant document: averaged in, "
-                       "0 on every trec_eval metric")
+            out.append(
+                f"{len(sel.no_relevant)} query(ies) judged with no relevant document: averaged in, "
+                "0 on every trec_eval metric"
+            )
         if sel.skipped_no_relevant:
             out.append(f"{len(sel.skipped_no_relevant)} query(ies) skipped: no relevant document")
         if sel.missing_from_run:
@@ -88,8 +90,15 @@ def _require_db(db: Path) -> None:
         raise NoBuild(f"no warehouse at {db}: run `goldenset build` first")
 
 
-def run_and_store(db: Path, corpus_path: Path, config: BenchConfig, *, report_dir: Path | None = None,
-                  embedder: Embedder | None = None, now: datetime | None = None) -> RunResult:
+def run_and_store(
+    db: Path,
+    corpus_path: Path,
+    config: BenchConfig,
+    *,
+    report_dir: Path | None = None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+) -> RunResult:
     """Read the corpus, gate and run the benchmark, store it in one transaction, write its report."""
     _require_db(db)
     corpus = read_corpus(corpus_path)
@@ -111,9 +120,15 @@ def run_and_store(db: Path, corpus_path: Path, config: BenchConfig, *, report_di
     return RunResult(run, comps, md, files)
 
 
-def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
-                      exclude_stale: bool = False, policy: M.QueryPolicy = M.QueryPolicy.TREC_EVAL,
-                      k_values: Sequence[int] | None = None) -> EvalResult:
+def evaluate_run_file(
+    run_path: Path,
+    qrels_path: Path | None,
+    db: Path,
+    *,
+    exclude_stale: bool = False,
+    policy: M.QueryPolicy = M.QueryPolicy.TREC_EVAL,
+    k_values: Sequence[int] | None = None,
+) -> EvalResult:
     """Evaluate a TREC run file against qrels (a TREC or BEIR file, else the current golden set).
 
     `policy` chooses the queries averaged over (metrics.py, "Query policy"); `k_values`
@@ -142,19 +157,37 @@ def evaluate_run_file(run_path: Path, qrels_path: Path | None, db: Path, *,
         # trec_eval 9 stops here too, with -c or without ("No queries with both results and relevance
         # info"); 10 -c prints zeros. A run sharing no query with its qrels is a mix-up, not a score.
         if policy is M.QueryPolicy.SKIP_NO_RELEVANT:
-            raise InputError(f"no query of run {run_path} has a relevant document in {source}: "
-                             "check that the query ids match")
-        raise InputError(f"no query of run {run_path} appears in {source}, so none has a relevant document "
-                         "to score: check that the query ids match")
+            raise InputError(
+                f"no query of run {run_path} has a relevant document in {source}: check that the query ids match"
+            )
+        raise InputError(
+            f"no query of run {run_path} appears in {source}, so none has a relevant document "
+            "to score: check that the query ids match"
+        )
     metrics = [M.get_metric(m) for m in table_names]
     per_query = M.evaluate(run, qrels, metrics, policy=policy)
-    return EvalResult(M.mean_over_queries(per_query, [m.name for m in metrics]), len(per_query), source,
-                      EVAL_POLICIES[policy], json_names, selection, policy)
+    return EvalResult(
+        M.mean_over_queries(per_query, [m.name for m in metrics]),
+        len(per_query),
+        source,
+        EVAL_POLICIES[policy],
+        json_names,
+        selection,
+        policy,
+    )
 
 
-def compare_stored(db: Path, run_a: str, run_b: str, *, row: str = "core", metrics: Sequence[str] | None = None,
-                   bootstrap: int | None = None, seed: int = 0,
-                   report_dir: Path | None = None) -> tuple[Comparison, Path | None]:
+def compare_stored(
+    db: Path,
+    run_a: str,
+    run_b: str,
+    *,
+    row: str = "core",
+    metrics: Sequence[str] | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    report_dir: Path | None = None,
+) -> tuple[Comparison, Path | None]:
     """Load two stored runs and compare B against A; write a report when report_dir is given."""
     _require_db(db)
     con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout())

@@ -32,7 +32,7 @@ from goldenset.errors import GoldensetError, NoBuild, UsageError
 app = typer.Typer(
     name="calibrate",
     help="Measure a score against the labels: false-pass and false-fail rates per cutoff, the single cutoff, "
-         "a review band, bootstrap, slices; or re-check a stored policy.",
+    "a review band, bootstrap, slices; or re-check a stored policy.",
     add_completion=False,
     pretty_exceptions_enable=False,
     # No subcommands: the usage line shows options only.
@@ -61,8 +61,9 @@ def _options(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise UsageError(f"--scorer-config {text!r} is not JSON ({exc}); pass an object, e.g. "
-                         "'{\"value\": 0.5}'") from None
+        raise UsageError(
+            f"--scorer-config {text!r} is not JSON ({exc}); pass an object, e.g. '{{\"value\": 0.5}}'"
+        ) from None
     if not isinstance(value, dict):
         raise UsageError(f"--scorer-config {text!r} is not a JSON object; pass an object, e.g. '{{\"value\": 0.5}}'")
     return value
@@ -81,59 +82,141 @@ def _connect(db: str | None, wait: float | None):
 
 @app.callback(invoke_without_command=True)
 def calibrate_cmd(
-    scorer: Annotated[str | None, typer.Option(
-        "--scorer", metavar="S", help="dense, bm25, judge, or a scorer plug-in as module:factory.")] = None,
-    check: Annotated[Path | None, typer.Option(
-        "--check", metavar="POLICY", help="Re-measure this stored policy on today's labels instead (exit 0 "
-                                          "when its rates hold, 1 when not).")] = None,
-    against: Annotated[str | None, typer.Option(
-        "--against", metavar="human|log", help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
-                          "acceptable: helped). Default human.")] = None,
-    cost_ratio: Annotated[float | None, typer.Option(
-        "--cost-ratio", metavar="R", help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
-                             "minimises R x false passes + false fails. Default 1.")] = None,
-    max_false_pass: Annotated[float | None, typer.Option(
-        "--max-false-pass", metavar="A", help="A: the band's high cutoff is the lowest with false-pass rate <= A. "
-                                 "Default 0.05.")] = None,
-    max_false_fail: Annotated[float | None, typer.Option(
-        "--max-false-fail", metavar="B", help="B: the band's low cutoff is the highest with false-fail rate <= B. "
-                                 "Default 0.05.")] = None,
-    bootstrap: Annotated[int | None, typer.Option(
-        "--bootstrap", metavar="N", help="Resample the scored pairs N times for percentiles of the rates.")] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", metavar="X", help="Seed of numpy's default_rng for --bootstrap. Default 0.")] = None,
-    by: Annotated[str | None, typer.Option(
-        "--by", metavar="project", help="project: also calibrate each project on its own pairs.")] = None,
-    holdout_after: Annotated[str | None, typer.Option(
-        "--holdout-after", metavar="DATE", help="Choose on labels before DATE (YYYY-MM-DD, UTC) and report the "
-                                                "rates on the labels from DATE on.")] = None,
-    repeats: Annotated[int | None, typer.Option(
-        "--repeats", metavar="N", help="Score each pair N times; calibrate on the mean, report pairs whose "
-                                       "repeats cross a chosen cutoff. Default 1.")] = None,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", help="Seconds one score may take; a slower one is an error pair.")] = 30.0,
-    scorer_config: Annotated[str | None, typer.Option(
-        "--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer.")] = None,
-    judge_url: Annotated[str | None, typer.Option(
-        "--judge-url", metavar="URL", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
-        help="OpenAI-compatible server of --scorer judge (API key: GOLDENSET_JUDGE_API_KEY).")] = None,
-    judge_model: Annotated[str | None, typer.Option(
-        "--judge-model", metavar="M", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
-        help="Model name the judge server serves.")] = None,
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", metavar="FILE", help="Rubric YAML whose task and as_of the judge is told (else GOLDENSET_RUBRIC, "
-                         "else HOME/rubric.yaml).")] = None,
-    plot: Annotated[Path | None, typer.Option(
-        "--plot", metavar="PNG", help="Where the plot goes (else REPORTS/calibration/<scorer>-<against>-"
-                                      "build<N>-<time>.png).")] = None,
-    policy: Annotated[Path | None, typer.Option(
-        "--policy", metavar="OUT.json", help="Write the chosen cutoffs as a policy manifest here.")] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option("--scorer", metavar="S", help="dense, bm25, judge, or a scorer plug-in as module:factory."),
+    ] = None,
+    check: Annotated[
+        Path | None,
+        typer.Option(
+            "--check",
+            metavar="POLICY",
+            help="Re-measure this stored policy on today's labels instead (exit 0 when its rates hold, 1 when not).",
+        ),
+    ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            metavar="human|log",
+            help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
+            "acceptable: helped). Default human.",
+        ),
+    ] = None,
+    cost_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--cost-ratio",
+            metavar="R",
+            help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
+            "minimises R x false passes + false fails. Default 1.",
+        ),
+    ] = None,
+    max_false_pass: Annotated[
+        float | None,
+        typer.Option(
+            "--max-false-pass",
+            metavar="A",
+            help="A: the band's high cutoff is the lowest with false-pass rate <= A. Default 0.05.",
+        ),
+    ] = None,
+    max_false_fail: Annotated[
+        float | None,
+        typer.Option(
+            "--max-false-fail",
+            metavar="B",
+            help="B: the band's low cutoff is the highest with false-fail rate <= B. Default 0.05.",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap", metavar="N", help="Resample the scored pairs N times for percentiles of the rates."
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", metavar="X", help="Seed of numpy's default_rng for --bootstrap. Default 0.")
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", metavar="project", help="project: also calibrate each project on its own pairs."),
+    ] = None,
+    holdout_after: Annotated[
+        str | None,
+        typer.Option(
+            "--holdout-after",
+            metavar="DATE",
+            help="Choose on labels before DATE (YYYY-MM-DD, UTC) and report the rates on the labels from DATE on.",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats",
+            metavar="N",
+            help="Score each pair N times; calibrate on the mean, report pairs whose "
+            "repeats cross a chosen cutoff. Default 1.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="SECONDS", help="Seconds one score may take; a slower one is an error pair."),
+    ] = 30.0,
+    scorer_config: Annotated[
+        str | None,
+        typer.Option("--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer."),
+    ] = None,
+    judge_url: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-url",
+            metavar="URL",
+            envvar="GOLDENSET_JUDGE_URL",
+            show_envvar=True,
+            help="OpenAI-compatible server of --scorer judge (API key: GOLDENSET_JUDGE_API_KEY).",
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            metavar="M",
+            envvar="GOLDENSET_JUDGE_MODEL",
+            show_envvar=True,
+            help="Model name the judge server serves.",
+        ),
+    ] = None,
+    rubric: Annotated[
+        str | None,
+        typer.Option(
+            "--rubric",
+            metavar="FILE",
+            help="Rubric YAML whose task and as_of the judge is told (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).",
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            metavar="PNG",
+            help="Where the plot goes (else REPORTS/calibration/<scorer>-<against>-build<N>-<time>.png).",
+        ),
+    ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", metavar="OUT.json", help="Write the chosen cutoffs as a policy manifest here."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
-    db: Annotated[str | None, typer.Option(
-        "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
-    wait: Annotated[float | None, typer.Option(
-        "--wait", help="Seconds to wait for another process writing the DuckDB file (else "
-                       "GOLDENSET_LOCK_TIMEOUT, else 30).")] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
+    ] = None,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+        ),
+    ] = None,
 ) -> None:
     """Calibrate a scorer on the latest build's labels, or re-check a stored policy (--check)."""
     from goldenset.scoring.calibrate import Costs
@@ -141,19 +224,34 @@ def calibrate_cmd(
     from goldenset.scoring.workflow import CalibrationRequest, calibrate_latest
 
     if check is not None:
-        given = {"--scorer": scorer, "--against": against, "--cost-ratio": cost_ratio,
-                 "--max-false-pass": max_false_pass, "--max-false-fail": max_false_fail, "--bootstrap": bootstrap,
-                 "--seed": seed, "--by": by, "--holdout-after": holdout_after, "--repeats": repeats,
-                 "--scorer-config": scorer_config, "--plot": plot, "--policy": policy, "--rubric": rubric}
+        given = {
+            "--scorer": scorer,
+            "--against": against,
+            "--cost-ratio": cost_ratio,
+            "--max-false-pass": max_false_pass,
+            "--max-false-fail": max_false_fail,
+            "--bootstrap": bootstrap,
+            "--seed": seed,
+            "--by": by,
+            "--holdout-after": holdout_after,
+            "--repeats": repeats,
+            "--scorer-config": scorer_config,
+            "--plot": plot,
+            "--policy": policy,
+            "--rubric": rubric,
+        }
         extra = [flag for flag, value in given.items() if value is not None]
         if extra:
-            raise UsageError(f"--check re-measures the stored policy with its own scorer, cutoffs and costs; "
-                             f"drop {', '.join(extra)}")
+            raise UsageError(
+                f"--check re-measures the stored policy with its own scorer, cutoffs and costs; drop {', '.join(extra)}"
+            )
         _check(check, timeout, as_json, db, wait)
         return
     if scorer is None:
-        raise UsageError("pass --scorer S (dense, bm25, judge or module:factory) to calibrate, or --check POLICY "
-                         "to re-measure a stored policy")
+        raise UsageError(
+            "pass --scorer S (dense, bm25, judge or module:factory) to calibrate, or --check POLICY "
+            "to re-measure a stored policy"
+        )
     if by not in (None, "project"):
         raise UsageError(f"--by {by!r} is not known; use --by project")
     if scorer != "judge" and (judge_url or judge_model):
@@ -161,21 +259,31 @@ def calibrate_cmd(
     judge = None
     if scorer == "judge":
         if not judge_url or not judge_model:
-            raise UsageError("--scorer judge needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and "
-                             "GOLDENSET_JUDGE_MODEL)")
+            raise UsageError(
+                "--scorer judge needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
+            )
         from goldenset.labelling.rubric import load_rubric
 
         closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
         as_of = None if closed.as_of is None else str(closed.as_of)
         judge = JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of)
     request = CalibrationRequest(
-        scorer=scorer, against=against or "human",
-        costs=Costs(1.0 if cost_ratio is None else cost_ratio, 0.05 if max_false_pass is None else max_false_pass,
-                    0.05 if max_false_fail is None else max_false_fail),
-        bootstrap_n=bootstrap, seed=0 if seed is None else seed, by_project=by == "project",
+        scorer=scorer,
+        against=against or "human",
+        costs=Costs(
+            1.0 if cost_ratio is None else cost_ratio,
+            0.05 if max_false_pass is None else max_false_pass,
+            0.05 if max_false_fail is None else max_false_fail,
+        ),
+        bootstrap_n=bootstrap,
+        seed=0 if seed is None else seed,
+        by_project=by == "project",
         holdout_after=None if holdout_after is None else _date(holdout_after),
         repeats=1 if repeats is None else repeats,
-        timeout=timeout, options=_options(scorer_config), judge=judge)
+        timeout=timeout,
+        options=_options(scorer_config),
+        judge=judge,
+    )
     if request.repeats < 1:
         raise UsageError(f"--repeats {repeats!r} is not a number of repeats; use a positive integer, e.g. 3")
     from goldenset.scoring.workflow import scoring_progress
@@ -225,11 +333,17 @@ def _check(path: Path, timeout: float, as_json: bool, db: str | None, wait: floa
     else:
         print_check(outcome, path)
     if not outcome.check.holds:
-        failed = "; ".join(f"{i.name} differs from the policy's" if i.name == "scorer_config" else
-                           f"{i.name} {_value(i.measured)} (limit {_value(i.limit)})"
-                           for i in outcome.check.checks if not i.holds)
-        raise GoldensetError(f"policy {path} does not hold on build {outcome.build_id}: {failed}; calibrate "
-                             "again and review the new cutoffs")
+        failed = "; ".join(
+            f"{i.name} differs from the policy's"
+            if i.name == "scorer_config"
+            else f"{i.name} {_value(i.measured)} (limit {_value(i.limit)})"
+            for i in outcome.check.checks
+            if not i.holds
+        )
+        raise GoldensetError(
+            f"policy {path} does not hold on build {outcome.build_id}: {failed}; calibrate "
+            "again and review the new cutoffs"
+        )
 
 
 # --------------------------------------------------------------------------- readable output
@@ -256,8 +370,7 @@ def _shown_rows(m) -> list[int | None]:
     chosen = {m.cutoffs.index(m.single.row), m.cutoffs.index(m.high)}
     if m.low is not None:
         chosen.add(m.cutoffs.index(m.low))
-    keep = sorted({j for i in chosen for j in range(i - SHOWN_AROUND, i + SHOWN_AROUND + 1)
-                   if 0 <= j < len(m.cutoffs)})
+    keep = sorted({j for i in chosen for j in range(i - SHOWN_AROUND, i + SHOWN_AROUND + 1) if 0 <= j < len(m.cutoffs)})
     shown: list[int | None] = []
     previous = -1
     for j in keep:
@@ -277,17 +390,24 @@ def print_calibration(outcome) -> None:
     cal = outcome.calibration
     m = cal.measurement
     n_err = len(cal.errors)
-    out.print(f"{cal.scorer} {cal.version} against {cal.against} labels of build {outcome.build_id}: {m.pairs} "
-              f"pairs scored ({m.acceptable} acceptable, {m.unacceptable} unacceptable), {n_err} "
-              f"error{'s' if n_err != 1 else ''}", markup=False, soft_wrap=True)
+    out.print(
+        f"{cal.scorer} {cal.version} against {cal.against} labels of build {outcome.build_id}: {m.pairs} "
+        f"pairs scored ({m.acceptable} acceptable, {m.unacceptable} unacceptable), {n_err} "
+        f"error{'s' if n_err != 1 else ''}",
+        markup=False,
+        soft_wrap=True,
+    )
     marks: dict[int, list[str]] = {}
     for name, row in (("single", m.single.row), ("low", m.low), ("high", m.high)):
         if row is not None:
             marks.setdefault(m.cutoffs.index(row), []).append(name)
     r = cal.costs.cost_ratio
-    t = Table(title=f"cutoffs around the chosen ones ({len(m.cutoffs)} in all; --json lists every one)",
-              title_justify="left", caption="FP: false passes (unacceptable pairs passing), FF: false fails "
-                                            "(acceptable pairs failing)", caption_justify="left")
+    t = Table(
+        title=f"cutoffs around the chosen ones ({len(m.cutoffs)} in all; --json lists every one)",
+        title_justify="left",
+        caption="FP: false passes (unacceptable pairs passing), FF: false fails (acceptable pairs failing)",
+        caption_justify="left",
+    )
     for col in ("cutoff", "FP", "FF", "FP rate", "FF rate", "cost", "chosen"):
         t.add_column(col, justify="left" if col in ("cutoff", "chosen") else "right", no_wrap=True)
     for i in _shown_rows(m):
@@ -296,24 +416,44 @@ def print_calibration(outcome) -> None:
             continue
         row = m.cutoffs[i]
         cost = r * row.false_passes + row.false_fails
-        t.add_row(_cut(row.cutoff), str(row.false_passes), str(row.false_fails), f"{row.false_pass_rate:.4f}",
-                  f"{row.false_fail_rate:.4f}", f"{cost:g}", ", ".join(marks.get(i, [])))
+        t.add_row(
+            _cut(row.cutoff),
+            str(row.false_passes),
+            str(row.false_fails),
+            f"{row.false_pass_rate:.4f}",
+            f"{row.false_fail_rate:.4f}",
+            f"{cost:g}",
+            ", ".join(marks.get(i, [])),
+        )
     out.print(t)
     s = m.single
-    out.print(f"single cutoff {_cut(s.row.cutoff)}: cost {s.cost} (R {r:g} x {_n(s.row.false_passes, 'false pass')}"
-              f" + {_n(s.row.false_fails, 'false fail')}); false-pass rate "
-              f"{_rate(s.row.false_passes, m.unacceptable, s.row.false_pass_rate)}, false-fail rate "
-              f"{_rate(s.row.false_fails, m.acceptable, s.row.false_fail_rate)}", markup=False, soft_wrap=True)
+    out.print(
+        f"single cutoff {_cut(s.row.cutoff)}: cost {s.cost} (R {r:g} x {_n(s.row.false_passes, 'false pass')}"
+        f" + {_n(s.row.false_fails, 'false fail')}); false-pass rate "
+        f"{_rate(s.row.false_passes, m.unacceptable, s.row.false_pass_rate)}, false-fail rate "
+        f"{_rate(s.row.false_fails, m.acceptable, s.row.false_fail_rate)}",
+        markup=False,
+        soft_wrap=True,
+    )
     if m.band is not None:
-        top, passing = ("none", "nothing passes") if m.band.high is None else (
-            repr(m.band.high), f"pass at >= {m.band.high!r}")
-        out.print(f"review band [{m.band.low!r}, {top}): {m.band.review} of {m.pairs} pairs "
-                  f"({m.band.review_share:.4f}) go to review; {passing}, fail below {m.band.low!r} "
-                  f"(A {cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g})", markup=False, soft_wrap=True)
+        top, passing = (
+            ("none", "nothing passes") if m.band.high is None else (repr(m.band.high), f"pass at >= {m.band.high!r}")
+        )
+        out.print(
+            f"review band [{m.band.low!r}, {top}): {m.band.review} of {m.pairs} pairs "
+            f"({m.band.review_share:.4f}) go to review; {passing}, fail below {m.band.low!r} "
+            f"(A {cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g})",
+            markup=False,
+            soft_wrap=True,
+        )
     else:
         low = "none" if m.low is None else _cut(m.low.cutoff)
-        out.print(f"no review band: {m.band_note} (low {low}, high {_cut(m.high.cutoff)}; A "
-                  f"{cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g})", markup=False, soft_wrap=True)
+        out.print(
+            f"no review band: {m.band_note} (low {low}, high {_cut(m.high.cutoff)}; A "
+            f"{cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g})",
+            markup=False,
+            soft_wrap=True,
+        )
     if cal.bootstrap is not None:
         _print_bootstrap(cal)
     if cal.slices is not None:
@@ -323,8 +463,10 @@ def print_calibration(outcome) -> None:
     if cal.stability is not None:
         _print_repeats(cal)
     if cal.errors:
-        e = Table(title=f"{n_err} error pair{'s' if n_err != 1 else ''}: not scored, never counted as a low score",
-                  title_justify="left")
+        e = Table(
+            title=f"{n_err} error pair{'s' if n_err != 1 else ''}: not scored, never counted as a low score",
+            title_justify="left",
+        )
         for col in ("query_id", "doc_id", "reason"):
             e.add_column(col, overflow="fold")
         for x in cal.errors[:SHOWN_ERRORS]:
@@ -348,8 +490,12 @@ def _print_bootstrap(cal) -> None:
     t.add_row("false-fail", *(f"{x:.4f}" for x in b.false_fail_rate))
     out.print(t)
     lo, hi = b.cutoff_interval
-    out.print(f"resamples choosing another single cutoff: {b.other_cutoff_share:.4f}; their own cutoffs' 95% "
-              f"interval [{_cut(lo)}, {_cut(hi)}]", markup=False, soft_wrap=True)
+    out.print(
+        f"resamples choosing another single cutoff: {b.other_cutoff_share:.4f}; their own cutoffs' 95% "
+        f"interval [{_cut(lo)}, {_cut(hi)}]",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _print_slices(cal) -> None:
@@ -361,14 +507,26 @@ def _print_slices(cal) -> None:
     for name, s in (cal.slices or {}).items():
         top = "none" if s.band is None or s.band.high is None else repr(s.band.high)
         band = s.band_note if s.band is None else f"[{s.band.low!r}, {top}) {s.band.review_share:.4f}"
-        t.add_row(name, str(s.pairs), str(s.acceptable), str(s.unacceptable), _cut(s.single.row.cutoff),
-                  f"{s.single.row.false_pass_rate:.4f}", f"{s.single.row.false_fail_rate:.4f}", band or "")
+        t.add_row(
+            name,
+            str(s.pairs),
+            str(s.acceptable),
+            str(s.unacceptable),
+            _cut(s.single.row.cutoff),
+            f"{s.single.row.false_pass_rate:.4f}",
+            f"{s.single.row.false_fail_rate:.4f}",
+            band or "",
+        )
     out.print(t)
     ss = cal.slice_summary or {}
-    out.print(f"at the global single cutoff {_cut(ss.get('cutoff'))}: macro false-pass "
-              f"{ss['macro']['false_pass_rate']:.4f}, false-fail {ss['macro']['false_fail_rate']:.4f}; "
-              f"weighted by {ss['weights']} false-pass {ss['traffic_weighted']['false_pass_rate']:.4f}, "
-              f"false-fail {ss['traffic_weighted']['false_fail_rate']:.4f}", markup=False, soft_wrap=True)
+    out.print(
+        f"at the global single cutoff {_cut(ss.get('cutoff'))}: macro false-pass "
+        f"{ss['macro']['false_pass_rate']:.4f}, false-fail {ss['macro']['false_fail_rate']:.4f}; "
+        f"weighted by {ss['weights']} false-pass {ss['traffic_weighted']['false_pass_rate']:.4f}, "
+        f"false-fail {ss['traffic_weighted']['false_fail_rate']:.4f}",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _print_holdout(cal) -> None:
@@ -376,12 +534,15 @@ def _print_holdout(cal) -> None:
 
     h = cal.holdout
     s = h.single.row
-    out.print(f"holdout: chosen on {h.chosen_on} pairs labelled before {h.after.isoformat()} ({h.undated} undated "
-              f"left out); on the {h.pairs} labelled from then on, the single cutoff {_cut(s.cutoff)} has "
-              f"false-pass rate {_rate(s.false_passes, h.unacceptable, s.false_pass_rate)}, false-fail rate "
-              f"{_rate(s.false_fails, h.acceptable, s.false_fail_rate)}"
-              + ("" if h.band is None else f", and {h.band.review} of them ({h.band.review_share:.4f}) fall in "
-                                           "the band"), markup=False, soft_wrap=True)
+    out.print(
+        f"holdout: chosen on {h.chosen_on} pairs labelled before {h.after.isoformat()} ({h.undated} undated "
+        f"left out); on the {h.pairs} labelled from then on, the single cutoff {_cut(s.cutoff)} has "
+        f"false-pass rate {_rate(s.false_passes, h.unacceptable, s.false_pass_rate)}, false-fail rate "
+        f"{_rate(s.false_fails, h.acceptable, s.false_fail_rate)}"
+        + ("" if h.band is None else f", and {h.band.review} of them ({h.band.review_share:.4f}) fall in the band"),
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _print_repeats(cal) -> None:
@@ -389,19 +550,26 @@ def _print_repeats(cal) -> None:
 
     rows = cal.stability or ()
     unstable = [x for x in rows if x.unstable]
-    out.print(f"repeats: {cal.repeats} scores per pair, calibrated on the mean; {len(unstable)} unstable "
-              f"pair{'s' if len(unstable) != 1 else ''} (repeats on both sides of a chosen cutoff) "
-              f"{'go' if len(unstable) != 1 else 'goes'} to review",
-              markup=False, soft_wrap=True)
+    out.print(
+        f"repeats: {cal.repeats} scores per pair, calibrated on the mean; {len(unstable)} unstable "
+        f"pair{'s' if len(unstable) != 1 else ''} (repeats on both sides of a chosen cutoff) "
+        f"{'go' if len(unstable) != 1 else 'goes'} to review",
+        markup=False,
+        soft_wrap=True,
+    )
     names = [name for name, _ in rows[0].passes] if rows else []
-    t = Table(title=f"pairs nearest the chosen cutoffs: repeats passing each (of {cal.repeats})",
-              title_justify="left")
+    t = Table(title=f"pairs nearest the chosen cutoffs: repeats passing each (of {cal.repeats})", title_justify="left")
     for col in ("query_id", "doc_id", "mean", "range", *names, "review"):
-        t.add_column(col, justify="left" if col in ("query_id", "doc_id", "range", "review") else "right",
-                     no_wrap=True)
+        t.add_column(col, justify="left" if col in ("query_id", "doc_id", "range", "review") else "right", no_wrap=True)
     for x in rows:
-        t.add_row(x.query_id, x.doc_id, f"{x.mean:.4g}", f"{x.min:.4g}-{x.max:.4g}", *(str(k) for _, k in x.passes),
-                  "yes" if x.unstable else "")
+        t.add_row(
+            x.query_id,
+            x.doc_id,
+            f"{x.mean:.4g}",
+            f"{x.min:.4g}-{x.max:.4g}",
+            *(str(k) for _, k in x.passes),
+            "yes" if x.unstable else "",
+        )
     out.print(t)
 
 
@@ -413,10 +581,18 @@ def print_check(outcome, path: Path) -> None:
     p = outcome.policy
     verdict = "holds" if c.holds else "DOES NOT HOLD"
     chosen = (p.get("chosen_on") or {}).get("build_id")
-    out.print(f"policy {path} ({p['scorer']} {p['version']}, chosen on build {chosen}) on build "
-              f"{outcome.build_id}: {verdict}", markup=False, soft_wrap=True)
-    out.print(f"today: {c.pairs} pairs scored ({c.acceptable} acceptable, {c.unacceptable} unacceptable), "
-              f"{len(outcome.errors)} errors", markup=False, soft_wrap=True)
+    out.print(
+        f"policy {path} ({p['scorer']} {p['version']}, chosen on build {chosen}) on build "
+        f"{outcome.build_id}: {verdict}",
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(
+        f"today: {c.pairs} pairs scored ({c.acceptable} acceptable, {c.unacceptable} unacceptable), "
+        f"{len(outcome.errors)} errors",
+        markup=False,
+        soft_wrap=True,
+    )
     t = Table(title="checks", title_justify="left")
     for col in ("check", "today", "limit", "holds"):
         t.add_column(col, no_wrap=col == "check", overflow="fold")
@@ -432,6 +608,12 @@ def print_check(outcome, path: Path) -> None:
         r.add_column(col, justify="left" if col in ("cutoff", "value") else "right", no_wrap=True)
     for name, row in (("single", c.single), ("low", c.low), ("high", c.high)):
         if row is not None:
-            r.add_row(name, _cut(row.cutoff), str(row.false_passes), str(row.false_fails),
-                      f"{row.false_pass_rate:.4f}", f"{row.false_fail_rate:.4f}")
+            r.add_row(
+                name,
+                _cut(row.cutoff),
+                str(row.false_passes),
+                str(row.false_fails),
+                f"{row.false_pass_rate:.4f}",
+                f"{row.false_fail_rate:.4f}",
+            )
     out.print(r)

@@ -39,27 +39,62 @@ def _group() -> None:
 
 @app.command("label")
 def label_cmd(
-    annotator: Annotated[str, typer.Option(
-        "--annotator", metavar="NAME", help="The judge's annotator name (letters, digits, '.', '_', '-'); its file is "
-                            "LABELS/dt=<UTC today>/judge-NAME.jsonl.")],
-    judge_url: Annotated[str | None, typer.Option(
-        "--judge-url", metavar="URL", envvar="GOLDENSET_JUDGE_URL", show_envvar=True,
-        help="OpenAI-compatible server (API key: GOLDENSET_JUDGE_API_KEY).")] = None,
-    judge_model: Annotated[str | None, typer.Option(
-        "--judge-model", metavar="M", envvar="GOLDENSET_JUDGE_MODEL", show_envvar=True,
-        help="Model name the server serves.")] = None,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", help="Seconds one row may take, retries included; a slower one is an error.")] = 30.0,
+    annotator: Annotated[
+        str,
+        typer.Option(
+            "--annotator",
+            metavar="NAME",
+            help="The judge's annotator name (letters, digits, '.', '_', '-'); its file is "
+            "LABELS/dt=<UTC today>/judge-NAME.jsonl.",
+        ),
+    ],
+    judge_url: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-url",
+            metavar="URL",
+            envvar="GOLDENSET_JUDGE_URL",
+            show_envvar=True,
+            help="OpenAI-compatible server (API key: GOLDENSET_JUDGE_API_KEY).",
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            metavar="M",
+            envvar="GOLDENSET_JUDGE_MODEL",
+            show_envvar=True,
+            help="Model name the server serves.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds one row may take, retries included; a slower one is an error."
+        ),
+    ] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
-    labels: Annotated[str | None, typer.Option(
-        "--labels", metavar="DIR", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")] = None,
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", metavar="FILE", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
-    db: Annotated[str | None, typer.Option(
-        "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
-    wait: Annotated[float | None, typer.Option(
-        "--wait", help="Seconds to wait for another process writing the DuckDB file (else "
-                       "GOLDENSET_LOCK_TIMEOUT, else 30).")] = None,
+    labels: Annotated[
+        str | None,
+        typer.Option("--labels", metavar="DIR", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels)."),
+    ] = None,
+    rubric: Annotated[
+        str | None,
+        typer.Option(
+            "--rubric", metavar="FILE", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml)."
+        ),
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
+    ] = None,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+        ),
+    ] = None,
 ) -> None:
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
     from goldenset.cli import reading
@@ -71,8 +106,9 @@ def label_cmd(
 
     check_annotator(annotator)
     if not judge_url or not judge_model:
-        raise UsageError("judge label needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and "
-                         "GOLDENSET_JUDGE_MODEL)")
+        raise UsageError(
+            "judge label needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
+        )
     closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
     as_of = None if closed.as_of is None else str(closed.as_of)
     client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
@@ -81,8 +117,7 @@ def label_cmd(
         with reading(settings.resolve("db", db), wait) as con:
             rows = queue_rows(con)
         with scoring_progress(f"asking the judge ({annotator})") as report:
-            result = judge_queue(rows, client, closed, annotator, settings.resolve("labels", labels),
-                                 progress=report)
+            result = judge_queue(rows, client, closed, annotator, settings.resolve("labels", labels), progress=report)
     finally:
         client.close()
     if as_json:
@@ -92,12 +127,13 @@ def label_cmd(
     _warn(result, len(rows))
     if result.refused:
         first = result.refused[0]
-        raise GoldensetError(f"{len(result.refused)} label line(s) failed the label-line check and were not "
-                             f"written, the first ({first.query_id}, {first.doc_id}): {first.reason}: "
-                             f"{first.detail}; this is a bug in goldenset, please report it")
+        raise GoldensetError(
+            f"{len(result.refused)} label line(s) failed the label-line check and were not "
+            f"written, the first ({first.query_id}, {first.doc_id}): {first.reason}: "
+            f"{first.detail}; this is a bug in goldenset, please report it"
+        )
     if result.scored and result.errors == result.scored:
-        raise GoldensetError(f"the judge answered none of the {result.scored} rows asked: "
-                             f"{result.problems[0].detail}")
+        raise GoldensetError(f"the judge answered none of the {result.scored} rows asked: {result.problems[0].detail}")
 
 
 def _warn(result, queued: int) -> None:
@@ -106,21 +142,30 @@ def _warn(result, queued: int) -> None:
     if not queued:
         err.print("the labelling queue is empty: run `goldenset pool` first", markup=False)
     if result.unasked:
-        err.print(f"WARNING: {result.unasked} queue row(s) not asked: no loaded corpus snapshot holds their "
-                  "version", markup=False)
+        err.print(
+            f"WARNING: {result.unasked} queue row(s) not asked: no loaded corpus snapshot holds their version",
+            markup=False,
+        )
 
 
 def _print(result, queued: int) -> None:
     from goldenset.cli import out
 
     answers = result.answers
-    out.print(f"judge {result.annotator}: asked {result.scored} of {queued} queue rows; {result.labels_written} "
-              f"label line{'s' if result.labels_written != 1 else ''} written to {result.file}", markup=False,
-              soft_wrap=True)
-    out.print(f"health: {result.invalid['hallucinated_span']} hallucinated span"
-              f"{'s' if result.invalid['hallucinated_span'] != 1 else ''} in {answers} answer"
-              f"{'s' if answers != 1 else ''} ({result.hallucinated_span_share:.1%}); {result.errors} transport "
-              f"error{'s' if result.errors != 1 else ''}", markup=False, soft_wrap=True)
+    out.print(
+        f"judge {result.annotator}: asked {result.scored} of {queued} queue rows; {result.labels_written} "
+        f"label line{'s' if result.labels_written != 1 else ''} written to {result.file}",
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(
+        f"health: {result.invalid['hallucinated_span']} hallucinated span"
+        f"{'s' if result.invalid['hallucinated_span'] != 1 else ''} in {answers} answer"
+        f"{'s' if answers != 1 else ''} ({result.hallucinated_span_share:.1%}); {result.errors} transport "
+        f"error{'s' if result.errors != 1 else ''}",
+        markup=False,
+        soft_wrap=True,
+    )
     t = Table(title="invalid answers by reason", title_justify="left")
     t.add_column("reason")
     t.add_column("answers", justify="right")

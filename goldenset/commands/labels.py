@@ -9,7 +9,7 @@ when some item was valid, 1 when none was. More commands (`agreement`) join this
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -35,15 +35,24 @@ def _group() -> None:
 
 @app.command("import")
 def import_cmd(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="Label Studio JSON export, or JSONL of label lines.",
-                                         show_default=False)],
-    annotator: Annotated[str | None, typer.Option(
-        "--annotator", help="Name every label with this annotator (letters, digits, '.', '_', '-'); default: "
-                            "Label Studio's user email, sanitised, or the lines' own annotator.")] = None,
-    labels: Annotated[str | None, typer.Option(
-        "--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")] = None,
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+    file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help="Label Studio JSON export, or JSONL of label lines.", show_default=False),
+    ],
+    annotator: Annotated[
+        str | None,
+        typer.Option(
+            "--annotator",
+            help="Name every label with this annotator (letters, digits, '.', '_', '-'); default: "
+            "Label Studio's user email, sanitised, or the lines' own annotator.",
+        ),
+    ] = None,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
+    ] = None,
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
+    ] = None,
 ) -> None:
     """Turn a Label Studio export or label JSONL into label lines; print each rejected item with its reason."""
     from goldenset.labelling.labelstudio import import_labels
@@ -62,15 +71,23 @@ def import_cmd(
 @app.command("agreement")
 def agreement_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
-    details: Annotated[bool, typer.Option(
-        "--details", help="With --json: add the breakdown of disagreements by decided_by and by project.")] = False,
-    db: Annotated[str | None, typer.Option(
-        "--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")] = None,
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
-    wait: Annotated[float | None, typer.Option(
-        "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, "
-                       "else 30).")] = None,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="With --json: add the breakdown of disagreements by decided_by and by project."),
+    ] = False,
+    db: Annotated[
+        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
+    ] = None,
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
+    ] = None,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+        ),
+    ] = None,
 ) -> None:
     """Cohen's kappa between annotators and against the agent's verdicts, and the pairs people disagree on."""
     import json
@@ -83,17 +100,27 @@ def agreement_cmd(
     closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
     with reading(settings.resolve("db", db), wait) as con:
         inputs = agreement_inputs(con)
-    report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, closed)
+    report: dict[str, Any] = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, closed)
     breakdown = disagreement_breakdown(inputs.lines)
     if as_json:
         if details:
-            report = {**report, "breakdown": {
-                "total": breakdown.total,
-                "by_decided_by": {c.key: c.n for c in breakdown.by_decided_by},
-                "by_project": {c.key: c.n for c in breakdown.by_project},
-                "annotator_pairs": [{"a": p.a, "b": p.b, "shared": p.shared,
-                                     "pairs": [{"query_id": r.query_id, "doc_id": r.doc_id} for r in p.pairs]}
-                                    for p in breakdown.annotator_pairs]}}
+            report = {
+                **report,
+                "breakdown": {
+                    "total": breakdown.total,
+                    "by_decided_by": {c.key: c.n for c in breakdown.by_decided_by},
+                    "by_project": {c.key: c.n for c in breakdown.by_project},
+                    "annotator_pairs": [
+                        {
+                            "a": p.a,
+                            "b": p.b,
+                            "shared": p.shared,
+                            "pairs": [{"query_id": r.query_id, "doc_id": r.doc_id} for r in p.pairs],
+                        }
+                        for p in breakdown.annotator_pairs
+                    ],
+                },
+            }
         typer.echo(json.dumps(report, ensure_ascii=False))
         return
     _print_agreement(report, breakdown, inputs.build_id)
@@ -122,8 +149,10 @@ def _print_agreement(report: dict, breakdown, build_id: int) -> None:
     if not report["disagreements"]:
         out.print("no pair where annotators at the same version disagree", markup=False)
         return
-    for title, counts in (("disagreements by decided_by", breakdown.by_decided_by),
-                          ("disagreements by project", breakdown.by_project)):
+    for title, counts in (
+        ("disagreements by decided_by", breakdown.by_decided_by),
+        ("disagreements by project", breakdown.by_project),
+    ):
         b = Table(title=title, title_justify="left")
         b.add_column("key")
         b.add_column("pairs", justify="right")

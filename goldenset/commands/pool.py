@@ -32,8 +32,13 @@ app = typer.Typer(
 )
 
 DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-WaitOpt = Annotated[float | None, typer.Option(
-    "--wait", help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).")]
+WaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
+    ),
+]
 
 
 def _connect(db: str | None, wait: float | None, *, read_only: bool):
@@ -44,20 +49,30 @@ def _connect(db: str | None, wait: float | None, *, read_only: bool):
         # Opening for writing would create an empty warehouse; say what to run instead.
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
     err = Console(stderr=True, highlight=False)
-    return connect(path, read_only=read_only, wait=settings.lock_timeout(wait),
-                   notify=lambda msg: err.print(msg, markup=False))
+    return connect(
+        path, read_only=read_only, wait=settings.lock_timeout(wait), notify=lambda msg: err.print(msg, markup=False)
+    )
 
 
 @app.callback(invoke_without_command=True)
 def pool(
     ctx: typer.Context,
-    rankers: Annotated[str, typer.Option(
-        "--rankers", help="Rankers, comma-separated: lexical, dense, core (the reference retriever's parts and "
-                          "the whole of it) or a retriever as module:factory.")] = "lexical,dense,core",
+    rankers: Annotated[
+        str,
+        typer.Option(
+            "--rankers",
+            help="Rankers, comma-separated: lexical, dense, core (the reference retriever's parts and "
+            "the whole of it) or a retriever as module:factory.",
+        ),
+    ] = "lexical,dense,core",
     depth: Annotated[int, typer.Option("--depth", help="Documents asked of each ranker per query.")] = 5,
     db: DbOpt = None,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index-dir", help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index).")] = None,
+    index_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--index-dir", help="Where the lexical index is cached (else GOLDENSET_BENCH_INDEX, else HOME/bench-index)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the pool's report as one JSON object.")] = False,
     wait: WaitOpt = None,
 ) -> None:
@@ -78,8 +93,10 @@ def pool(
         return
     out = Console(highlight=False)
     report = result.report
-    t = Table(title=f"pool {result.pool_id} over golden build {result.build_id}: pairs returned and shared",
-              title_justify="left")
+    t = Table(
+        title=f"pool {result.pool_id} over golden build {result.build_id}: pairs returned and shared",
+        title_justify="left",
+    )
     t.add_column("ranker")
     t.add_column("returned", justify="right")
     for name in report.rankers:
@@ -95,9 +112,15 @@ def pool(
 
 @app.command("export")
 def export(
-    out: Annotated[Path, typer.Option("--out", help="File to write (Label Studio: its config goes to FILE.config.xml).")],
-    fmt: Annotated[str, typer.Option("--format", help="jsonl (one task a line) or label-studio (tasks JSON + labelling config).")] = "jsonl",
-    rubric: Annotated[str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="File to write (Label Studio: its config goes to FILE.config.xml).")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl (one task a line) or label-studio (tasks JSON + labelling config).")
+    ] = "jsonl",
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
+    ] = None,
     db: DbOpt = None,
     wait: WaitOpt = None,
 ) -> None:
@@ -111,5 +134,7 @@ def export(
         result = export_queue(con, out, closed, fmt)
     finally:
         con.close()
-    typer.echo(f"wrote {result.n_tasks} task{'s' if result.n_tasks != 1 else ''} to {result.files[0]}"
-               + (f" and the labelling config to {result.files[1]}" if len(result.files) > 1 else ""))
+    typer.echo(
+        f"wrote {result.n_tasks} task{'s' if result.n_tasks != 1 else ''} to {result.files[0]}"
+        + (f" and the labelling config to {result.files[1]}" if len(result.files) > 1 else "")
+    )

@@ -321,8 +321,7 @@ class Disagreement:
 
     def to_json(self) -> dict[str, Any]:
         """The contract's entry: query_id, doc_id, labels {annotator: label}."""
-        return {"query_id": self.query_id, "doc_id": self.doc_id,
-                "labels": {x.annotator: x.label for x in self.labels}}
+        return {"query_id": self.query_id, "doc_id": self.doc_id, "labels": {x.annotator: x.label for x in self.labels}}
 
 
 def _disagreements(current: Iterable[LabelLine]) -> list[Disagreement]:
@@ -332,18 +331,22 @@ def _disagreements(current: Iterable[LabelLine]) -> list[Disagreement]:
         for line in held:
             by_version[line.doc_version].append(line)
         involved = [
-            line for group in by_version.values()
+            line
+            for group in by_version.values()
             if len(group) >= 2 and len({x.label for x in group}) > 1
             for line in group
         ]
         if involved:
             involved.sort(key=lambda line: line.annotator)
             project = next((x.project for x in involved if x.project is not None), None)
-            out.append(Disagreement(
-                pair.query_id, pair.doc_id,
-                tuple(AnnotatorLabel(x.annotator, x.label, x.doc_version, x.decided_by) for x in involved),
-                project,
-            ))
+            out.append(
+                Disagreement(
+                    pair.query_id,
+                    pair.doc_id,
+                    tuple(AnnotatorLabel(x.annotator, x.label, x.doc_version, x.decided_by) for x in involved),
+                    project,
+                )
+            )
     return out
 
 
@@ -422,4 +425,3 @@ def disagreement_breakdown(lines: Iterable[LabelLine]) -> DisagreementBreakdown:
         if differ:
             annotator_pairs.append(PairDisagreements(a, b, len(shared), differ))
     return DisagreementBreakdown(len(found), _counts(by_decided_by), _counts(by_project), tuple(annotator_pairs))
-

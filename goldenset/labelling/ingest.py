@@ -11,6 +11,7 @@ of a file that has since been deleted stay. Lines that pass go to `human_labels`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,8 +28,25 @@ _DELETE = (
     "DELETE FROM label_rejects WHERE list_contains(?, source_file)",
     "DELETE FROM label_files WHERE list_contains(?, source_file)",
 )
-_LABEL_COLUMNS = ("source_file", "dt", "file_name", "line", "query_id", "doc_id", "doc_version", "label", "grade",
-                  "decided_by", "annotator", "kind", "rubric", "ts", "dimensions", "note", "raw")
+_LABEL_COLUMNS = (
+    "source_file",
+    "dt",
+    "file_name",
+    "line",
+    "query_id",
+    "doc_id",
+    "doc_version",
+    "label",
+    "grade",
+    "decided_by",
+    "annotator",
+    "kind",
+    "rubric",
+    "ts",
+    "dimensions",
+    "note",
+    "raw",
+)
 _REJECT_COLUMNS = ("source_file", "dt", "file_name", "line", "reason", "detail", "raw", "rejected_at")
 
 
@@ -49,7 +67,9 @@ class LabelPartitionReport:
 def _known(con, source_file: str):
     return con.execute(
         "SELECT content_sha256, rubric_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) "
-        "FROM label_files WHERE source_file = ?", [source_file]).fetchone()
+        "FROM label_files WHERE source_file = ?",
+        [source_file],
+    ).fetchone()
 
 
 def _unchanged_by_stat(f: LogFile, known) -> bool:
@@ -61,13 +81,13 @@ def _unchanged_by_stat(f: LogFile, known) -> bool:
     if (st.st_size, st.st_mtime) != (size, mtime):
         return False
     # A file written in the mtime tick it was read in may have changed unseen.
-    from datetime import timezone
 
-    return st.st_mtime < verified_at.replace(tzinfo=timezone.utc).timestamp() - RACY_SECONDS
+    return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
-def ingest_labels(con, root: Path, rubric: Rubric, partitions: list[str] | None = None, *,
-                  rehash: bool = False) -> list[LabelPartitionReport]:
+def ingest_labels(
+    con, root: Path, rubric: Rubric, partitions: list[str] | None = None, *, rehash: bool = False
+) -> list[LabelPartitionReport]:
     """Ingest the label files of the given partitions (default: every dt= folder present).
 
     A change of the rubric's content re-validates every label file present, whatever
@@ -75,9 +95,12 @@ def ingest_labels(con, root: Path, rubric: Rubric, partitions: list[str] | None 
     """
     root = Path(root)
     present = list_partitions(root)
-    rubric_changed = con.execute(
-        "SELECT count(*) FROM label_files WHERE rubric_sha256 IS DISTINCT FROM ?", [rubric.content_sha256]
-    ).fetchone()[0] > 0
+    rubric_changed = (
+        con.execute(
+            "SELECT count(*) FROM label_files WHERE rubric_sha256 IS DISTINCT FROM ?", [rubric.content_sha256]
+        ).fetchone()[0]
+        > 0
+    )
     dts = present if (partitions is None or rubric_changed) else partitions
     reports: list[LabelPartitionReport] = []
     todo: list[tuple[LogFile, FileContent, LabelPartitionReport]] = []
@@ -88,8 +111,13 @@ def ingest_labels(con, root: Path, rubric: Rubric, partitions: list[str] | None 
             report.files_seen += 1
             known = _known(con, f.source_file)
             same_rubric = known is not None and known[1] == rubric.content_sha256
-            if known is not None and known[0] is not None and same_rubric and not rehash \
-                    and _unchanged_by_stat(f, known):
+            if (
+                known is not None
+                and known[0] is not None
+                and same_rubric
+                and not rehash
+                and _unchanged_by_stat(f, known)
+            ):
                 report.files_unchanged += 1
                 continue
             content = read_file(f)
@@ -97,8 +125,10 @@ def ingest_labels(con, root: Path, rubric: Rubric, partitions: list[str] | None 
                 report.files_unchanged += 1  # readable before, unreadable now: keep what was committed
                 continue
             if known is not None and same_rubric and content.content_sha256 == known[0]:
-                con.execute("UPDATE label_files SET size_bytes = ?, mtime = ?, verified_at = ? "
-                            "WHERE source_file = ?", [content.size_bytes, content.mtime, utcnow(), f.source_file])
+                con.execute(
+                    "UPDATE label_files SET size_bytes = ?, mtime = ?, verified_at = ? WHERE source_file = ?",
+                    [content.size_bytes, content.mtime, utcnow(), f.source_file],
+                )
                 report.files_unchanged += 1
                 continue
             todo.append((f, content, report))
@@ -121,31 +151,66 @@ def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]],
             try:
                 rec = parse_label_line(data, rubric)
             except Rejected as exc:
-                for c, v in zip(_REJECT_COLUMNS, (f.source_file, f.dt, f.file_name, n, exc.reason, exc.detail, text,
-                                                  now), strict=True):
+                for c, v in zip(
+                    _REJECT_COLUMNS,
+                    (f.source_file, f.dt, f.file_name, n, exc.reason, exc.detail, text, now),
+                    strict=True,
+                ):
                     rejects[c].append(v)
                 n_rejected += 1
                 report.reasons[exc.reason] = report.reasons.get(exc.reason, 0) + 1
                 continue
-            values = (f.source_file, f.dt, f.file_name, n, rec.query_id, rec.doc_id, rec.doc_version, rec.label,
-                      rubric.grade_of(rec.label), rec.decided_by, rec.annotator, rec.kind, rec.rubric, rec.ts,
-                      rec.dimensions, rec.note, text)
+            values = (
+                f.source_file,
+                f.dt,
+                f.file_name,
+                n,
+                rec.query_id,
+                rec.doc_id,
+                rec.doc_version,
+                rec.label,
+                rubric.grade_of(rec.label),
+                rec.decided_by,
+                rec.annotator,
+                rec.kind,
+                rec.rubric,
+                rec.ts,
+                rec.dimensions,
+                rec.note,
+                text,
+            )
             for c, v in zip(_LABEL_COLUMNS, values, strict=True):
                 labels[c].append(v)
             report.labels += 1
         if content.fault is not None:
             line = content.fault_line if content.lines_total else None
-            for c, v in zip(_REJECT_COLUMNS, (f.source_file, f.dt, f.file_name, line, "unreadable_file",
-                                              content.fault, None, now), strict=True):
+            for c, v in zip(
+                _REJECT_COLUMNS,
+                (f.source_file, f.dt, f.file_name, line, "unreadable_file", content.fault, None, now),
+                strict=True,
+            ):
                 rejects[c].append(v)
             n_rejected += 1
             report.reasons["unreadable_file"] = report.reasons.get("unreadable_file", 0) + 1
         report.files_ingested += 1
         report.lines_read += content.lines_read
         report.rejected += n_rejected
-        files.append([f.source_file, f.dt, f.file_name, content.content_sha256, rubric.content_sha256,
-                      content.size_bytes, content.mtime, content.lines_total, content.lines_read, n_rejected,
-                      now, now])
+        files.append(
+            [
+                f.source_file,
+                f.dt,
+                f.file_name,
+                content.content_sha256,
+                rubric.content_sha256,
+                content.size_bytes,
+                content.mtime,
+                content.lines_total,
+                content.lines_read,
+                n_rejected,
+                now,
+                now,
+            ]
+        )
     types = {"line": pa.int32(), "grade": pa.int32(), "ts": pa.timestamp("us"), "rejected_at": pa.timestamp("us")}
     label_table = pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in labels.items()})
     reject_table = pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in rejects.items()})
@@ -153,9 +218,10 @@ def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]],
     with transaction(con):
         for stmt in _DELETE:
             con.execute(stmt, [names])
-        for view, table, sql in (("_label_rows", label_table, "INSERT INTO human_labels BY NAME SELECT * FROM _label_rows"),
-                                 ("_label_rejects", reject_table,
-                                  "INSERT INTO label_rejects BY NAME SELECT * FROM _label_rejects")):
+        for view, table, sql in (
+            ("_label_rows", label_table, "INSERT INTO human_labels BY NAME SELECT * FROM _label_rows"),
+            ("_label_rejects", reject_table, "INSERT INTO label_rejects BY NAME SELECT * FROM _label_rejects"),
+        ):
             if table.num_rows:
                 con.register(view, table)
                 try:
@@ -165,11 +231,14 @@ def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]],
         con.executemany(
             "INSERT INTO label_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, ? AS content_sha256, "
             "? AS rubric_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
-            "? AS lines_rejected, ? AS ingested_at, ? AS verified_at", files)
+            "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
+            files,
+        )
 
 
 def labels_signature(con) -> str:
     """What the merge depends on from the label side: every label file's content and its rubric."""
     return con.execute(
         "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable') || chr(31) "
-        "|| coalesce(rubric_sha256, ''), chr(30) ORDER BY source_file)), '') FROM label_files").fetchone()[0]
+        "|| coalesce(rubric_sha256, ''), chr(30) ORDER BY source_file)), '') FROM label_files"
+    ).fetchone()[0]

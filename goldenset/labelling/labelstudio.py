@@ -94,12 +94,19 @@ def config_path(tasks_file: str | os.PathLike[str]) -> Path:
 def task_data(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
     """The `data` of one Label Studio task: the queued pair, the document, the rubric's texts."""
     data: dict[str, Any] = {
-        "pool_id": task.pool_id, "priority": task.priority, "reason": task.reason,
-        "query_id": task.query_id, "project": task.project, "task": task.task,
-        "doc_id": task.doc_id, "doc_version": task.doc_version, "title": task.title or "",
+        "pool_id": task.pool_id,
+        "priority": task.priority,
+        "reason": task.reason,
+        "query_id": task.query_id,
+        "project": task.project,
+        "task": task.task,
+        "doc_id": task.doc_id,
+        "doc_version": task.doc_version,
+        "title": task.title or "",
         "text": task.text,
         "doc_heading": f"{task.doc_id} (version {task.doc_version})" + (f": {task.title}" if task.title else ""),
-        "rubric": rubric.name, "rubric_task": rubric.task,
+        "rubric": rubric.name,
+        "rubric_task": rubric.task,
     }
     for dim in rubric.dimensions:
         data[f"test_{dim.name}"] = dim.test
@@ -115,8 +122,14 @@ def _decided_by_help(rubric: Rubric) -> str:
     parts = []
     for lab in rubric.labels:
         named = lab.failing_dimensions
-        parts.append(f"{lab.name}: " + (f"one that failed of {', '.join(rubric.admissible_decided_by(lab.name))}"
-                                        if named else "any dimension, the one closest to failing"))
+        parts.append(
+            f"{lab.name}: "
+            + (
+                f"one that failed of {', '.join(rubric.admissible_decided_by(lab.name))}"
+                if named
+                else "any dimension, the one closest to failing"
+            )
+        )
     return "decided_by (" + "; ".join(parts) + ")"
 
 
@@ -128,8 +141,9 @@ def label_studio_config(rubric: Rubric) -> str:
         ET.SubElement(view, "Header", value=value, size=size)
 
     def choices(name: str, values: Iterable[str]) -> None:
-        c = ET.SubElement(view, "Choices", name=name, toName=DOCUMENT_TEXT, choice="single-radio",
-                          required="true", showInline="true")
+        c = ET.SubElement(
+            view, "Choices", name=name, toName=DOCUMENT_TEXT, choice="single-radio", required="true", showInline="true"
+        )
         for v in values:
             ET.SubElement(c, "Choice", value=v)
 
@@ -209,8 +223,11 @@ class ImportResult:
     def summary(self) -> list[str]:
         """What the CLI prints after the rejects: one line per file written, then the counts."""
         out = [f"wrote {n} label line{'s' if n != 1 else ''} to {p}" for p, n in self.written.items()]
-        counts = [f"{self.n_written} written", f"{self.already_imported} already imported",
-                  f"{len(self.rejects)} rejected"]
+        counts = [
+            f"{self.n_written} written",
+            f"{self.already_imported} already imported",
+            f"{len(self.rejects)} rejected",
+        ]
         if self.kind == "label-studio":
             counts.append(f"{self.unannotated} task{'s' if self.unannotated != 1 else ''} without annotations")
         out.append(f"{self.source} ({self.kind}): " + ", ".join(counts))
@@ -218,15 +235,19 @@ class ImportResult:
 
     def failure(self) -> str:
         """The one-line error when nothing was valid."""
-        return (f"{self.source}: no valid label in it ({len(self.rejects)} rejected); nothing written. "
-                "Fix the rejected items and import again")
+        return (
+            f"{self.source}: no valid label in it ({len(self.rejects)} rejected); nothing written. "
+            "Fix the rejected items and import again"
+        )
 
 
 def check_annotator(name: str) -> str:
     """`name` when it matches ANNOTATOR_PATTERN (it names the import file); UsageError otherwise."""
     if not isinstance(name, str) or not _ANNOTATOR.fullmatch(name):
-        raise UsageError(f"annotator {name!r} must match {ANNOTATOR_PATTERN} (it names the file the labels go to); "
-                         "use letters, digits, '.', '_' or '-'")
+        raise UsageError(
+            f"annotator {name!r} must match {ANNOTATOR_PATTERN} (it names the file the labels go to); "
+            "use letters, digits, '.', '_' or '-'"
+        )
     return name
 
 
@@ -272,8 +293,9 @@ def import_labels(
     return result
 
 
-def _from_label_studio(raw: bytes, source: str, rubric: Rubric, annotator: str | None,
-                       result: ImportResult) -> list[dict[str, Any]]:
+def _from_label_studio(
+    raw: bytes, source: str, rubric: Rubric, annotator: str | None, result: ImportResult
+) -> list[dict[str, Any]]:
     try:
         tasks = loads(raw)
     except StrictJSONError as exc:
@@ -281,11 +303,14 @@ def _from_label_studio(raw: bytes, source: str, rubric: Rubric, annotator: str |
     if not isinstance(tasks, list):
         raise InputError(f"{source}: a Label Studio JSON export is a list of tasks, got {type(tasks).__name__}")
     if annotator is not None:
-        users = sorted({u for t in tasks if isinstance(t, dict) for a in _annotations(t)
-                        if (u := _user_name(a)) is not None})
+        users = sorted(
+            {u for t in tasks if isinstance(t, dict) for a in _annotations(t) if (u := _user_name(a)) is not None}
+        )
         if len(users) > 1:
-            raise UsageError(f"{source} holds annotations by {len(users)} Label Studio users ({', '.join(users)}); "
-                             "--annotator would merge them into one annotator: drop --annotator to keep them apart")
+            raise UsageError(
+                f"{source} holds annotations by {len(users)} Label Studio users ({', '.join(users)}); "
+                "--annotator would merge them into one annotator: drop --annotator to keep them apart"
+            )
     out = []
     for i, task in enumerate(tasks, start=1):
         where = f"task {task.get('id', f'#{i}') if isinstance(task, dict) else f'#{i}'}"
@@ -320,12 +345,15 @@ def _task_fields(task: Any) -> dict[str, str]:
         raise _Bad("not_an_object", f"a task must be an object, got {type(task).__name__}")
     data = task.get("data")
     if not isinstance(data, dict):
-        raise _Bad("missing_field", "the task has no data object (export with Label Studio's JSON format, "
-                                    "not JSON_MIN or CSV)")
+        raise _Bad(
+            "missing_field", "the task has no data object (export with Label Studio's JSON format, not JSON_MIN or CSV)"
+        )
     for name in ("query_id", "doc_id", "doc_version"):
         if data.get(name) is None:
-            raise _Bad("missing_field", f"task data has no {name}; import tasks made by "
-                                        "`goldenset pool export --format label-studio`")
+            raise _Bad(
+                "missing_field",
+                f"task data has no {name}; import tasks made by `goldenset pool export --format label-studio`",
+            )
     return data
 
 
@@ -350,8 +378,10 @@ def _annotation_line(ann: Any, data: Mapping[str, Any], rubric: Rubric, annotato
     if ann.get("was_cancelled") is True:
         raise _Bad("cancelled", "the annotator skipped this task in Label Studio")
     if data.get("rubric") not in (None, rubric.name):
-        raise _Bad("invalid_field", f"the task was exported for rubric {data['rubric']!r}, not {rubric.name!r}; "
-                                    "import it with that rubric")
+        raise _Bad(
+            "invalid_field",
+            f"the task was exported for rubric {data['rubric']!r}, not {rubric.name!r}; import it with that rubric",
+        )
     results = ann.get("result")
     if not isinstance(results, list):
         raise _Bad("missing_field", "the annotation has no result list")
@@ -380,8 +410,11 @@ def _annotation_line(ann: Any, data: Mapping[str, Any], rubric: Rubric, annotato
                 raise _Bad("invalid_field", f"{NOTE}: expected a list of text, got {text!r}")
             notes.extend(text)
         else:
-            raise _Bad("invalid_field", f"result from_name {name!r} is not a control of the config "
-                                        "`goldenset pool export --format label-studio` writes for this rubric")
+            raise _Bad(
+                "invalid_field",
+                f"result from_name {name!r} is not a control of the config "
+                "`goldenset pool export --format label-studio` writes for this rubric",
+            )
     unanswered = [d for d in rubric.dimension_names if d not in answers]
     if unanswered:
         raise _Bad("missing_field", f"dimension {unanswered[0]} is not answered")
@@ -394,9 +427,16 @@ def _annotation_line(ann: Any, data: Mapping[str, Any], rubric: Rubric, annotato
     if name is None:
         raise _Bad("missing_field", "completed_by names no user; pass --annotator NAME")
     obj: dict[str, Any] = {
-        "event": "label", "query_id": data["query_id"], "doc_id": data["doc_id"], "doc_version": data["doc_version"],
-        "label": labels[0], "decided_by": decided_by, "annotator": name, "rubric": rubric.name,
-        "ts": _utc_z(ann), "dimensions": {d: answers[d] for d in rubric.dimension_names},
+        "event": "label",
+        "query_id": data["query_id"],
+        "doc_id": data["doc_id"],
+        "doc_version": data["doc_version"],
+        "label": labels[0],
+        "decided_by": decided_by,
+        "annotator": name,
+        "rubric": rubric.name,
+        "ts": _utc_z(ann),
+        "dimensions": {d: answers[d] for d in rubric.dimension_names},
     }
     if notes and any(n.strip() for n in notes):
         obj["note"] = "\n".join(notes)
@@ -455,8 +495,9 @@ def _check(obj: Any, rubric: Rubric) -> None:
     except Rejected as exc:
         raise _Bad(exc.reason, exc.detail) from None
     if not _ANNOTATOR.fullmatch(obj["annotator"]):
-        raise _Bad("invalid_field", f"annotator {obj['annotator']!r} must match {ANNOTATOR_PATTERN} "
-                                    "(it names the import file)")
+        raise _Bad(
+            "invalid_field", f"annotator {obj['annotator']!r} must match {ANNOTATOR_PATTERN} (it names the import file)"
+        )
 
 
 # --------------------------------------------------------------------------- writing
@@ -502,4 +543,3 @@ def append_lines(labels_dir: str | os.PathLike[str], annotator: str, lines: list
         finally:
             os.close(fd)
     return path
-

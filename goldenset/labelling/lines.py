@@ -74,16 +74,24 @@ def parse_label_line(raw: bytes, rubric: Rubric) -> LabelRecord:
     elif kind not in KINDS:
         raise Rejected("invalid_field", f"kind must be human or judge, got {kind!r}")
     dimensions = rec.get("dimensions")
-    reason = rubric.label_line_reason(rubric=rec["rubric"], label=rec["label"], decided_by=rec["decided_by"],
-                                      dimensions=dimensions)
+    reason = rubric.label_line_reason(
+        rubric=rec["rubric"], label=rec["label"], decided_by=rec["decided_by"], dimensions=dimensions
+    )
     if reason == "invalid_field":
         raise Rejected("invalid_field", _rubric_detail(rec, rubric))
     if reason == "label_contradicts_rubric":
         raise Rejected("label_contradicts_rubric", _contradiction_detail(rec, rubric))
     note = rec.get("note")
     return LabelRecord(
-        query_id=qid, doc_id=rec["doc_id"], doc_version=rec["doc_version"], label=rec["label"],
-        decided_by=rec["decided_by"], annotator=rec["annotator"], kind=kind, rubric=rec["rubric"], ts=ts,
+        query_id=qid,
+        doc_id=rec["doc_id"],
+        doc_version=rec["doc_version"],
+        label=rec["label"],
+        decided_by=rec["decided_by"],
+        annotator=rec["annotator"],
+        kind=kind,
+        rubric=rec["rubric"],
+        ts=ts,
         dimensions=json.dumps(dimensions, sort_keys=True) if dimensions is not None else None,
         note=note if isinstance(note, str) else None,
     )
@@ -96,8 +104,10 @@ def _rubric_detail(rec: dict, rubric: Rubric) -> str:
         return f"label {rec['label']!r} is not one of {', '.join(rubric.label_names)}"
     if rec["decided_by"] not in rubric.dimension_names:
         return f"decided_by {rec['decided_by']!r} is not one of {', '.join(rubric.dimension_names)}"
-    return ("dimensions must be an object giving every dimension of the rubric "
-            f"({', '.join(rubric.dimension_names)}) as pass or fail, and nothing else")
+    return (
+        "dimensions must be an object giving every dimension of the rubric "
+        f"({', '.join(rubric.dimension_names)}) as pass or fail, and nothing else"
+    )
 
 
 def _contradiction_detail(rec: dict, rubric: Rubric) -> str:

@@ -44,6 +44,7 @@ class JudgeGate:
     @classmethod
     def from_environment(cls, min_pairs: int | None = None, min_kappa: float | None = None) -> JudgeGate:
         """Flags if given, else GOLDENSET_JUDGE_MIN_PAIRS / _MIN_KAPPA, else 50 and 0.6."""
+
         def read(value, env, cast, default):
             if value is not None:
                 return value
@@ -54,7 +55,10 @@ class JudgeGate:
                 return cast(text)
             except ValueError:
                 raise UsageError(f"{env} must be a number, got {text!r}") from None
-        gate = cls(read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs), read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa))
+
+        gate = cls(
+            read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs), read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa)
+        )
         if gate.min_pairs < 0:
             raise UsageError(f"--judge-min-pairs must be 0 or more, got {gate.min_pairs}")
         return gate
@@ -161,7 +165,9 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart p WHERE kind = 'judge' "
             "AND list_contains(?, annotator) AND NOT EXISTS (SELECT 1 FROM _mpart h WHERE h.kind = 'human' "
-            "AND h.query_id = p.query_id AND h.doc_id = p.doc_id)", [passing])
+            "AND h.query_id = p.query_id AND h.doc_id = p.doc_id)",
+            [passing],
+        )
         con.execute(_VOTE.format(out="_mjl"))
         con.execute(_COMBINE, {"build": build_id})
         for stmt in _WRITE:
@@ -169,12 +175,17 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
         con.execute(
             "INSERT INTO build_agent_labels BY NAME SELECT ? AS build_id, a.query_id, a.doc_id, a.doc_version, "
             f"a.verdict FROM ({agent_sql}) a WHERE (a.query_id, a.doc_id) IN "
-            "(SELECT query_id, doc_id FROM _mcur WHERE kind = 'human')", [build_id])
+            "(SELECT query_id, doc_id FROM _mcur WHERE kind = 'human')",
+            [build_id],
+        )
         if judges:
             con.executemany(
                 "INSERT INTO build_judges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [[build_id, j.annotator, j.n, j.kappa, j.passed, j.labels, gate.min_pairs, gate.min_kappa]
-                 for j in judges])
+                [
+                    [build_id, j.annotator, j.n, j.kappa, j.passed, j.labels, gate.min_pairs, gate.min_kappa]
+                    for j in judges
+                ],
+            )
         (human, judge, overridden, unused, held) = con.execute(
             """SELECT (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'human'),
                       (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'judge'),
@@ -182,7 +193,8 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
                       (SELECT count(*) FROM _mcur WHERE kind = 'human')
                         - (SELECT count(*) FROM _mpart WHERE kind = 'human'),
                       (SELECT count(*) FROM _mcur WHERE kind = 'judge' AND NOT list_contains(?, annotator))""",
-            [build_id, passing]).fetchone()
+            [build_id, passing],
+        ).fetchone()
     finally:
         for t in _TEMPS:
             con.execute("DROP TABLE IF EXISTS " + t)
@@ -191,14 +203,18 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
 
 def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
     """Each judge's kappa against the human label (from human lines alone), at the same version."""
-    names = [r[0] for r in con.execute(
-        "SELECT DISTINCT annotator FROM _mcur WHERE kind = 'judge' ORDER BY annotator").fetchall()]
+    names = [
+        r[0]
+        for r in con.execute("SELECT DISTINCT annotator FROM _mcur WHERE kind = 'judge' ORDER BY annotator").fetchall()
+    ]
     out = []
     for name in names:
         pairs = con.execute(
             "SELECT j.label, h.label FROM _mpart j JOIN _mhl h ON h.query_id = j.query_id AND h.doc_id = j.doc_id "
             "AND h.doc_version = j.doc_version WHERE j.kind = 'judge' AND j.annotator = ? "
-            "ORDER BY j.query_id, j.doc_id", [name]).fetchall()
+            "ORDER BY j.query_id, j.doc_id",
+            [name],
+        ).fetchall()
         labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchone()[0]
         kappa: Fraction | None = None
         if pairs:

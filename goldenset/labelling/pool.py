@@ -144,12 +144,13 @@ class PoolReport:
             f"{_plural(self.queries, 'golden query', 'golden queries')} x "
             f"{_plural(len(self.rankers), 'ranker', 'rankers')}, top {self.depth} each "
             f"(golden build {self.build_id})",
-            "returned: " + " + ".join(f"{name} {r[name]}" for name in self.rankers)
-            + f" = {self.returned_total} pairs",
+            "returned: " + " + ".join(f"{name} {r[name]}" for name in self.rankers) + f" = {self.returned_total} pairs",
         ]
         if outside:
-            out.append(f"left out as not active in the build's snapshot: {outside} "
-                       "(" + ", ".join(f"{n} {c}" for n, c in self.outside_snapshot.items() if c) + ")")
+            out.append(
+                f"left out as not active in the build's snapshot: {outside} "
+                "(" + ", ".join(f"{n} {c}" for n, c in self.outside_snapshot.items() if c) + ")"
+            )
         out += [
             f"distinct: {self.returned_total} - {self.returned_total - self.returned_distinct} duplicates "
             f"= {self.returned_distinct} pairs",
@@ -157,8 +158,7 @@ class PoolReport:
             f"+ {self.returned_stale} stale + {self.returned_successor} successor + {self.pooled} pooled "
             f"= {self.returned_distinct}",
             f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
-            "queue: " + " + ".join(f"{self.queue[k]} {k}" for k in REASONS)
-            + f" = {sum(self.queue.values())} pairs",
+            "queue: " + " + ".join(f"{self.queue[k]} {k}" for k in REASONS) + f" = {sum(self.queue.values())} pairs",
         ]
         return out
 
@@ -187,8 +187,9 @@ def parse_rankers(text: str) -> tuple[str, ...]:
     """`lexical,dense,core` as a tuple; white space around names is dropped."""
     names = tuple(n.strip() for n in text.split(","))
     if not text.strip() or any(not n for n in names):
-        raise UsageError(f"--rankers {text!r} has an empty name; list rankers separated by commas, "
-                         "e.g. lexical,dense,core")
+        raise UsageError(
+            f"--rankers {text!r} has an empty name; list rankers separated by commas, e.g. lexical,dense,core"
+        )
     return names
 
 
@@ -269,12 +270,14 @@ def build_snapshot(con, build: BuildRecord) -> CorpusSnapshot:
         "WHERE content_sha256 = ? ORDER BY doc_id",
         [build.corpus_content_sha256],
     ).fetchall()
-    snapshot = CorpusSnapshot(tuple(Document(*r) for r in rows),
-                              f"snapshot {build.corpus_content_sha256[:16]} of build {build.build_id}")
+    snapshot = CorpusSnapshot(
+        tuple(Document(*r) for r in rows), f"snapshot {build.corpus_content_sha256[:16]} of build {build.build_id}"
+    )
     if snapshot.content_sha256 != build.corpus_content_sha256:
         raise GoldensetError(
             f"the stored snapshot of build {build.build_id} does not match its recorded identity "
-            f"{build.corpus_content_sha256[:16]}; run `goldenset build` to make a new build")
+            f"{build.corpus_content_sha256[:16]}; run `goldenset build` to make a new build"
+        )
     return snapshot
 
 
@@ -339,8 +342,9 @@ class _Returned:
     by_ranker: dict[str, set[tuple[str, str]]]
 
     @classmethod
-    def collect(cls, searches: dict[str, Search], queries: dict[str, tuple[str, str]],
-                active: dict[str, Document], depth: int) -> _Returned:
+    def collect(
+        cls, searches: dict[str, Search], queries: dict[str, tuple[str, str]], active: dict[str, Document], depth: int
+    ) -> _Returned:
         """Ask every ranker for every query, in query_id order, then ranker order."""
         names = tuple(searches)
         out = cls(names, {}, dict.fromkeys(names, 0), dict.fromkeys(names, 0), {n: set() for n in names})
@@ -369,8 +373,9 @@ class _Returned:
 Chosen = list[tuple[tuple[str, str], tuple[str, str]]]  # ((query_id, doc_id), (reason, doc_version)), by priority
 
 
-def _assign(state: _State, snapshot: CorpusSnapshot, returned: _Returned, build_id: int,
-            names: tuple[str, ...], depth: int) -> tuple[Chosen, PoolReport]:
+def _assign(
+    state: _State, snapshot: CorpusSnapshot, returned: _Returned, build_id: int, names: tuple[str, ...], depth: int
+) -> tuple[Chosen, PoolReport]:
     """Give each pair the first reason that applies, order them by priority, and count the pool."""
     active = snapshot.active
     docs = {d.doc_id: d for d in snapshot.documents}
@@ -407,12 +412,19 @@ def _assign(state: _State, snapshot: CorpusSnapshot, returned: _Returned, build_
 
     ranked = sorted(chosen.items(), key=priority)
     report = PoolReport(
-        build_id=build_id, rankers=names, depth=depth, queries=len(state.queries),
-        returned=returned.returned, outside_snapshot=returned.outside,
+        build_id=build_id,
+        rankers=names,
+        depth=depth,
+        queries=len(state.queries),
+        returned=returned.returned,
+        outside_snapshot=returned.outside,
         shared=tuple((a, b, len(returned.by_ranker[a] & returned.by_ranker[b])) for a, b in combinations(names, 2)),
-        returned_distinct=len(returned.pairs), returned_stale=counts["stale"],
-        returned_successor=counts["successor"], already_labelled=counts["already_labelled"],
-        pooled=counts["pooled"], pooled_never_judged=never_judged,
+        returned_distinct=len(returned.pairs),
+        returned_stale=counts["stale"],
+        returned_successor=counts["successor"],
+        already_labelled=counts["already_labelled"],
+        pooled=counts["pooled"],
+        pooled_never_judged=never_judged,
         queue={r: sum(1 for _, (reason, _) in ranked if reason == r) for r in REASONS},
     )
     return ranked, report
@@ -441,7 +453,8 @@ def run_pool(
     if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
         raise GoldensetError(
             f"the corpus passed ({corpus.source}) is not the snapshot golden build {build.build_id} used; "
-            "pool over the build's own snapshot (pass no corpus) or run `goldenset build` first")
+            "pool over the build's own snapshot (pass no corpus) or run `goldenset build` first"
+        )
     ctx = RetrieverContext(snapshot, con, embedder or Embedder(), Path(index_dir), {})
     searches = _make_rankers(names, ctx)
     state = _read_state(con)
@@ -452,9 +465,17 @@ def run_pool(
         pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchone()[0]
         rows = tuple(
             QueueRow(
-                pool_id=pool_id, query_id=qid, doc_id=doc_id, doc_version=version, reason=reason,
-                rankers=returned.rankers_of((qid, doc_id), names), best_rank=returned.best_rank((qid, doc_id)),
-                priority=i, pooled_at=pooled_at, project=state.queries[qid][0], task=state.queries[qid][1],
+                pool_id=pool_id,
+                query_id=qid,
+                doc_id=doc_id,
+                doc_version=version,
+                reason=reason,
+                rankers=returned.rankers_of((qid, doc_id), names),
+                best_rank=returned.best_rank((qid, doc_id)),
+                priority=i,
+                pooled_at=pooled_at,
+                project=state.queries[qid][0],
+                task=state.queries[qid][1],
             )
             for i, ((qid, doc_id), (reason, version)) in enumerate(chosen, start=1)
         )
@@ -502,14 +523,26 @@ def queue_summary(con) -> dict[str, Any]:
         "SELECT pool_id, pooled_at, build_id, rankers, depth, report FROM pool_runs ORDER BY pool_id DESC LIMIT 1"
     ).fetchone()
     summary: dict[str, Any] = {
-        "queue_size": sum(by_reason.values()), "by_reason": by_reason,
-        "pool_id": None, "pooled_at": None, "build_id": None, "latest_build_id": latest,
-        "rankers": None, "depth": None, "report": None,
+        "queue_size": sum(by_reason.values()),
+        "by_reason": by_reason,
+        "pool_id": None,
+        "pooled_at": None,
+        "build_id": None,
+        "latest_build_id": latest,
+        "rankers": None,
+        "depth": None,
+        "report": None,
     }
     if row is not None:
         pool_id, pooled_at, build_id, names, depth, report = row
-        summary.update(pool_id=pool_id, pooled_at=_iso(pooled_at), build_id=build_id, rankers=list(names),
-                       depth=depth, report=json.loads(report))
+        summary.update(
+            pool_id=pool_id,
+            pooled_at=_iso(pooled_at),
+            build_id=build_id,
+            rankers=list(names),
+            depth=depth,
+            report=json.loads(report),
+        )
     return summary
 
 
@@ -548,8 +581,20 @@ def queue_tasks(con) -> list[QueueTask]:
         """
     ).fetchall()
     return [
-        QueueTask(pool_id=r[0], priority=r[1], reason=r[2], query_id=r[3], project=r[4], task=r[5], doc_id=r[6],
-                  doc_version=r[7], title=r[8], text=r[9] or "", rankers=tuple(r[10] or ()), best_rank=r[11])
+        QueueTask(
+            pool_id=r[0],
+            priority=r[1],
+            reason=r[2],
+            query_id=r[3],
+            project=r[4],
+            task=r[5],
+            doc_id=r[6],
+            doc_version=r[7],
+            title=r[8],
+            text=r[9] or "",
+            rankers=tuple(r[10] or ()),
+            best_rank=r[11],
+        )
         for r in rows
     ]
 
@@ -563,8 +608,14 @@ def rubric_json(rubric: Rubric) -> dict[str, Any]:
         "as_of": as_of,
         "dimensions": [{"name": d.name, "test": d.test} for d in rubric.dimensions],
         "labels": [
-            {"name": lab.name, "grade": lab.grade, "pass": list(lab.pass_), "fail": list(lab.fail),
-             "any_fail": list(lab.any_fail), "decided_by": list(rubric.admissible_decided_by(lab.name))}
+            {
+                "name": lab.name,
+                "grade": lab.grade,
+                "pass": list(lab.pass_),
+                "fail": list(lab.fail),
+                "any_fail": list(lab.any_fail),
+                "decided_by": list(rubric.admissible_decided_by(lab.name)),
+            }
             for lab in rubric.labels
         ],
     }
@@ -573,10 +624,18 @@ def rubric_json(rubric: Rubric) -> dict[str, Any]:
 def task_json(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
     """One line of `pool export --format jsonl`."""
     return {
-        "pool_id": task.pool_id, "priority": task.priority, "reason": task.reason,
-        "query_id": task.query_id, "project": task.project, "task": task.task,
-        "doc_id": task.doc_id, "doc_version": task.doc_version, "title": task.title, "text": task.text,
-        "rankers": list(task.rankers), "best_rank": task.best_rank,
+        "pool_id": task.pool_id,
+        "priority": task.priority,
+        "reason": task.reason,
+        "query_id": task.query_id,
+        "project": task.project,
+        "task": task.task,
+        "doc_id": task.doc_id,
+        "doc_version": task.doc_version,
+        "title": task.title,
+        "text": task.text,
+        "rankers": list(task.rankers),
+        "best_rank": task.best_rank,
         "rubric": rubric_json(rubric),
     }
 

@@ -207,8 +207,7 @@ class Rubric:
 
     def _matching(self, number: int) -> tuple[str, ...]:
         return tuple(
-            name for name, p, f, a in self._masks
-            if number & p == 0 and number & f == f and (a == 0 or number & a != 0)
+            name for name, p, f, a in self._masks if number & p == 0 and number & f == f and (a == 0 or number & a != 0)
         )
 
     def labels_for(self, failing: Collection[str]) -> list[str]:
@@ -252,7 +251,12 @@ class Rubric:
         return tuple(d for d in self.dimension_names if not named or d in named)
 
     def label_line_reason(
-        self, *, rubric: object, label: object, decided_by: object, dimensions: object = None,
+        self,
+        *,
+        rubric: object,
+        label: object,
+        decided_by: object,
+        dimensions: object = None,
     ) -> LabelLineReason | None:
         """The contract 7.2 reason a label line breaks a rubric-dependent rule, or None.
 
@@ -298,9 +302,7 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise RubricError(
-            f"{source}: cannot read the rubric file ({exc.strerror or exc}); check the path"
-        ) from None
+        raise RubricError(f"{source}: cannot read the rubric file ({exc.strerror or exc}); check the path") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -462,7 +464,9 @@ def _parse(text: str, source: str, sha256: str) -> Rubric:
     if data is None:
         raise problems.error((), "the file is empty; a rubric needs name, task, dimensions and labels")
     if not isinstance(data, dict):
-        raise problems.error((), f"expected a mapping (name, task, dimensions, labels) at the top level, got {_show(data)}")
+        raise problems.error(
+            (), f"expected a mapping (name, task, dimensions, labels) at the top level, got {_show(data)}"
+        )
     try:
         model = _RubricFile.model_validate(data)
     except ValidationError as exc:
@@ -489,8 +493,10 @@ def _shape_problem(err: Any) -> str:
         return f"missing key {loc[-1]!r} in {owner}; it needs {need}"
     if loc[-1] == "[key]":
         what = "dimension" if loc[0] == "dimensions" else "label"
-        return (f"{what} name {_show(value)} must be text matching {NAME_PATTERN} "
-                "(YAML reads yes/no/on/off/true/false and numbers as other types; quote it)")
+        return (
+            f"{what} name {_show(value)} must be text matching {NAME_PATTERN} "
+            "(YAML reads yes/no/on/off/true/false and numbers as other types; quote it)"
+        )
     if loc == ("name",):
         return f"name must be text matching {RUBRIC_NAME_PATTERN}, got {_show(value)}"
     if loc == ("task",):
@@ -544,7 +550,9 @@ def _build(model: _RubricFile, source: str, sha256: str, problems: _Problems) ->
         if not _NAME.fullmatch(dim):
             raise problems.error(("dimensions", dim), f"dimension name {dim!r} must match {NAME_PATTERN}")
         if not test.strip():
-            raise problems.error(("dimensions", dim), f"dimension {dim!r} has an empty test; write the test an annotator applies")
+            raise problems.error(
+                ("dimensions", dim), f"dimension {dim!r} has an empty test; write the test an annotator applies"
+            )
 
     if len(model.labels) < MIN_LABELS:
         have = "only 1 label" if model.labels else "no label"
@@ -563,14 +571,16 @@ def _build(model: _RubricFile, source: str, sha256: str, problems: _Problems) ->
             loc = ("labels", name, clause)
             if not values:
                 raise problems.error(
-                    loc, f"{clause} of label {name!r} is {'empty' if values == [] else 'null'}; "
-                    "list at least one dimension or leave the clause out"
+                    loc,
+                    f"{clause} of label {name!r} is {'empty' if values == [] else 'null'}; "
+                    "list at least one dimension or leave the clause out",
                 )
             for i, dim in enumerate(values):
                 if dim not in model.dimensions:
                     raise problems.error(
-                        (*loc, i), f"label {name!r} names unknown dimension {dim!r} in {clause}; "
-                        f"the dimensions are {', '.join(model.dimensions)}"
+                        (*loc, i),
+                        f"label {name!r} names unknown dimension {dim!r} in {clause}; "
+                        f"the dimensions are {', '.join(model.dimensions)}",
                     )
                 if dim in named:
                     where = clause if named[dim] == clause else f"{named[dim]} and {clause}"

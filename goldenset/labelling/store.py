@@ -29,13 +29,27 @@ def agreement_inputs(con) -> AgreementInputs:
             FROM human_labels h
             LEFT JOIN (SELECT DISTINCT query_id, project FROM build_labels WHERE build_id = ?) q USING (query_id)
             WHERE (h.doc_id, h.doc_version) IN ({KNOWN_VERSIONS_SQL})
-            ORDER BY h.dt, h.file_name, h.line""", [build.labels_build_id]).fetchall()
-    lines = [LabelLine(a, k, q, d, v, label, by, ts.replace(tzinfo=UTC), LineOrder(dt, f, n), project)
-             for a, k, q, d, v, label, by, ts, dt, f, n, project in rows]
-    agent = [AgentLabel(q, d, v, verdict) for q, d, v, verdict in con.execute(
-        "SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels WHERE build_id = ? "
-        "ORDER BY query_id, doc_id", [build.labels_build_id]).fetchall()]
-    human = [HumanLabel(q, d, v, label) for q, d, v, label in con.execute(
-        "SELECT query_id, doc_id, doc_version, label FROM build_human_labels WHERE build_id = ? AND source = 'human' "
-        "ORDER BY query_id, doc_id", [build.labels_build_id]).fetchall()]
+            ORDER BY h.dt, h.file_name, h.line""",
+        [build.labels_build_id],
+    ).fetchall()
+    lines = [
+        LabelLine(a, k, q, d, v, label, by, ts.replace(tzinfo=UTC), LineOrder(dt, f, n), project)
+        for a, k, q, d, v, label, by, ts, dt, f, n, project in rows
+    ]
+    agent = [
+        AgentLabel(q, d, v, verdict)
+        for q, d, v, verdict in con.execute(
+            "SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels WHERE build_id = ? "
+            "ORDER BY query_id, doc_id",
+            [build.labels_build_id],
+        ).fetchall()
+    ]
+    human = [
+        HumanLabel(q, d, v, label)
+        for q, d, v, label in con.execute(
+            "SELECT query_id, doc_id, doc_version, label FROM build_human_labels WHERE build_id = ? AND source = 'human' "
+            "ORDER BY query_id, doc_id",
+            [build.labels_build_id],
+        ).fetchall()
+    ]
     return AgreementInputs(build.build_id, lines, agent, human)

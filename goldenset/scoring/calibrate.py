@@ -92,8 +92,15 @@ class ScoredPair:
     repeats: tuple[float, ...] = ()
 
     @classmethod
-    def from_repeats(cls, query_id: str, doc_id: str, project: str, scores: Sequence[float], acceptable: bool,
-                     labelled_at: datetime | None = None) -> ScoredPair:
+    def from_repeats(
+        cls,
+        query_id: str,
+        doc_id: str,
+        project: str,
+        scores: Sequence[float],
+        acceptable: bool,
+        labelled_at: datetime | None = None,
+    ) -> ScoredPair:
         """A pair scored several times: calibrated on the mean, the scores kept for the stability report."""
         values = tuple(float(s) for s in scores)
         if not values:
@@ -149,8 +156,10 @@ class CutoffRow:
 
     def exact_rates(self) -> tuple[Fraction, Fraction]:
         """(false-pass rate, false-fail rate) as exact fractions, for comparing with A and B."""
-        return (Fraction(self.false_passes, self.unacceptable) if self.unacceptable else Fraction(0),
-                Fraction(self.false_fails, self.acceptable) if self.acceptable else Fraction(0))
+        return (
+            Fraction(self.false_passes, self.unacceptable) if self.unacceptable else Fraction(0),
+            Fraction(self.false_fails, self.acceptable) if self.acceptable else Fraction(0),
+        )
 
 
 @dataclass(frozen=True)
@@ -304,8 +313,9 @@ def choose_single(rows: Sequence[CutoffRow], cost_ratio: float) -> Single:
     return Single(rows[i], _cost(rows[i].false_passes, rows[i].false_fails, r))
 
 
-def choose_band(rows: Sequence[CutoffRow], scores: Sequence[float], max_false_pass: float, max_false_fail: float
-                ) -> tuple[CutoffRow, CutoffRow | None, Band | None, str | None]:
+def choose_band(
+    rows: Sequence[CutoffRow], scores: Sequence[float], max_false_pass: float, max_false_fail: float
+) -> tuple[CutoffRow, CutoffRow | None, Band | None, str | None]:
     """(high row, low row or None, band or None, band_note) under 8.2's band rule.
 
     `rows` ascend with the None row last, as `cutoff_table` makes them.
@@ -360,8 +370,9 @@ def draw_indices(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
-def bootstrap(pairs: Sequence[ScoredPair], single_cutoff: float | None, cost_ratio: float, resamples: int,
-              seed: int) -> BootstrapResult:
+def bootstrap(
+    pairs: Sequence[ScoredPair], single_cutoff: float | None, cost_ratio: float, resamples: int, seed: int
+) -> BootstrapResult:
     """N resamples with replacement: percentiles of both rates at `single_cutoff`, and how often the choice moves."""
     s = np.array([p.score for p in pairs], dtype=float)
     a = np.array([p.acceptable for p in pairs], dtype=bool)
@@ -389,10 +400,12 @@ def bootstrap(pairs: Sequence[ScoredPair], single_cutoff: float | None, cost_rat
     lo = ordered[math.floor(Fraction(25, 1000) * (resamples - 1))]
     hi = ordered[math.ceil(Fraction(975, 1000) * (resamples - 1))]
     return BootstrapResult(
-        resamples, seed,
+        resamples,
+        seed,
         tuple(float(x) for x in np.percentile(fprs, PERCENTILES)),
         tuple(float(x) for x in np.percentile(ffrs, PERCENTILES)),
-        other, (None if math.isinf(lo) else lo, None if math.isinf(hi) else hi),
+        other,
+        (None if math.isinf(lo) else lo, None if math.isinf(hi) else hi),
     )
 
 
@@ -404,8 +417,7 @@ def _outside(c: float | None, interval: tuple[float | None, float | None]) -> bo
 
 
 # --------------------------------------------------------------------------- repeats
-def stability(pairs: Sequence[ScoredPair], cutoffs: Sequence[tuple[str, float | None]]
-              ) -> tuple[StabilityRow, ...]:
+def stability(pairs: Sequence[ScoredPair], cutoffs: Sequence[tuple[str, float | None]]) -> tuple[StabilityRow, ...]:
     """Per pair scored more than once: mean, min, max and the repeats passing each named cutoff.
 
     Rows are sorted by the distance of the mean to the nearest finite cutoff, then
@@ -419,8 +431,11 @@ def stability(pairs: Sequence[ScoredPair], cutoffs: Sequence[tuple[str, float | 
         values = np.asarray(p.repeats, dtype=float)
         passes = tuple((name, int((values >= c).sum())) for name, c in finite)
         dist = min((abs(p.score - c) for _, c in finite), default=math.inf)
-        rows.append(StabilityRow(p.query_id, p.doc_id, p.score, float(values.min()), float(values.max()),
-                                 len(values), passes, dist))
+        rows.append(
+            StabilityRow(
+                p.query_id, p.doc_id, p.score, float(values.min()), float(values.max()), len(values), passes, dist
+            )
+        )
     rows.sort(key=lambda x: (x.distance, x.query_id, x.doc_id))
     return tuple(rows)
 
@@ -430,8 +445,10 @@ def check_pairs(pairs: Sequence[ScoredPair]) -> None:
     """Refuse a scored pair whose score is not a finite number (it is an error pair)."""
     for p in pairs:
         if not isinstance(p.score, (int, float)) or isinstance(p.score, bool) or not math.isfinite(p.score):
-            raise InputError(f"pair ({p.query_id}, {p.doc_id}) has score {p.score!r}; a score that is not a "
-                             "finite number is an error pair, not a scored pair")
+            raise InputError(
+                f"pair ({p.query_id}, {p.doc_id}) has score {p.score!r}; a score that is not a "
+                "finite number is an error pair, not a scored pair"
+            )
 
 
 def _cut(d: date) -> datetime:
@@ -443,10 +460,21 @@ def aware(t: datetime) -> datetime:
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t
 
 
-def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against: str = "human",
-              errors: Sequence[ErrorPair] = (), costs: Costs | None = None, bootstrap_n: int | None = None,
-              seed: int = 0, by_project: bool = False, traffic: Mapping[str, float] | None = None,
-              holdout_after: date | None = None, near: int = 10) -> Calibration:
+def calibrate(
+    pairs: Sequence[ScoredPair],
+    *,
+    scorer: str,
+    version: str,
+    against: str = "human",
+    errors: Sequence[ErrorPair] = (),
+    costs: Costs | None = None,
+    bootstrap_n: int | None = None,
+    seed: int = 0,
+    by_project: bool = False,
+    traffic: Mapping[str, float] | None = None,
+    holdout_after: date | None = None,
+    near: int = 10,
+) -> Calibration:
     """Choose the single cutoff and the band on the scored pairs, with the requested extras (8.2)."""
     costs = costs or Costs()
     if against not in AGAINST:
@@ -465,8 +493,10 @@ def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against
         chosen_on = [p for p in pairs if p.labelled_at is not None and aware(p.labelled_at) < cut]
         holdout_pairs = [p for p in pairs if p.labelled_at is not None and aware(p.labelled_at) >= cut]
         if not chosen_on:
-            raise GoldensetError(f"nothing to calibrate: no scored pair labelled before {holdout_after.isoformat()}; "
-                                 "choose a later --holdout-after")
+            raise GoldensetError(
+                f"nothing to calibrate: no scored pair labelled before {holdout_after.isoformat()}; "
+                "choose a later --holdout-after"
+            )
     if not chosen_on:
         raise GoldensetError("nothing to calibrate: no pair has a score; check error_pairs and the scorer")
     m = measure(chosen_on, costs)
@@ -485,15 +515,23 @@ def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against
                 own = sm.single.row.cutoff
                 if _outside(own, boot.cutoff_interval):
                     lo, hi = boot.cutoff_interval
-                    warnings.append(f"slice {name!r}: its own single cutoff {own} lies outside the global "
-                                    f"cutoff's bootstrap interval [{lo}, {hi}]; give it its own policy or more labels")
+                    warnings.append(
+                        f"slice {name!r}: its own single cutoff {own} lies outside the global "
+                        f"cutoff's bootstrap interval [{lo}, {hi}]; give it its own policy or more labels"
+                    )
     holdout = None
     if holdout_after is not None:
         hr = rates_at(holdout_pairs, c_star)
-        holdout = Holdout(holdout_after, len(chosen_on), undated, len(holdout_pairs), sum(
-            p.acceptable for p in holdout_pairs), sum(not p.acceptable for p in holdout_pairs),
+        holdout = Holdout(
+            holdout_after,
+            len(chosen_on),
+            undated,
+            len(holdout_pairs),
+            sum(p.acceptable for p in holdout_pairs),
+            sum(not p.acceptable for p in holdout_pairs),
             Single(hr, _cost(hr.false_passes, hr.false_fails, exact_decimal(costs.cost_ratio))),
-            _band_on(holdout_pairs, m.band))
+            _band_on(holdout_pairs, m.band),
+        )
     stab = None
     n_rep = max((len(p.repeats) for p in chosen_on), default=0)
     if n_rep > 1:
@@ -504,15 +542,28 @@ def calibrate(pairs: Sequence[ScoredPair], *, scorer: str, version: str, against
         unstable = [x for x in rows if x.unstable]
         stable = [x for x in rows if not x.unstable][:near]
         stab = tuple(sorted(unstable + stable, key=lambda x: (x.distance, x.query_id, x.doc_id)))
-    return Calibration(scorer, version, against, costs, m, tuple(errors), boot, slices, summary, holdout, stab,
-                       max(n_rep, 1), tuple(warnings))
+    return Calibration(
+        scorer,
+        version,
+        against,
+        costs,
+        m,
+        tuple(errors),
+        boot,
+        slices,
+        summary,
+        holdout,
+        stab,
+        max(n_rep, 1),
+        tuple(warnings),
+    )
 
 
-def _slice_summary(groups: Mapping[str, Sequence[ScoredPair]], cutoff: float | None,
-                   traffic: Mapping[str, float] | None) -> dict[str, Any]:
+def _slice_summary(
+    groups: Mapping[str, Sequence[ScoredPair]], cutoff: float | None, traffic: Mapping[str, float] | None
+) -> dict[str, Any]:
     at = {name: rates_at(groups[name], cutoff) for name in sorted(groups)}
-    weights = {name: float(traffic.get(name, 0)) if traffic is not None else float(len(groups[name]))
-               for name in at}
+    weights = {name: float(traffic.get(name, 0)) if traffic is not None else float(len(groups[name])) for name in at}
     total = sum(weights.values())
 
     def weighted(attr: str) -> float:
@@ -527,8 +578,11 @@ def _slice_summary(groups: Mapping[str, Sequence[ScoredPair]], cutoff: float | N
         "cutoff": cutoff,
         "weights": "traffic" if traffic is not None else "pairs",
         "macro": {"false_pass_rate": macro("false_pass_rate"), "false_fail_rate": macro("false_fail_rate")},
-        "traffic_weighted": {"false_pass_rate": weighted("false_pass_rate"),
-                             "false_fail_rate": weighted("false_fail_rate")},
-        "by_slice": {n: {"false_pass_rate": r.false_pass_rate, "false_fail_rate": r.false_fail_rate}
-                     for n, r in at.items()},
+        "traffic_weighted": {
+            "false_pass_rate": weighted("false_pass_rate"),
+            "false_fail_rate": weighted("false_fail_rate"),
+        },
+        "by_slice": {
+            n: {"false_pass_rate": r.false_pass_rate, "false_fail_rate": r.false_fail_rate} for n, r in at.items()
+        },
     }

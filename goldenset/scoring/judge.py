@@ -67,8 +67,9 @@ Example: {"score": 2, "rationale_summary": "The passage states the refund window
 "supporting_span": "Refunds are issued within 14 days."}"""
 
 
-def build_messages(query: str, passage: str, *, task: str | None = None, as_of: str | None = None
-                   ) -> list[dict[str, str]]:
+def build_messages(
+    query: str, passage: str, *, task: str | None = None, as_of: str | None = None
+) -> list[dict[str, str]]:
     """The chat messages of prompt version PROMPT_VERSION: the instructions, then the case to judge."""
     parts = []
     if task:
@@ -130,16 +131,18 @@ def validate_answer(content: Any, passage: str) -> JudgeAnswer | InvalidAnswer:
         return InvalidAnswer("long_rationale", f"rationale_summary is {_shown(rationale)}, not a sentence", raw)
     words = len(rationale.split())
     if words > MAX_RATIONALE_WORDS:
-        return InvalidAnswer("long_rationale", f"rationale_summary has {words} words, more than "
-                             f"{MAX_RATIONALE_WORDS}", raw)
+        return InvalidAnswer(
+            "long_rationale", f"rationale_summary has {words} words, more than {MAX_RATIONALE_WORDS}", raw
+        )
     span = obj.get("supporting_span")
     span = "" if span is None else span
     if score > 0:
         if not isinstance(span, str) or not span:
             return InvalidAnswer("hallucinated_span", f"score {score} with supporting_span {_shown(span)}", raw)
         if span not in passage:
-            return InvalidAnswer("hallucinated_span", f"supporting_span {_shown(span)} is not a verbatim "
-                                 "substring of the passage", raw)
+            return InvalidAnswer(
+                "hallucinated_span", f"supporting_span {_shown(span)} is not a verbatim substring of the passage", raw
+            )
     return JudgeAnswer(score, rationale, span if isinstance(span, str) else "")
 
 
@@ -201,8 +204,14 @@ def _retryable(status: int) -> bool:
 class JudgeClient:
     """One judge endpoint: `ask(query, passage)` returns a JudgeAnswer or InvalidAnswer, or raises ScorerError."""
 
-    def __init__(self, settings: JudgeSettings, *, timeout: float = 30.0, api_key: str | None = None,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        *,
+        timeout: float = 30.0,
+        api_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
         if not timeout > 0:
             raise UsageError(f"--timeout {timeout!r} must be a positive number of seconds, e.g. 30")
         self.settings = settings
@@ -220,8 +229,11 @@ class JudgeClient:
     def request_body(self, query: str, passage: str) -> dict[str, Any]:
         """The JSON body posted for one pair."""
         s = self.settings
-        return {"model": s.model, "messages": build_messages(query, passage, task=s.task, as_of=s.as_of),
-                "temperature": 0}
+        return {
+            "model": s.model,
+            "messages": build_messages(query, passage, task=s.task, as_of=s.as_of),
+            "temperature": 0,
+        }
 
     def ask(self, query: str, passage: str) -> JudgeAnswer | InvalidAnswer:
         """Post one pair; retry transport failures, 429 and 5xx within the time budget; check the answer."""
@@ -245,14 +257,18 @@ class JudgeClient:
                 if resp.status_code == 200:
                     return validate_answer(self._content(resp), passage)
                 if not _retryable(resp.status_code):
-                    raise ScorerError(f"judge at {s.endpoint} answered HTTP {resp.status_code}: "
-                                      f"{resp.text[:200]!r}; check --judge-url, --judge-model and {ENV_API_KEY}")
+                    raise ScorerError(
+                        f"judge at {s.endpoint} answered HTTP {resp.status_code}: "
+                        f"{resp.text[:200]!r}; check --judge-url, --judge-model and {ENV_API_KEY}"
+                    )
                 last = f"HTTP {resp.status_code}"
             if attempt < s.max_attempts:
                 pause = min(s.backoff * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic()))
                 time.sleep(pause)
-        raise ScorerError(f"judge at {s.endpoint} failed after {attempts} attempt(s): {last}; "
-                          "check that the server is up, or raise --timeout")
+        raise ScorerError(
+            f"judge at {s.endpoint} failed after {attempts} attempt(s): {last}; "
+            "check that the server is up, or raise --timeout"
+        )
 
     def probe(self) -> None:
         """Check once that the server answers and serves the model; ScorerError (one line) when not."""
@@ -260,11 +276,14 @@ class JudgeClient:
         try:
             resp = self._http.get(s.models_endpoint, timeout=httpx.Timeout(min(self.timeout, PROBE_TIMEOUT)))
         except httpx.TransportError as exc:
-            raise ScorerError(f"judge at {s.url} is unreachable ({type(exc).__name__}: {exc}); check --judge-url "
-                              "and that the server is up") from None
+            raise ScorerError(
+                f"judge at {s.url} is unreachable ({type(exc).__name__}: {exc}); check --judge-url "
+                "and that the server is up"
+            ) from None
         if resp.status_code in (401, 403):
-            raise ScorerError(f"judge at {s.url} refused the request (HTTP {resp.status_code}); set {ENV_API_KEY} "
-                              "to a key it accepts")
+            raise ScorerError(
+                f"judge at {s.url} refused the request (HTTP {resp.status_code}); set {ENV_API_KEY} to a key it accepts"
+            )
         if resp.status_code != 200:
             return
         try:
@@ -273,17 +292,20 @@ class JudgeClient:
             return
         if served and s.model not in served and f"{s.model}:latest" not in served:
             shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
-            raise ScorerError(f"judge at {s.url} does not serve model {s.model!r} (it serves {shown}); "
-                              "pass one of those as --judge-model")
+            raise ScorerError(
+                f"judge at {s.url} does not serve model {s.model!r} (it serves {shown}); "
+                "pass one of those as --judge-model"
+            )
 
     def _content(self, resp: httpx.Response) -> Any:
         try:
             data = resp.json()
             return data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ScorerError(f"judge at {self.settings.endpoint} answered 200 without choices[0].message.content "
-                              f"({type(exc).__name__}): {resp.text[:200]!r}; is it an OpenAI-compatible server?"
-                              ) from None
+            raise ScorerError(
+                f"judge at {self.settings.endpoint} answered 200 without choices[0].message.content "
+                f"({type(exc).__name__}): {resp.text[:200]!r}; is it an OpenAI-compatible server?"
+            ) from None
 
     def close(self) -> None:
         self._http.close()

@@ -64,8 +64,10 @@ _ANNOTATOR = re.compile(ANNOTATOR_PATTERN)
 def check_annotator(name: str) -> str:
     """Return `name` when it can name a judge's label file; UsageError (exit 2) otherwise."""
     if not _ANNOTATOR.fullmatch(name):
-        raise UsageError(f"--annotator {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
-                         "pick such a name, e.g. qwen-judge")
+        raise UsageError(
+            f"--annotator {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
+            "pick such a name, e.g. qwen-judge"
+        )
     return name
 
 
@@ -115,8 +117,12 @@ class JudgeLabelReport:
 
     def to_json(self) -> dict[str, Any]:
         """Contract 8.3's object, exactly: scored, labels_written, invalid (every reason), errors."""
-        return {"scored": self.scored, "labels_written": self.labels_written, "invalid": dict(self.invalid),
-                "errors": self.errors}
+        return {
+            "scored": self.scored,
+            "labels_written": self.labels_written,
+            "invalid": dict(self.invalid),
+            "errors": self.errors,
+        }
 
 
 class JudgeLabelFile:
@@ -160,21 +166,46 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def label_line(row: QueueRow, label: str, rubric: Rubric, annotator: str, answered_at: datetime,
-               rationale: str, span: str, model: str) -> dict[str, Any]:
+def label_line(
+    row: QueueRow,
+    label: str,
+    rubric: Rubric,
+    annotator: str,
+    answered_at: datetime,
+    rationale: str,
+    span: str,
+    model: str,
+) -> dict[str, Any]:
     """The label line (7.2) of one valid answer, with the judge's rationale and span as extra fields."""
     return {
-        "event": "label", "query_id": row.query_id, "doc_id": row.doc_id, "doc_version": row.doc_version,
-        "label": label, "decided_by": rubric.admissible_decided_by(label)[0], "annotator": annotator,
-        "rubric": rubric.name, "ts": utc_z(answered_at), "kind": "judge",
-        "rationale_summary": rationale, "supporting_span": span,
-        "judge_model": model, "judge_prompt_version": PROMPT_VERSION,
+        "event": "label",
+        "query_id": row.query_id,
+        "doc_id": row.doc_id,
+        "doc_version": row.doc_version,
+        "label": label,
+        "decided_by": rubric.admissible_decided_by(label)[0],
+        "annotator": annotator,
+        "rubric": rubric.name,
+        "ts": utc_z(answered_at),
+        "kind": "judge",
+        "rationale_summary": rationale,
+        "supporting_span": span,
+        "judge_model": model,
+        "judge_prompt_version": PROMPT_VERSION,
     }
 
 
-def judge_queue(rows: Sequence[QueueRow], client: JudgeClient, rubric: Rubric, annotator: str, labels_dir: Path, *,
-                today: date | None = None, clock: Callable[[], datetime] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> JudgeLabelReport:
+def judge_queue(
+    rows: Sequence[QueueRow],
+    client: JudgeClient,
+    rubric: Rubric,
+    annotator: str,
+    labels_dir: Path,
+    *,
+    today: date | None = None,
+    clock: Callable[[], datetime] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> JudgeLabelReport:
     """Ask the judge about every queue row and write a label line per valid answer."""
     clock = clock or (lambda: datetime.now(UTC))
     out = JudgeLabelFile(labels_dir, annotator, today or clock().date())
@@ -198,11 +229,18 @@ def judge_queue(rows: Sequence[QueueRow], client: JudgeClient, rubric: Rubric, a
                 report.problems.append(RowProblem(row.query_id, row.doc_id, got.reason, got.detail))
             elif (label := label_for_grade(rubric, got.score)) is None:
                 report.invalid[NO_LABEL_FOR_GRADE] += 1
-                report.problems.append(RowProblem(row.query_id, row.doc_id, NO_LABEL_FOR_GRADE,
-                                                  f"rubric {rubric.name!r} has no label of grade {got.score}"))
+                report.problems.append(
+                    RowProblem(
+                        row.query_id,
+                        row.doc_id,
+                        NO_LABEL_FOR_GRADE,
+                        f"rubric {rubric.name!r} has no label of grade {got.score}",
+                    )
+                )
             else:
-                line = label_line(row, label, rubric, annotator, answered_at, got.rationale, got.span,
-                                  client.settings.model)
+                line = label_line(
+                    row, label, rubric, annotator, answered_at, got.rationale, got.span, client.settings.model
+                )
                 try:
                     parse_label_line(json.dumps(line).encode("utf-8"), rubric)
                 except Rejected as rej:

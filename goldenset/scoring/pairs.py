@@ -89,6 +89,7 @@ def queue_rows(con) -> list[QueueRow]:
     """The labelling queue in priority order, each document's text at its queued version."""
     rows = con.execute(
         "SELECT priority, query_id, doc_id, doc_version, project, task FROM labelling_queue "
-        "ORDER BY priority, query_id, doc_id").fetchall()
+        "ORDER BY priority, query_id, doc_id"
+    ).fetchall()
     texts = passages(con, [(r[2], r[3]) for r in rows])
     return [QueueRow(int(p), q, d, v, proj or "", task or "", texts.get((d, v))) for p, q, d, v, proj, task in rows]

@@ -25,10 +25,22 @@ def rates_figure(cal: Calibration) -> Any:
     FigureCanvasAgg(fig)  # no pyplot: nothing global, safe in a server or a test run
     ax = fig.add_subplot(1, 1, 1)
     # A cutoff between two distinct scores passes what the upper one passes: steps "pre".
-    ax.step(xs, [r.false_pass_rate for r in finite], where="pre", marker="o", markersize=3,
-            label="false-pass rate (unacceptable pairs passing)")
-    ax.step(xs, [r.false_fail_rate for r in finite], where="pre", marker="s", markersize=3,
-            label="false-fail rate (acceptable pairs failing)")
+    ax.step(
+        xs,
+        [r.false_pass_rate for r in finite],
+        where="pre",
+        marker="o",
+        markersize=3,
+        label="false-pass rate (unacceptable pairs passing)",
+    )
+    ax.step(
+        xs,
+        [r.false_fail_rate for r in finite],
+        where="pre",
+        marker="s",
+        markersize=3,
+        label="false-fail rate (acceptable pairs failing)",
+    )
     single = m.single.row.cutoff
     if single is not None:
         ax.axvline(single, color="black", linestyle="--", label=f"single cutoff {single:.4g} (cost {m.single.cost})")
@@ -37,13 +49,21 @@ def rates_figure(cal: Calibration) -> Any:
     if m.band is not None:
         right = m.band.high if m.band.high is not None else top
         high = f"{m.band.high:.4g}" if m.band.high is not None else "none"
-        ax.axvspan(m.band.low, right, color="orange", alpha=0.2,
-                   label=f"review band [{m.band.low:.4g}, {high}): {m.band.review_share:.1%} of pairs")
+        ax.axvspan(
+            m.band.low,
+            right,
+            color="orange",
+            alpha=0.2,
+            label=f"review band [{m.band.low:.4g}, {high}): {m.band.review_share:.1%} of pairs",
+        )
     ax.set_xlabel("cutoff (a pair passes when its score >= cutoff)")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"{cal.scorer} {cal.version} against {cal.against} labels: {m.pairs} pairs "
-                 f"({m.acceptable} acceptable, {m.unacceptable} unacceptable)", fontsize=9)
+    ax.set_title(
+        f"{cal.scorer} {cal.version} against {cal.against} labels: {m.pairs} pairs "
+        f"({m.acceptable} acceptable, {m.unacceptable} unacceptable)",
+        fontsize=9,
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     return fig

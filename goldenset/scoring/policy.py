@@ -67,32 +67,55 @@ class PolicyCheck:
     checks: tuple[PolicyCheckItem, ...]
 
 
-def policy_manifest(cal: Calibration, *, config: Mapping[str, Any], build_id: int | None,
-                    created_at: datetime | None = None) -> dict[str, Any]:
+def policy_manifest(
+    cal: Calibration, *, config: Mapping[str, Any], build_id: int | None, created_at: datetime | None = None
+) -> dict[str, Any]:
     """The versioned policy (JSON object) of a calibration: what was chosen, on what, at what cost."""
     m = cal.measurement
     created = aware(created_at) if created_at is not None else datetime.now(UTC)
     boot = None
     if cal.bootstrap is not None:
         b = cal.bootstrap
-        boot = {"n": b.n, "seed": b.seed, "false_pass_rate": [round4(x) for x in b.false_pass_rate],
-                "false_fail_rate": [round4(x) for x in b.false_fail_rate],
-                "cutoff_interval": list(b.cutoff_interval)}
+        boot = {
+            "n": b.n,
+            "seed": b.seed,
+            "false_pass_rate": [round4(x) for x in b.false_pass_rate],
+            "false_fail_rate": [round4(x) for x in b.false_fail_rate],
+            "cutoff_interval": list(b.cutoff_interval),
+        }
     return {
         "policy_version": POLICY_VERSION,
-        "scorer": cal.scorer, "version": cal.version, "config": dict(config), "against": cal.against,
-        "cutoffs": {"single": m.single.row.cutoff,
-                    "band": None if m.band is None else {"low": m.band.low, "high": m.band.high},
-                    "high": m.high.cutoff, "low": None if m.low is None else m.low.cutoff},
-        "costs": {"cost_ratio": cal.costs.cost_ratio, "max_false_pass": cal.costs.max_false_pass,
-                  "max_false_fail": cal.costs.max_false_fail},
-        "chosen_on": {"build_id": build_id, "pairs": m.pairs, "acceptable": m.acceptable,
-                      "unacceptable": m.unacceptable, "errors": len(cal.errors),
-                      "holdout_after": None if cal.holdout is None else cal.holdout.after.isoformat()},
-        "rates": {"single": {"false_pass_rate": round4(m.single.row.false_pass_rate),
-                             "false_fail_rate": round4(m.single.row.false_fail_rate)},
-                  "high": {"false_pass_rate": round4(m.high.false_pass_rate)},
-                  "low": None if m.low is None else {"false_fail_rate": round4(m.low.false_fail_rate)}},
+        "scorer": cal.scorer,
+        "version": cal.version,
+        "config": dict(config),
+        "against": cal.against,
+        "cutoffs": {
+            "single": m.single.row.cutoff,
+            "band": None if m.band is None else {"low": m.band.low, "high": m.band.high},
+            "high": m.high.cutoff,
+            "low": None if m.low is None else m.low.cutoff,
+        },
+        "costs": {
+            "cost_ratio": cal.costs.cost_ratio,
+            "max_false_pass": cal.costs.max_false_pass,
+            "max_false_fail": cal.costs.max_false_fail,
+        },
+        "chosen_on": {
+            "build_id": build_id,
+            "pairs": m.pairs,
+            "acceptable": m.acceptable,
+            "unacceptable": m.unacceptable,
+            "errors": len(cal.errors),
+            "holdout_after": None if cal.holdout is None else cal.holdout.after.isoformat(),
+        },
+        "rates": {
+            "single": {
+                "false_pass_rate": round4(m.single.row.false_pass_rate),
+                "false_fail_rate": round4(m.single.row.false_fail_rate),
+            },
+            "high": {"false_pass_rate": round4(m.high.false_pass_rate)},
+            "low": None if m.low is None else {"false_fail_rate": round4(m.low.false_fail_rate)},
+        },
         "bootstrap": boot,
         "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -112,6 +135,7 @@ def _cutoff_value(v: Any) -> bool:
 
 def validate_policy(policy: Any, where: str = "policy") -> dict[str, Any]:
     """Check a manifest's shape; InputError naming the first problem."""
+
     def bad(problem: str) -> InputError:
         return InputError(f"{where}: {problem}; write the policy again with `goldenset calibrate`")
 
@@ -156,8 +180,13 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
-                 scorer_version: str | None = None, scorer_config: Mapping[str, Any] | None = None) -> PolicyCheck:
+def check_policy(
+    policy: Mapping[str, Any],
+    pairs: Sequence[ScoredPair],
+    *,
+    scorer_version: str | None = None,
+    scorer_config: Mapping[str, Any] | None = None,
+) -> PolicyCheck:
     """Re-measure a stored policy's cutoffs on today's pairs and say whether its rates still hold."""
     policy = validate_policy(dict(policy))
     check_pairs(pairs)
@@ -165,11 +194,20 @@ def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
     single, high = rates_at(pairs, cut["single"]), rates_at(pairs, cut["high"])
     low = None if cut["low"] is None else rates_at(pairs, cut["low"])
     a, b = exact_decimal(costs["max_false_pass"]), exact_decimal(costs["max_false_fail"])
-    items = [PolicyCheckItem("false_pass_rate_at_high", round4(high.false_pass_rate), costs["max_false_pass"],
-                             high.exact_rates()[0] <= a)]
+    items = [
+        PolicyCheckItem(
+            "false_pass_rate_at_high", round4(high.false_pass_rate), costs["max_false_pass"], high.exact_rates()[0] <= a
+        )
+    ]
     if low is not None:
-        items.append(PolicyCheckItem("false_fail_rate_at_low", round4(low.false_fail_rate),
-                                     costs["max_false_fail"], low.exact_rates()[1] <= b))
+        items.append(
+            PolicyCheckItem(
+                "false_fail_rate_at_low",
+                round4(low.false_fail_rate),
+                costs["max_false_fail"],
+                low.exact_rates()[1] <= b,
+            )
+        )
     boot = policy.get("bootstrap")
     if boot is not None:
         for name, measured, stored in (
@@ -179,24 +217,29 @@ def check_policy(policy: Mapping[str, Any], pairs: Sequence[ScoredPair], *,
             top = stored[-1]
             items.append(PolicyCheckItem(name, round4(measured), top, round4(measured) <= top))
     if scorer_version is not None:
-        items.append(PolicyCheckItem("scorer_version", scorer_version, policy["version"],
-                                     scorer_version == policy["version"]))
+        items.append(
+            PolicyCheckItem("scorer_version", scorer_version, policy["version"], scorer_version == policy["version"])
+        )
     if scorer_config is not None:
         # Compared as canonical JSON: key order and spacing are not a different scorer.
         today, stored = _canonical(scorer_config), _canonical(policy["config"])
         items.append(PolicyCheckItem("scorer_config", today, stored, today == stored))
     n_acc = sum(p.acceptable for p in pairs)
-    return PolicyCheck(all(i.holds for i in items), len(pairs), n_acc, len(pairs) - n_acc, single, high, low,
-                       tuple(items))
+    return PolicyCheck(
+        all(i.holds for i in items), len(pairs), n_acc, len(pairs) - n_acc, single, high, low, tuple(items)
+    )
 
 
 def check_to_json(check: PolicyCheck) -> dict[str, Any]:
     """`calibrate --check POLICY --json`: whether it holds, each test, today's rates at the stored cutoffs."""
     return {
-        "holds": check.holds, "pairs": check.pairs, "acceptable": check.acceptable,
+        "holds": check.holds,
+        "pairs": check.pairs,
+        "acceptable": check.acceptable,
         "unacceptable": check.unacceptable,
         "checks": [{"name": i.name, "measured": i.measured, "limit": i.limit, "holds": i.holds} for i in check.checks],
-        "single": row_json(check.single), "high": row_json(check.high),
+        "single": row_json(check.single),
+        "high": row_json(check.high),
         "low": None if check.low is None else row_json(check.low),
     }
 
@@ -212,6 +255,8 @@ def policy_scorer(policy: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         return str(config["factory"]), dict(config.get("options") or {})
     name = policy.get("scorer")
     if name not in BUILTINS:
-        raise UsageError(f"policy scorer {name!r} is neither built in nor a module:factory plug-in; "
-                         "write the policy again with `goldenset calibrate`")
+        raise UsageError(
+            f"policy scorer {name!r} is neither built in nor a module:factory plug-in; "
+            "write the policy again with `goldenset calibrate`"
+        )
     return str(name), {}

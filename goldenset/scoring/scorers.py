@@ -138,8 +138,10 @@ class BM25Scorer:
             return
         docs = sorted(self.corpus.active.values(), key=lambda d: d.doc_id)
         if not docs:
-            raise ScorerError("bm25: the corpus has no active document, so there are no statistics to score "
-                              "against; load a corpus with active documents")
+            raise ScorerError(
+                "bm25: the corpus has no active document, so there are no statistics to score "
+                "against; load a corpus with active documents"
+            )
         toks = self.tokens([_doc_text(d) for d in docs])
         df: Counter[str] = Counter()
         for t in toks:
@@ -256,8 +258,9 @@ def load_factory(spec: str) -> Callable[[ScorerContext], Any]:
 def build_scorer(spec: str, ctx: ScorerContext) -> Scorer:
     """Resolve --scorer: a built-in name or `module:factory`."""
     if spec in BUILTINS and ctx.options:
-        raise UsageError(f"--scorer-config is for module:factory scorers; {spec} takes no options "
-                         f"(got {sorted(ctx.options)})")
+        raise UsageError(
+            f"--scorer-config is for module:factory scorers; {spec} takes no options (got {sorted(ctx.options)})"
+        )
     if spec == "dense":
         return DenseScorer(ctx.embedder or shared_embedder(), ctx.con, ctx.write_cache)
     if spec == "bm25":
@@ -276,8 +279,10 @@ def build_scorer(spec: str, ctx: ScorerContext) -> Scorer:
     except GoldensetError:
         raise
     except Exception as exc:
-        raise ScorerError(f"--scorer {spec!r} could not be built: {_first_line(exc)}; check its --scorer-config "
-                          "and what it needs to start") from exc
+        raise ScorerError(
+            f"--scorer {spec!r} could not be built: {_first_line(exc)}; check its --scorer-config "
+            "and what it needs to start"
+        ) from exc
     for attr in ("name", "version"):
         if not isinstance(getattr(impl, attr, None), str) or not getattr(impl, attr):
             raise UsageError(f"--scorer {spec!r} returned {type(impl).__name__} without a string `{attr}`")
@@ -324,7 +329,9 @@ def _read_cache(con, key: CacheKey, passage_hashes: list[str]) -> dict[tuple[str
     ).fetchall()
     out: dict[tuple[str, str, int], Cached] = {}
     for q, p, r, value, label, rationale, span, invalid in rows:
-        out[(q, p, int(r))] = InvalidScore(invalid, rationale or "") if invalid else Score(value, label, rationale, span)
+        out[(q, p, int(r))] = (
+            InvalidScore(invalid, rationale or "") if invalid else Score(value, label, rationale, span)
+        )
     return out
 
 
@@ -344,8 +351,21 @@ def _write_cache(con, key: CacheKey, q: str, p: str, repeat: int, got: Cached) -
         "INSERT OR IGNORE INTO score_cache (scorer, version, config, corpus_fingerprint, query_sha256, "
         "passage_sha256, repeat_no, value, label, rationale, span, invalid_reason, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [key.scorer, key.version, key.config, key.corpus_fingerprint, q, p, repeat, value, label, rationale,
-         span, invalid, datetime.now(UTC).replace(tzinfo=None)],
+        [
+            key.scorer,
+            key.version,
+            key.config,
+            key.corpus_fingerprint,
+            q,
+            p,
+            repeat,
+            value,
+            label,
+            rationale,
+            span,
+            invalid,
+            datetime.now(UTC).replace(tzinfo=None),
+        ],
     )
 
 
@@ -416,13 +436,18 @@ class ScoreRun:
 
     def calibration_pairs(self) -> list[ScoredPair]:
         """The scored pairs for calibrate (the mean of the repeats as the score)."""
-        return [ScoredPair.from_repeats(s.pair.query_id, s.pair.doc_id, s.pair.project, s.values,
-                                        s.pair.acceptable, s.pair.labelled_at) for s in self.scored]
+        return [
+            ScoredPair.from_repeats(
+                s.pair.query_id, s.pair.doc_id, s.pair.project, s.values, s.pair.acceptable, s.pair.labelled_at
+            )
+            for s in self.scored
+        ]
 
     def error_pairs(self) -> list[ErrorPair]:
         """Errors and invalid answers (reason `invalid answer: <reason>`) by (query_id, doc_id): calibrate's errors."""
-        out = ([ErrorPair(e.pair.query_id, e.pair.doc_id, e.reason) for e in self.errors]
-               + [ErrorPair(i.pair.query_id, i.pair.doc_id, f"invalid answer: {i.reason}") for i in self.invalid])
+        out = [ErrorPair(e.pair.query_id, e.pair.doc_id, e.reason) for e in self.errors] + [
+            ErrorPair(i.pair.query_id, i.pair.doc_id, f"invalid answer: {i.reason}") for i in self.invalid
+        ]
         return sorted(out, key=lambda e: (e.query_id, e.doc_id))
 
 
@@ -460,8 +485,15 @@ def call_scorer(scorer: Any, query: str, passage: str, timeout: float) -> Score 
     return Score(float(v), score.label, score.rationale, score.span)
 
 
-def score_pairs(con, scorer: Any, pairs: Sequence[PairInput], repeats: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                progress: Callable[[int, int], None] | None = None, write: bool = True) -> ScoreRun:
+def score_pairs(
+    con,
+    scorer: Any,
+    pairs: Sequence[PairInput],
+    repeats: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Callable[[int, int], None] | None = None,
+    write: bool = True,
+) -> ScoreRun:
     """Score every pair `repeats` times through the cache; errors and invalid answers kept apart.
 
     A pair stops at its first error or invalid answer (its other repeats are not

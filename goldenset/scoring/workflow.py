@@ -96,10 +96,15 @@ class CheckOutcome:
         """`calibrate --check POLICY --json`: whether it holds, on what, each test, today's rates at its cutoffs."""
         body = check_to_json(self.check)
         return {
-            "holds": body.pop("holds"), "scorer": self.policy["scorer"], "version": self.policy["version"],
-            "scorer_version": self.run.key.version, "against": self.policy.get("against", "human"),
-            "build_id": self.build_id, "chosen_on_build_id": (self.policy.get("chosen_on") or {}).get("build_id"),
-            **body, "errors": len(self.errors),
+            "holds": body.pop("holds"),
+            "scorer": self.policy["scorer"],
+            "version": self.policy["version"],
+            "scorer_version": self.run.key.version,
+            "against": self.policy.get("against", "human"),
+            "build_id": self.build_id,
+            "chosen_on_build_id": (self.policy.get("chosen_on") or {}).get("build_id"),
+            **body,
+            "errors": len(self.errors),
             "error_pairs": [{"query_id": e.query_id, "doc_id": e.doc_id, "reason": e.reason} for e in self.errors],
         }
 
@@ -112,17 +117,31 @@ def _snapshot(con, spec: str, build) -> CorpusSnapshot | None:
     return build_snapshot(con, build)
 
 
-def _score(con, spec: str, options: Mapping[str, Any], judge: JudgeSettings | None, against: str, repeats: int,
-           timeout: float, progress: Progress | None) -> tuple[ScoreRun, list[ErrorPair], int]:
+def _score(
+    con,
+    spec: str,
+    options: Mapping[str, Any],
+    judge: JudgeSettings | None,
+    against: str,
+    repeats: int,
+    timeout: float,
+    progress: Progress | None,
+) -> tuple[ScoreRun, list[ErrorPair], int]:
     build = load_build(con)
     pairs, missing = golden_pairs(con, against)
     if not pairs and not missing:
-        fix = ("label pairs (goldenset pool, then goldenset label serve) and build again" if against == "human"
-               else "build from a log with verdicts")
-        raise GoldensetError(f"nothing to calibrate: the latest build ({build.build_id}) has no golden_set row "
-                             f"with source {against}; {fix}")
-    ctx = ScorerContext(corpus=_snapshot(con, spec, build), options=dict(options), con=con, judge=judge,
-                        timeout=timeout)
+        fix = (
+            "label pairs (goldenset pool, then goldenset label serve) and build again"
+            if against == "human"
+            else "build from a log with verdicts"
+        )
+        raise GoldensetError(
+            f"nothing to calibrate: the latest build ({build.build_id}) has no golden_set row "
+            f"with source {against}; {fix}"
+        )
+    ctx = ScorerContext(
+        corpus=_snapshot(con, spec, build), options=dict(options), con=con, judge=judge, timeout=timeout
+    )
     scorer = build_scorer(spec, ctx)
     try:
         run = score_pairs(con, scorer, pairs, repeats=repeats, timeout=timeout, progress=progress)
@@ -134,8 +153,10 @@ def _score(con, spec: str, options: Mapping[str, Any], judge: JudgeSettings | No
     if not run.scored:
         first = errors[0].reason if errors else "no pair"
         n = len(pairs) + len(missing)
-        raise GoldensetError(f"nothing to calibrate: none of the {n} {against} pair{'s' if n != 1 else ''} got a "
-                             f"score (the first error: {first}); fix the scorer or raise --timeout")
+        raise GoldensetError(
+            f"nothing to calibrate: none of the {n} {against} pair{'s' if n != 1 else ''} got a "
+            f"score (the first error: {first}); fix the scorer or raise --timeout"
+        )
     return run, errors, build.build_id
 
 
@@ -143,9 +164,19 @@ def calibrate_latest(con, request: CalibrationRequest, *, progress: Progress | N
     """Score the latest build's pairs with `request.scorer` and choose its cutoffs (contract 8.2)."""
     r = request
     run, errors, build_id = _score(con, r.scorer, r.options, r.judge, r.against, r.repeats, r.timeout, progress)
-    cal = calibrate(run.calibration_pairs(), scorer=run.key.scorer, version=run.key.version, against=r.against,
-                    errors=errors, costs=r.costs, bootstrap_n=r.bootstrap_n, seed=r.seed, by_project=r.by_project,
-                    traffic=project_traffic(con) if r.by_project else None, holdout_after=r.holdout_after)
+    cal = calibrate(
+        run.calibration_pairs(),
+        scorer=run.key.scorer,
+        version=run.key.version,
+        against=r.against,
+        errors=errors,
+        costs=r.costs,
+        bootstrap_n=r.bootstrap_n,
+        seed=r.seed,
+        by_project=r.by_project,
+        traffic=project_traffic(con) if r.by_project else None,
+        holdout_after=r.holdout_after,
+    )
     return CalibrationOutcome(cal, run, build_id)
 
 
@@ -154,20 +185,24 @@ def judge_settings_of(policy: Mapping[str, Any]) -> JudgeSettings:
     config = policy.get("config") or {}
     url, model = config.get("url"), config.get("model")
     if not isinstance(url, str) or not isinstance(model, str):
-        raise InputError(f"judge policy config {config!r} lacks url and model; write the policy again with "
-                         "`goldenset calibrate --scorer judge`")
+        raise InputError(
+            f"judge policy config {config!r} lacks url and model; write the policy again with "
+            "`goldenset calibrate --scorer judge`"
+        )
     return JudgeSettings(url, model, task=config.get("task"), as_of=config.get("as_of"))
 
 
-def check_latest(con, policy: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT,
-                 progress: Progress | None = None) -> CheckOutcome:
+def check_latest(
+    con, policy: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None
+) -> CheckOutcome:
     """Re-score the latest build's pairs with the policy's own scorer and re-measure its cutoffs."""
     spec, options = policy_scorer(policy)
     judge = judge_settings_of(policy) if spec == "judge" else None
     against = str(policy.get("against", "human"))
     run, errors, build_id = _score(con, spec, options, judge, against, 1, timeout, progress)
-    check = check_policy(policy, run.calibration_pairs(), scorer_version=run.key.version,
-                         scorer_config=json.loads(run.key.config))
+    check = check_policy(
+        policy, run.calibration_pairs(), scorer_version=run.key.version, scorer_config=json.loads(run.key.config)
+    )
     return CheckOutcome(check, policy, run, build_id, tuple(errors))
 
 

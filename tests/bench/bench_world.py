@@ -48,16 +48,26 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def write_corpus(path: Path, docs=DOCS, *, superseded: dict[str, str] | None = None,
-                 versions: dict[str, str] | None = None) -> Path:
+def write_corpus(
+    path: Path, docs=DOCS, *, superseded: dict[str, str] | None = None, versions: dict[str, str] | None = None
+) -> Path:
     superseded = superseded or {}
     versions = versions or {}
     with path.open("w", encoding="utf-8") as fh:
         for doc_id, title, text in docs:
-            fh.write(json.dumps({
-                "doc_id": doc_id, "version": versions.get(doc_id, "1"), "status": "active", "title": title,
-                "text": text, "superseded_by": superseded.get(doc_id),
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "doc_id": doc_id,
+                        "version": versions.get(doc_id, "1"),
+                        "status": "active",
+                        "title": title,
+                        "text": text,
+                        "superseded_by": superseded.get(doc_id),
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -67,16 +77,34 @@ def write_logs(root: Path, queries=QUERIES, *, day: str = "2026-11-28", serve_pr
     lines = []
     for n, (task, helped, noise) in enumerate(queries, start=1):
         sid = f"{serve_prefix}-{n:03d}"
-        items = [{"doc_id": d, "doc_version": "1", "channel": "ranked", "rank": r, "score": 1.0 / r}
-                 for r, d in enumerate(helped + noise, start=1)]
-        lines.append({"event": "serve", "serve_id": sid, "ts": f"{day}T10:{n:02d}:00Z", "project": "demo",
-                      "task": task, "items": items})
+        items = [
+            {"doc_id": d, "doc_version": "1", "channel": "ranked", "rank": r, "score": 1.0 / r}
+            for r, d in enumerate(helped + noise, start=1)
+        ]
+        lines.append(
+            {
+                "event": "serve",
+                "serve_id": sid,
+                "ts": f"{day}T10:{n:02d}:00Z",
+                "project": "demo",
+                "task": task,
+                "items": items,
+            }
+        )
         for d in helped:
-            lines.append({"event": "verdict", "serve_id": sid, "doc_id": d, "verdict": "helped",
-                          "ts": f"{day}T11:{n:02d}:00Z"})
+            lines.append(
+                {"event": "verdict", "serve_id": sid, "doc_id": d, "verdict": "helped", "ts": f"{day}T11:{n:02d}:00Z"}
+            )
         for i, d in enumerate(noise):
-            lines.append({"event": "verdict", "serve_id": sid, "doc_id": d, "verdict": "noise" if i % 2 == 0 else "wrong",
-                          "ts": f"{day}T11:{n:02d}:30Z"})
+            lines.append(
+                {
+                    "event": "verdict",
+                    "serve_id": sid,
+                    "doc_id": d,
+                    "verdict": "noise" if i % 2 == 0 else "wrong",
+                    "ts": f"{day}T11:{n:02d}:30Z",
+                }
+            )
     (part / "part-0001.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     return root
 
@@ -95,8 +123,9 @@ class Golden:
         return self.tmp / "bench-index"
 
 
-def build_golden(tmp: Path, *, built_at: datetime | None = None, docs=DOCS, queries=QUERIES,
-                 superseded: dict[str, str] | None = None) -> Golden:
+def build_golden(
+    tmp: Path, *, built_at: datetime | None = None, docs=DOCS, queries=QUERIES, superseded: dict[str, str] | None = None
+) -> Golden:
     """Run the real ingest, snapshot and build on tiny files under tmp."""
     from goldenset import warehouse
     from goldenset.build import build_golden_set
@@ -166,11 +195,21 @@ def relabel(g: Golden, labels: list[tuple[str, str, str]], *, annotator: str = "
         qids = dict(con.execute("SELECT DISTINCT task, query_id FROM golden_set").fetchall())
         lines = []
         for n, (task, doc_id, label) in enumerate(labels):
-            lines.append(json.dumps({
-                "event": "label", "query_id": qids[task], "doc_id": doc_id, "doc_version": "1", "label": label,
-                "decided_by": RUBRIC_LABELS[label][1], "annotator": annotator, "rubric": "support-policies",
-                "ts": f"2026-11-30T09:{n:02d}:00Z",
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "event": "label",
+                        "query_id": qids[task],
+                        "doc_id": doc_id,
+                        "doc_version": "1",
+                        "label": label,
+                        "decided_by": RUBRIC_LABELS[label][1],
+                        "annotator": annotator,
+                        "rubric": "support-policies",
+                        "ts": f"2026-11-30T09:{n:02d}:00Z",
+                    }
+                )
+            )
         path = part / f"{annotator}-{len(list(part.iterdir())):04d}.jsonl"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         rubric = load_rubric(str(files("goldenset") / "data" / "support-policies.yaml"))

@@ -13,8 +13,11 @@ from goldenset_dagster.resources.embedder import EmbedderResource
 
 
 def _resources(g):
-    return {"warehouse": WarehouseResource(db_path=str(g.db)), "corpus_source": CorpusSource(path=str(g.corpus)),
-            "embedder": EmbedderResource()}
+    return {
+        "warehouse": WarehouseResource(db_path=str(g.db)),
+        "corpus_source": CorpusSource(path=str(g.corpus)),
+        "embedder": EmbedderResource(),
+    }
 
 
 def _config(g, **config):
@@ -26,8 +29,13 @@ def _config(g, **config):
 
 def _materialize(g, **config):
     with dg.instance_for_test() as instance:
-        return dg.materialize([retrieval_benchmark], resources=_resources(g), run_config=_config(g, **config),
-                              instance=instance, raise_on_error=False)
+        return dg.materialize(
+            [retrieval_benchmark],
+            resources=_resources(g),
+            run_config=_config(g, **config),
+            instance=instance,
+            raise_on_error=False,
+        )
 
 
 def _checks(result):
@@ -59,8 +67,11 @@ def test_asset_metadata_shows_the_retriever_and_rounds_floats_to_four_decimals(g
     assert _checks(result)[COMPONENTS_CHECK].metadata["retriever"].value == "bench_plugins:keywords top=5"
     con = warehouse.connect(golden.db, read_only=True)
     try:
-        stored = dict(con.execute("SELECT metric, value FROM benchmark_results WHERE row_name = 'core' "
-                                  "AND query_id = 'all'").fetchall())
+        stored = dict(
+            con.execute(
+                "SELECT metric, value FROM benchmark_results WHERE row_name = 'core' AND query_id = 'all'"
+            ).fetchall()
+        )
     finally:
         con.close()
     assert {m: meta[f"core/{m}"].value for m in stored} == {m: round(v, 4) for m, v in stored.items()}
@@ -98,38 +109,48 @@ def test_component_down_fails_the_blocking_components_check(golden):
     assert check.metadata["actual"].value == "COMPONENT DOWN: keywords: index server unreachable at 10.0.0.7:9200"
 
 
-@pytest.mark.parametrize("config", [
-    {"retriever": "bench_plugins:exploding"},  # a component down: refused
-    {"retriever": "bench_plugins:missing"},  # a retriever path that does not resolve: wrong config
-    {"retriever_config": "[1]"},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"retriever": "bench_plugins:exploding"},  # a component down: refused
+        {"retriever": "bench_plugins:missing"},  # a retriever path that does not resolve: wrong config
+        {"retriever_config": "[1]"},
+    ],
+)
 def test_a_failure_that_would_repeat_is_not_retried_by_a_retry_policy(golden, config):
-    job = dg.define_asset_job("bench_with_retries", selection=[retrieval_benchmark],
-                              op_retry_policy=dg.RetryPolicy(max_retries=2))
+    job = dg.define_asset_job(
+        "bench_with_retries", selection=[retrieval_benchmark], op_retry_policy=dg.RetryPolicy(max_retries=2)
+    )
     defs = dg.Definitions(assets=[retrieval_benchmark], jobs=[job], resources=_resources(golden))
     with dg.instance_for_test() as instance:
         result = defs.resolve_job_def("bench_with_retries").execute_in_process(
-            run_config=_config(golden, **config), instance=instance, raise_on_error=False)
+            run_config=_config(golden, **config), instance=instance, raise_on_error=False
+        )
     assert not result.success
     kinds = [e.event_type_value for e in result.all_events]
     assert "STEP_UP_FOR_RETRY" not in kinds and kinds.count("STEP_FAILURE") == 1
 
 
 def test_a_transient_retriever_error_is_retried(golden):
-    job = dg.define_asset_job("bench_with_retries", selection=[retrieval_benchmark],
-                              op_retry_policy=dg.RetryPolicy(max_retries=1))
+    job = dg.define_asset_job(
+        "bench_with_retries", selection=[retrieval_benchmark], op_retry_policy=dg.RetryPolicy(max_retries=1)
+    )
     defs = dg.Definitions(assets=[retrieval_benchmark], jobs=[job], resources=_resources(golden))
     with dg.instance_for_test() as instance:
         result = defs.resolve_job_def("bench_with_retries").execute_in_process(
-            run_config=_config(golden, retriever="bench_plugins:fails_on_search"), instance=instance,
-            raise_on_error=False)
+            run_config=_config(golden, retriever="bench_plugins:fails_on_search"),
+            instance=instance,
+            raise_on_error=False,
+        )
     assert not result.success
     assert [e.event_type_value for e in result.all_events].count("STEP_UP_FOR_RETRY") == 1
 
 
 def test_benchmark_assets_load_into_definitions():
-    defs = dg.Definitions(assets=BENCHMARK_ASSETS, resources={
-        "warehouse": WarehouseResource(), "corpus_source": CorpusSource(), "embedder": EmbedderResource()})
+    defs = dg.Definitions(
+        assets=BENCHMARK_ASSETS,
+        resources={"warehouse": WarehouseResource(), "corpus_source": CorpusSource(), "embedder": EmbedderResource()},
+    )
     spec = defs.resolve_assets_def("retrieval_benchmark")
     assert spec.group_names_by_key[dg.AssetKey("retrieval_benchmark")] == "benchmark"
     assert {c.name for c in spec.check_specs} == {AGE_CHECK, COMPONENTS_CHECK}

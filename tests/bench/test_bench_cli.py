@@ -20,8 +20,20 @@ def bench(*args):
 
 
 def run_args(g, retriever="bench_plugins:keywords", *extra):
-    return ["run", "--db", g.db, "--corpus", g.corpus, "--index-dir", g.index_dir,
-            "--retriever", retriever, "--report", g.tmp / "report", *extra]
+    return [
+        "run",
+        "--db",
+        g.db,
+        "--corpus",
+        g.corpus,
+        "--index-dir",
+        g.index_dir,
+        "--retriever",
+        retriever,
+        "--report",
+        g.tmp / "report",
+        *extra,
+    ]
 
 
 def run_id_of(result) -> str:
@@ -40,10 +52,13 @@ def test_bench_run_prints_its_run_id_last_and_stores_every_row(golden):
     assert "Leakage:" in result.output
     con = warehouse.connect(golden.db, read_only=True)
     try:
-        meta = con.execute("SELECT build_id, corpus_fingerprint, retriever, degraded, n_queries "
-                           "FROM benchmark_runs WHERE run_id = ?", [rid]).fetchone()
-        rows = con.execute("SELECT DISTINCT row_name FROM benchmark_results WHERE run_id = ? ORDER BY 1",
-                           [rid]).fetchall()
+        meta = con.execute(
+            "SELECT build_id, corpus_fingerprint, retriever, degraded, n_queries FROM benchmark_runs WHERE run_id = ?",
+            [rid],
+        ).fetchone()
+        rows = con.execute(
+            "SELECT DISTINCT row_name FROM benchmark_results WHERE run_id = ? ORDER BY 1", [rid]
+        ).fetchall()
     finally:
         con.close()
     assert meta[0] == 1 and len(meta[1]) == 64 and meta[2] == "bench_plugins:keywords"
@@ -61,8 +76,13 @@ def test_the_written_core_run_evaluates_to_the_stored_core_means(golden):
     evaluated = json.loads(result.output)
     con = warehouse.connect(golden.db, read_only=True)
     try:
-        stored = dict(con.execute("SELECT metric, value FROM benchmark_results WHERE run_id = ? "
-                                  "AND row_name = 'core' AND query_id = 'all'", [rid]).fetchall())
+        stored = dict(
+            con.execute(
+                "SELECT metric, value FROM benchmark_results WHERE run_id = ? "
+                "AND row_name = 'core' AND query_id = 'all'",
+                [rid],
+            ).fetchall()
+        )
     finally:
         con.close()
     for m in ("recall@5", "precision@5", "ndcg@10", "mrr", "map"):
@@ -75,8 +95,13 @@ def test_bench_eval_json_reproduces_trec_eval_with_exactly_the_documented_keys()
     got = json.loads(result.output)
     assert list(got) == ["recall@5", "recall@10", "recall@24", "precision@5", "precision@10", "ndcg@10", "mrr", "map"]
     assert {k: got[k] for k in ("precision@5", "precision@10", "recall@5", "recall@10", "ndcg@10", "mrr", "map")} == {
-        "precision@5": 0.2667, "precision@10": 0.3, "recall@5": 0.0173, "recall@10": 0.0317,
-        "ndcg@10": 0.3016, "mrr": 0.4064, "map": 0.1785,
+        "precision@5": 0.2667,
+        "precision@10": 0.3,
+        "recall@5": 0.0173,
+        "recall@10": 0.0317,
+        "ndcg@10": 0.3016,
+        "mrr": 0.4064,
+        "map": 0.1785,
     }
 
 
@@ -116,8 +141,21 @@ def test_compare_identical_runs_is_indistinguishable_everywhere(golden):
 def test_compare_runs_with_a_known_difference(golden):
     worst = run_id_of(bench(*run_args(golden, "bench_plugins:worst")))
     perfect = run_id_of(bench(*run_args(golden, "bench_plugins:perfect")))
-    result = bench("compare", worst, perfect, "--db", golden.db, "--metric", "recall@5", "--metric", "recall@24",
-                   "--metric", "mrr", "--metric", "noise@5")
+    result = bench(
+        "compare",
+        worst,
+        perfect,
+        "--db",
+        golden.db,
+        "--metric",
+        "recall@5",
+        "--metric",
+        "recall@24",
+        "--metric",
+        "mrr",
+        "--metric",
+        "noise@5",
+    )
     assert result.exit_code == 0, result.output
     lines = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("│")}
     assert "better" in lines["recall@5"] and "better" in lines["mrr"]
@@ -236,8 +274,9 @@ def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
     g = build_golden(tmp_path / "empty", queries=[(task, [], helped + noise) for task, helped, noise in QUERIES])
     result = bench(*run_args(g))
     assert type(result.exception) is GoldensetError and result.exception.exit_code == 1
-    assert str(result.exception) == ("golden build 1 has no query with a relevant label to measure; "
-                                     "`goldenset status` shows the funnel")
+    assert str(result.exception) == (
+        "golden build 1 has no query with a relevant label to measure; `goldenset status` shows the funnel"
+    )
 
 
 def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys):
@@ -252,6 +291,7 @@ def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_
     assert [line for line in out.splitlines() if "WARNING" in line] == [
         "WARNING: graph has nothing to learn from: no two active documents helped on the same query, so the graph "
         "has no edge; row +graph left out (it would rank as core), rows +graph+boosts and +graph+boosts honest "
-        "rank with the boosts alone"]
+        "rank with the boosts alone"
+    ]
     assert "DEGRADED" not in out and "COMPONENT DOWN" not in captured.err
     assert "+graph+boosts (reference)" in out and "+graph (reference)" not in out

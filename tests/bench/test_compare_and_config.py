@@ -23,8 +23,9 @@ def bench(*args):
 
 def _run(g, embedder=None, retriever="bench_plugins:keywords", **options):
     config = BenchConfig(retriever=retriever, retriever_config=options, index_dir=g.index_dir)
-    return run_and_store(g.db, g.corpus, config, report_dir=g.tmp / "reports" / str(len(options)),
-                         embedder=embedder).run
+    return run_and_store(
+        g.db, g.corpus, config, report_dir=g.tmp / "reports" / str(len(options)), embedder=embedder
+    ).run
 
 
 def _compare_json(g, a, b):
@@ -56,7 +57,8 @@ def test_compare_warns_when_the_labels_differ(golden):
     result = bench("compare", a.run_id, b.run_id, "--db", golden.db)
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == (
-        f"{LABELS_WARNING} ({a.run_id} build 1, {b.run_id} build 2): the labels differ")
+        f"{LABELS_WARNING} ({a.run_id} build 1, {b.run_id} build 2): the labels differ"
+    )
 
 
 def test_the_labels_warning_names_the_labels_build_of_a_repeat(golden):
@@ -66,7 +68,8 @@ def test_the_labels_warning_names_the_labels_build_of_a_repeat(golden):
     b = _run(golden)
     out = _compare_json(golden, a.run_id, b.run_id)
     assert out["warnings"] == [
-        f"{LABELS_WARNING} ({a.run_id} build 1, {b.run_id} build 3 (labels of build 2)): the labels differ"]
+        f"{LABELS_WARNING} ({a.run_id} build 1, {b.run_id} build 3 (labels of build 2)): the labels differ"
+    ]
 
 
 def test_runs_stored_before_labels_build_id_was_kept_read_it_from_their_build(golden):
@@ -91,7 +94,8 @@ def test_the_labels_warning_falls_back_to_build_ids_when_the_labels_are_unknown(
     unknown_a, unknown_b = replace(a, labels_build_id=None), replace(a, run_id="b", build_id=2, labels_build_id=None)
     assert build_warning([unknown_a, replace(unknown_b, build_id=1)]) is None
     assert build_warning([unknown_a, unknown_b]) == (
-        f"{LABELS_WARNING} ({a.run_id} build 1, b build 2): the labels differ")
+        f"{LABELS_WARNING} ({a.run_id} build 1, b build 2): the labels differ"
+    )
 
 
 def test_list_and_compare_tell_rrf_k_60_from_rrf_k_10(golden, embedder):
@@ -141,9 +145,21 @@ def test_the_run_report_shows_the_retriever_and_its_full_config(golden, embedder
 
 
 def test_bench_run_prints_the_retriever_and_its_config(golden):
-    result = bench("run", "--db", golden.db, "--corpus", golden.corpus, "--index-dir", golden.index_dir,
-                   "--retriever", "bench_plugins:keywords", "--retriever-config", '{"label": "two words", "n": 3}',
-                   "--report", golden.tmp / "r")
+    result = bench(
+        "run",
+        "--db",
+        golden.db,
+        "--corpus",
+        golden.corpus,
+        "--index-dir",
+        golden.index_dir,
+        "--retriever",
+        "bench_plugins:keywords",
+        "--retriever-config",
+        '{"label": "two words", "n": 3}',
+        "--report",
+        golden.tmp / "r",
+    )
     # keywords ignores its options; the summary still shows what it was given.
     assert result.exit_code == 0, result.output
     assert 'retriever: bench_plugins:keywords label="two words" n=3' in result.output.splitlines()

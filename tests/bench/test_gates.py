@@ -94,7 +94,8 @@ def test_allow_degraded_runs_without_the_dense_side_and_stamps_the_run(tmp_path,
     con = warehouse.connect(g.db, read_only=True)
     try:
         degraded, warnings = con.execute(
-            "SELECT degraded, warnings FROM benchmark_runs WHERE run_id = ?", [run.run_id]).fetchone()
+            "SELECT degraded, warnings FROM benchmark_runs WHERE run_id = ?", [run.run_id]
+        ).fetchone()
     finally:
         con.close()
     assert degraded is True and json.loads(warnings)[0].startswith("DEGRADED")
@@ -152,8 +153,9 @@ def test_a_corpus_without_active_documents_downs_every_component_of_the_retrieve
     lines = str(exc.value).splitlines()
     # Graph and boosts are not components of the retriever: never a COMPONENT DOWN line.
     assert [line.split(":")[1].strip() for line in lines] == ["lexical", "dense"]
-    assert lines[0] == ("COMPONENT DOWN: lexical: the corpus has no active document, "
-                        "so there is no lexical index to build")
+    assert lines[0] == (
+        "COMPONENT DOWN: lexical: the corpus has no active document, so there is no lexical index to build"
+    )
     assert lines[1] == "COMPONENT DOWN: dense: the corpus has no active document to embed"
 
 
@@ -170,9 +172,11 @@ def test_a_part_that_raises_is_down_with_its_reason(golden):
 
 
 ONE_HELPED = [(task, helped[:1], noise) for task, helped, noise in QUERIES]
-GRAPH_LINE = ("WARNING: graph has nothing to learn from: no two active documents helped on the same query, so "
-              "the graph has no edge; row +graph left out (it would rank as core), rows +graph+boosts and "
-              "+graph+boosts honest rank with the boosts alone")
+GRAPH_LINE = (
+    "WARNING: graph has nothing to learn from: no two active documents helped on the same query, so "
+    "the graph has no edge; row +graph left out (it would rank as core), rows +graph+boosts and "
+    "+graph+boosts honest rank with the boosts alone"
+)
 
 
 def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_one_warning(tmp_path):
@@ -236,8 +240,9 @@ def test_unreadable_judgments_leave_out_the_reference_rows_but_not_core(golden):
         con.close()
     assert features.rows == ("core",) and features.feedback is None
     assert features.warning.startswith("WARNING: graph and boosts cannot read the judgments view (")
-    assert features.warning.endswith("; rows +graph, +graph+boosts, +graph+boosts honest left out "
-                                     "(reference only; core decides)")
+    assert features.warning.endswith(
+        "; rows +graph, +graph+boosts, +graph+boosts honest left out (reference only; core decides)"
+    )
 
 
 def test_a_full_graph_keeps_every_row_without_a_warning(golden):
@@ -264,12 +269,15 @@ def test_no_build_yet_is_an_error_not_a_refusal(tmp_path):
         run_and_store(tmp_path / "none.duckdb", tmp_path / "c.jsonl", BenchConfig(index_dir=tmp_path))
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_colon", "is not an import path; use `module:factory`"),
-    ("no_such_module_xyz:f", "cannot import 'no_such_module_xyz'"),
-    ("bench_plugins:missing", "module 'bench_plugins' has no 'missing'"),
-    ("bench_plugins:not_callable", "'not_callable' is not callable"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_colon", "is not an import path; use `module:factory`"),
+        ("no_such_module_xyz:f", "cannot import 'no_such_module_xyz'"),
+        ("bench_plugins:missing", "module 'bench_plugins' has no 'missing'"),
+        ("bench_plugins:not_callable", "'not_callable' is not callable"),
+    ],
+)
 def test_a_bad_retriever_import_path_is_a_usage_error(golden, spec, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _run(golden, retriever=spec)

@@ -19,8 +19,9 @@ TOKENS = "Rotate expiring API tokens"  # helped: auth/tokens; noise: auth/passwo
 
 
 def _run(g, retriever="bench_plugins:perfect", **kw):
-    return run_and_store(g.db, g.corpus, BenchConfig(retriever=retriever, index_dir=g.index_dir, **kw),
-                         report_dir=g.tmp / "report").run
+    return run_and_store(
+        g.db, g.corpus, BenchConfig(retriever=retriever, index_dir=g.index_dir, **kw), report_dir=g.tmp / "report"
+    ).run
 
 
 def _qid(g, task):
@@ -56,12 +57,15 @@ def test_human_labels_reach_the_golden_set_with_their_grade(golden):
     relabel(golden, [(WEBHOOKS, "webhooks/signing", "relevant"), (TOKENS, "auth/tokens", "irrelevant")])
     con = warehouse.connect(golden.db, read_only=True)
     try:
-        rows = con.execute("SELECT task, doc_id, source, label, grade, relevance FROM golden_set "
-                           "WHERE source = 'human' ORDER BY task").fetchall()
+        rows = con.execute(
+            "SELECT task, doc_id, source, label, grade, relevance FROM golden_set WHERE source = 'human' ORDER BY task"
+        ).fetchall()
     finally:
         con.close()
-    assert rows == [(WEBHOOKS, "webhooks/signing", "human", "relevant", 2, 1),
-                    (TOKENS, "auth/tokens", "human", "irrelevant", 0, 0)]
+    assert rows == [
+        (WEBHOOKS, "webhooks/signing", "human", "relevant", 2, 1),
+        (TOKENS, "auth/tokens", "human", "irrelevant", 0, 0),
+    ]
 
 
 def test_the_written_qrels_carry_the_grade(golden):
@@ -76,12 +80,15 @@ def test_a_query_whose_positives_were_all_overruled_is_skipped_and_counted(golde
     run = _run(golden)
     qid = _qid(golden, TOKENS)
     assert qid not in run.values["core"] and run.n_queries == 5 and run.skipped_queries == 1
-    assert ("1 query(ies) skipped: no label with grade >= 1 (every positive overruled by a human or judge label)"
-            in run.notes)
+    assert (
+        "1 query(ies) skipped: no label with grade >= 1 (every positive overruled by a human or judge label)"
+        in run.notes
+    )
     con = warehouse.connect(golden.db, read_only=True)
     try:
-        stored = con.execute("SELECT n_queries, skipped_queries FROM benchmark_runs WHERE run_id = ?",
-                             [run.run_id]).fetchone()
+        stored = con.execute(
+            "SELECT n_queries, skipped_queries FROM benchmark_runs WHERE run_id = ?", [run.run_id]
+        ).fetchone()
     finally:
         con.close()
     assert stored == (5, 1)

@@ -16,8 +16,13 @@ from goldenset.errors import InputError, UsageError
 
 # trec_eval measure name -> our canonical name
 PINNED = {
-    "map": "map", "recip_rank": "mrr", "P_5": "precision@5", "P_10": "precision@10",
-    "recall_5": "recall@5", "recall_10": "recall@10", "ndcg_cut_10": "ndcg@10",
+    "map": "map",
+    "recip_rank": "mrr",
+    "P_5": "precision@5",
+    "P_10": "precision@10",
+    "recall_5": "recall@5",
+    "recall_10": "recall@10",
+    "ndcg_cut_10": "ndcg@10",
 }
 
 
@@ -55,13 +60,7 @@ def test_trec_eval_test_run_has_ties_and_a_rank_column_we_ignore():
 
 def test_tied_scores_rank_by_doc_id_descending_whatever_the_rank_column_says(tmp_path):
     run = tmp_path / "tied.run"
-    run.write_text(
-        "q1 Q0 a 1 2.0 t\n"
-        "q1 Q0 b 2 1.0 t\n"
-        "q1 Q0 c 3 1.0 t\n"
-        "q1 Q0 B 4 1.0 t\n"
-        "q1 Q0 d 5 0.5 t\n"
-    )
+    run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq1 Q0 c 3 1.0 t\nq1 Q0 B 4 1.0 t\nq1 Q0 d 5 0.5 t\n")
     assert [d for d, _ in trec.read_run(run)["q1"]] == ["a", "c", "b", "B", "d"]
 
 
@@ -69,8 +68,7 @@ def test_metrics_on_a_run_with_ties_match_hand_computation(tmp_path):
     run = tmp_path / "tied.run"
     # trec order: q1 -> z, y, x (all tied); q2 -> m (3.0), n and k tied at 1.0 -> n, k
     run.write_text(
-        "q1 Q0 x 1 1.0 t\nq1 Q0 y 2 1.0 t\nq1 Q0 z 3 1.0 t\n"
-        "q2 Q0 k 1 1.0 t\nq2 Q0 n 2 1.0 t\nq2 Q0 m 3 3.0 t\n"
+        "q1 Q0 x 1 1.0 t\nq1 Q0 y 2 1.0 t\nq1 Q0 z 3 1.0 t\nq2 Q0 k 1 1.0 t\nq2 Q0 n 2 1.0 t\nq2 Q0 m 3 3.0 t\n"
     )
     qrels = tmp_path / "qrels"
     qrels.write_text("q1 0 x 1\nq1 0 z 0\nq1 0 w 1\nq2 0 k 2\nq2 0 n 1\nq2 0 m 0\n")
@@ -97,9 +95,17 @@ def test_trec_eval_policy_averages_every_query_in_run_and_qrels_including_one_wi
     sel = M.select_queries(POLICY_RUN, POLICY_QRELS, M.QueryPolicy.TREC_EVAL)
     assert sel.evaluated == ("has_rel", "no_rel")
     assert sel.no_relevant == ("no_rel",)
-    assert (sel.missing_from_run, sel.not_in_qrels, sel.skipped_no_relevant) == (("missing_from_run",), ("not_in_qrels",), ())
-    per_query = M.evaluate(POLICY_RUN, POLICY_QRELS, [M.get_metric(n) for n in ("mrr", "noise@2", "hole@2")],
-                           policy=M.QueryPolicy.TREC_EVAL)
+    assert (sel.missing_from_run, sel.not_in_qrels, sel.skipped_no_relevant) == (
+        ("missing_from_run",),
+        ("not_in_qrels",),
+        (),
+    )
+    per_query = M.evaluate(
+        POLICY_RUN,
+        POLICY_QRELS,
+        [M.get_metric(n) for n in ("mrr", "noise@2", "hole@2")],
+        policy=M.QueryPolicy.TREC_EVAL,
+    )
     # no_rel: b judged 0, y never judged; mrr 0 as trec_eval says, noise and hole keep their value
     assert per_query["no_rel"] == {"mrr": 0.0, "noise@2": 0.5, "hole@2": 0.5}
     assert M.mean_over_queries(per_query, ["mrr"]) == {"mrr": 0.5}
@@ -140,9 +146,24 @@ def test_an_unknown_policy_name_is_refused():
 
 def test_eval_cut_offs_default_to_the_documented_set_and_follow_k_sorted_and_distinct():
     assert M.eval_metric_names(None) == (
-        "recall@5", "recall@10", "recall@24", "precision@5", "precision@10", "ndcg@10", "mrr", "map")
+        "recall@5",
+        "recall@10",
+        "recall@24",
+        "precision@5",
+        "precision@10",
+        "ndcg@10",
+        "mrr",
+        "map",
+    )
     assert M.eval_metric_names([10, 3, 10]) == (
-        "recall@3", "recall@10", "precision@3", "precision@10", "ndcg@10", "mrr", "map")
+        "recall@3",
+        "recall@10",
+        "precision@3",
+        "precision@10",
+        "ndcg@10",
+        "mrr",
+        "map",
+    )
 
 
 @pytest.mark.parametrize("k", [0, -5])
@@ -227,11 +248,14 @@ def test_a_qrels_judging_a_document_twice_is_refused(tmp_path):
         trec.read_qrels(qrels)
 
 
-@pytest.mark.parametrize("line, message", [
-    ("q1 Q0 a 1 2.0", "line 1: expected 6 fields `query_id Q0 doc_id rank score tag`, got 5: 'q1 Q0 a 1 2.0'"),
-    ("q1 Q0 a 1 high t", "line 1: score 'high' is not a number"),
-    ("q1 Q0 a 1 nan t", "line 1: score is NaN"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("q1 Q0 a 1 2.0", "line 1: expected 6 fields `query_id Q0 doc_id rank score tag`, got 5: 'q1 Q0 a 1 2.0'"),
+        ("q1 Q0 a 1 high t", "line 1: score 'high' is not a number"),
+        ("q1 Q0 a 1 nan t", "line 1: score is NaN"),
+    ],
+)
 def test_malformed_run_lines_are_refused_with_file_and_line(tmp_path, line, message):
     run = tmp_path / "bad.run"
     run.write_text(line + "\n")
@@ -265,24 +289,37 @@ def test_trec_qrels_separated_by_tabs_are_still_trec(tmp_path):
     assert trec.read_qrels(qrels) == {"q1": {"d1": 1, "d2": 0}}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("q1\td1\t1\n",
-     "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'q1\\td1\\t1'; "
-     "for BEIR qrels start the file with the header `query-id<TAB>corpus-id<TAB>score`"),
-    ("query-id corpus-id score\nq1 d1 1\n",
-     "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'query-id corpus-id score'; "
-     "a BEIR header separates its three names with tabs"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\t0\td2\t1\n",
-     "line 3: expected 3 tab-separated fields `query-id corpus-id score` (BEIR, as the header says), "
-     "got 'q1\\t0\\td2\\t1'"),
-    ("query-id\tcorpus-id\tscore\nq1\tdoc one\t1\n",
-     "line 2: id with white space in 'q1\\tdoc one\\t1'; no TREC run can name it, rename the query or document"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\tyes\n", "line 2: relevance 'yes' is not an integer"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t0\n",
-     "line 3: query q1 judges document d1 twice (first on line 2); keep one judgment"),
-    ("q1 0 d1 1_0\n", "line 1: relevance '1_0' is not an integer"),
-    ("q1 0 d1 1.5\n", "line 1: relevance '1.5' is not an integer"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "q1\td1\t1\n",
+            "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'q1\\td1\\t1'; "
+            "for BEIR qrels start the file with the header `query-id<TAB>corpus-id<TAB>score`",
+        ),
+        (
+            "query-id corpus-id score\nq1 d1 1\n",
+            "line 1: expected 4 fields `query_id iteration doc_id relevance`, got 3: 'query-id corpus-id score'; "
+            "a BEIR header separates its three names with tabs",
+        ),
+        (
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\t0\td2\t1\n",
+            "line 3: expected 3 tab-separated fields `query-id corpus-id score` (BEIR, as the header says), "
+            "got 'q1\\t0\\td2\\t1'",
+        ),
+        (
+            "query-id\tcorpus-id\tscore\nq1\tdoc one\t1\n",
+            "line 2: id with white space in 'q1\\tdoc one\\t1'; no TREC run can name it, rename the query or document",
+        ),
+        ("query-id\tcorpus-id\tscore\nq1\td1\tyes\n", "line 2: relevance 'yes' is not an integer"),
+        (
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t0\n",
+            "line 3: query q1 judges document d1 twice (first on line 2); keep one judgment",
+        ),
+        ("q1 0 d1 1_0\n", "line 1: relevance '1_0' is not an integer"),
+        ("q1 0 d1 1.5\n", "line 1: relevance '1.5' is not an integer"),
+    ],
+)
 def test_qrels_in_neither_format_are_refused_with_file_line_and_what_to_do(tmp_path, text, message):
     qrels = tmp_path / "bad.qrels"
     qrels.write_text(text)
@@ -306,6 +343,15 @@ def test_canonical_names_are_normalised():
     assert M.get_metric("Recall@5").name == "recall@5"
     assert M.get_metric("MAP").name == "map"
     assert [m.name for m in M.benchmark_metrics((5, 24))] == [
-        "recall@5", "recall@24", "precision@5", "precision@24", "ndcg@10", "mrr", "map",
-        "noise@5", "noise@24", "hole@5", "hole@24",
+        "recall@5",
+        "recall@24",
+        "precision@5",
+        "precision@24",
+        "ndcg@10",
+        "mrr",
+        "map",
+        "noise@5",
+        "noise@24",
+        "hole@5",
+        "hole@24",
     ]

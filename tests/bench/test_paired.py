@@ -96,9 +96,16 @@ def test_minimum_detectable_effect_shrinks_with_more_queries():
     assert small > large > 0
 
 
-@pytest.mark.parametrize("lo, hi, direction, expected", [
-    (0.01, 0.2, 1, "better"), (-0.2, -0.01, 1, "worse"), (-0.1, 0.1, 1, "indistinguishable"),
-    (0.0, 0.2, 1, "indistinguishable"), (0.01, 0.2, -1, "worse"), (-0.2, -0.01, -1, "better"),
-])
+@pytest.mark.parametrize(
+    "lo, hi, direction, expected",
+    [
+        (0.01, 0.2, 1, "better"),
+        (-0.2, -0.01, 1, "worse"),
+        (-0.1, 0.1, 1, "indistinguishable"),
+        (0.0, 0.2, 1, "indistinguishable"),
+        (0.01, 0.2, -1, "worse"),
+        (-0.2, -0.01, -1, "better"),
+    ],
+)
 def test_verdict_reads_only_the_interval(lo, hi, direction, expected):
     assert verdict(lo, hi, direction) == expected

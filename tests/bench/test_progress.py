@@ -37,8 +37,12 @@ def recording():
 
 
 def test_bench_run_advances_the_benchmark_step_once_per_query(golden, recording):
-    run_and_store(golden.db, golden.corpus, BenchConfig(retriever="bench_plugins:keywords",
-                                                        index_dir=golden.index_dir), report_dir=golden.tmp / "r")
+    run_and_store(
+        golden.db,
+        golden.corpus,
+        BenchConfig(retriever="bench_plugins:keywords", index_dir=golden.index_dir),
+        report_dir=golden.tmp / "r",
+    )
     assert recording.steps == [["benchmark queries", len(QUERIES), [1] * len(QUERIES), True]]
 
 
@@ -73,8 +77,9 @@ def test_a_benchmark_that_fails_mid_way_still_finishes_its_step(golden, recordin
     from goldenset.errors import GoldensetError
 
     with pytest.raises(GoldensetError) as exc:
-        run_and_store(golden.db, golden.corpus, BenchConfig(retriever="bench_plugins:fails_on_search",
-                                                            index_dir=golden.index_dir))
+        run_and_store(
+            golden.db, golden.corpus, BenchConfig(retriever="bench_plugins:fails_on_search", index_dir=golden.index_dir)
+        )
     assert recording.steps == [["benchmark queries", len(QUERIES), [1, 1], True]]
     assert type(exc.value) is GoldensetError and exc.value.exit_code == 1
     assert str(exc.value).endswith("search backend went away; nothing was stored, fix the retriever and run again")

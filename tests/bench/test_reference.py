@@ -40,8 +40,10 @@ def test_reindex_embeds_only_new_or_changed_documents(tmp_path, con, embedder):
 
 def test_the_hybrid_ranks_the_obvious_document_first(tmp_path, con, embedder):
     r = _retriever(tmp_path, con, embedder)
-    for query, doc in [("retry webhook deliveries with backoff", "webhooks/retries"),
-                       ("forgot my password", "auth/password-reset")]:
+    for query, doc in [
+        ("retry webhook deliveries with backoff", "webhooks/retries"),
+        ("forgot my password", "auth/password-reset"),
+    ]:
         assert r.search(query, 5)[0][0] == doc
         assert r.search_component("dense", query, 3)[0][0] == doc
 

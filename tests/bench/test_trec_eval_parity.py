@@ -69,8 +69,9 @@ def expected_names(ks):
 
 def trec_eval_name(name: str) -> str:
     family, _, k = name.partition("@")
-    return {"recall": f"recall_{k}", "precision": f"P_{k}", "ndcg": f"ndcg_cut_{k}",
-            "mrr": "recip_rank", "map": "map"}[family]
+    return {"recall": f"recall_{k}", "precision": f"P_{k}", "ndcg": f"ndcg_cut_{k}", "mrr": "recip_rank", "map": "map"}[
+        family
+    ]
 
 
 def trec_eval_per_query(run, qrels, names):
@@ -132,7 +133,10 @@ def test_trec_eval_breaks_ties_by_doc_id_descending_in_byte_order(tmp_path):
     assert [d for d, _ in trec.read_run(path)["q"]] == expected
 
 
-@given(scored=st.dictionaries(st.sampled_from(DOCS), st.sampled_from(SCORES), min_size=1), rnd=st.randoms(use_true_random=False))
+@given(
+    scored=st.dictionaries(st.sampled_from(DOCS), st.sampled_from(SCORES), min_size=1),
+    rnd=st.randoms(use_true_random=False),
+)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_run_files_are_ranked_exactly_as_trec_eval_ranks_them(tmp_path, scored, rnd):
     docs = list(scored)
@@ -145,10 +149,13 @@ def test_run_files_are_ranked_exactly_as_trec_eval_ranks_them(tmp_path, scored, 
 
 
 # ------------------------------------------------------------------------ per query, every policy
-@given(run=st.dictionaries(st.sampled_from(QUERIES),
-                           st.dictionaries(st.sampled_from(DOCS), st.sampled_from(SCORES), max_size=len(DOCS))),
-       qrels=st.dictionaries(st.sampled_from(QUERIES), judgments),
-       ks=cutoffs)
+@given(
+    run=st.dictionaries(
+        st.sampled_from(QUERIES), st.dictionaries(st.sampled_from(DOCS), st.sampled_from(SCORES), max_size=len(DOCS))
+    ),
+    qrels=st.dictionaries(st.sampled_from(QUERIES), judgments),
+    ks=cutoffs,
+)
 def test_every_query_scores_what_trec_eval_scores_it_including_empty_lists_and_no_relevant(run, qrels, ks):
     # Library level: empty ranked lists and queries left with no judgment, which no file can hold.
     names = expected_names(ks)
@@ -185,8 +192,14 @@ def test_skip_no_relevant_policy_is_trec_eval_restricted_to_queries_with_a_relev
 
 # ---------------------------------------------------------------- bench eval: library function
 @settings(suppress_health_check=[HealthCheck.too_slow])
-@given(run=runs, qrels=qrels_sets, ks=cutoffs, fmt=st.sampled_from(["trec", "beir"]),
-       complete=st.booleans(), rnd=st.randoms(use_true_random=False))
+@given(
+    run=runs,
+    qrels=qrels_sets,
+    ks=cutoffs,
+    fmt=st.sampled_from(["trec", "beir"]),
+    complete=st.booleans(),
+    rnd=st.randoms(use_true_random=False),
+)
 def test_evaluate_run_file_means_equal_trec_eval(tmp_path_factory, run, qrels, ks, fmt, complete, rnd):
     run_path, qrels_path = files(tmp_path_factory, run, qrels, fmt, rnd)
     policy = M.QueryPolicy.COMPLETE if complete else M.QueryPolicy.TREC_EVAL
@@ -206,12 +219,28 @@ def test_evaluate_run_file_means_equal_trec_eval(tmp_path_factory, run, qrels, k
 
 # --------------------------------------------------------------------------- bench eval: the CLI
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(run=runs, qrels=qrels_sets, ks=cutoffs, fmt=st.sampled_from(["trec", "beir"]),
-       complete=st.booleans(), rnd=st.randoms(use_true_random=False))
+@given(
+    run=runs,
+    qrels=qrels_sets,
+    ks=cutoffs,
+    fmt=st.sampled_from(["trec", "beir"]),
+    complete=st.booleans(),
+    rnd=st.randoms(use_true_random=False),
+)
 def test_bench_eval_json_equals_trec_eval_to_four_decimals(tmp_path_factory, run, qrels, ks, fmt, complete, rnd):
     run_path, qrels_path = files(tmp_path_factory, run, qrels, fmt, rnd)
-    args = ["eval", "--run", str(run_path), "--qrels", str(qrels_path), "--db", str(run_path.parent / "no.duckdb"),
-            "--json", *(["--complete"] if complete else []), *[a for k in ks or () for a in ("--k", str(k))]]
+    args = [
+        "eval",
+        "--run",
+        str(run_path),
+        "--qrels",
+        str(qrels_path),
+        "--db",
+        str(run_path.parent / "no.duckdb"),
+        "--json",
+        *(["--complete"] if complete else []),
+        *[a for k in ks or () for a in ("--k", str(k))],
+    ]
     result = cli.invoke(bench_app, args)
     means, per_query = trec_eval_means(in_the_file(run), qrels, expected_names(ks), complete=complete)
     if not per_query:
@@ -227,10 +256,17 @@ def test_bench_eval_json_equals_trec_eval_to_four_decimals(tmp_path_factory, run
 
 def test_bench_eval_on_trec_eval_test_files_matches_out_test_a_with_the_complete_flag_too():
     # qrels.test judges every query of results.test, so -c changes nothing there.
-    plain = json.loads(cli.invoke(bench_app, ["eval", "--run", str(DATA / "results.test"),
-                                              "--qrels", str(DATA / "qrels.test"), "--json"]).output)
-    complete = json.loads(cli.invoke(bench_app, ["eval", "--run", str(DATA / "results.test"),
-                                                 "--qrels", str(DATA / "qrels.test"), "--json", "--complete"]).output)
+    plain = json.loads(
+        cli.invoke(
+            bench_app, ["eval", "--run", str(DATA / "results.test"), "--qrels", str(DATA / "qrels.test"), "--json"]
+        ).output
+    )
+    complete = json.loads(
+        cli.invoke(
+            bench_app,
+            ["eval", "--run", str(DATA / "results.test"), "--qrels", str(DATA / "qrels.test"), "--json", "--complete"],
+        ).output
+    )
     assert plain == complete
     assert plain["map"] == 0.1785 and plain["mrr"] == 0.4064
 
@@ -266,11 +302,15 @@ def test_bench_eval_reads_the_beir_qrels_that_goldenset_export_writes(golden, tm
     qrels = golden_qrels_of(trec_file)
     # Every query ranks the same three documents, tied: trec_eval's doc id order decides.
     run_path = tmp_path / "tied.run"
-    run_path.write_text("".join(f"{q} Q0 {d} 1 1.0 t\n" for q in qrels
-                                for d in ("webhooks/retries", "auth/tokens", "billing/refunds")))
-    outputs = [json.loads(cli.invoke(bench_app, ["eval", "--run", str(run_path), "--json", "--k", "1", "--k", "3",
-                                                 *extra]).output)
-               for extra in (["--qrels", str(tsv)], ["--qrels", str(trec_file)], ["--db", str(golden.db)])]
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} 1 1.0 t\n" for q in qrels for d in ("webhooks/retries", "auth/tokens", "billing/refunds"))
+    )
+    outputs = [
+        json.loads(
+            cli.invoke(bench_app, ["eval", "--run", str(run_path), "--json", "--k", "1", "--k", "3", *extra]).output
+        )
+        for extra in (["--qrels", str(tsv)], ["--qrels", str(trec_file)], ["--db", str(golden.db)])
+    ]
     assert outputs[0] == outputs[1] == outputs[2]
     means, _ = trec_eval_means(run_lines_of(run_path), qrels, expected_names([1, 3]))
     for name, value in means.items():
@@ -282,16 +322,31 @@ def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_
     # "Rotate expiring API tokens" keeps only its noise label.
     g = build_golden(tmp_path / "g", superseded={"auth/tokens": "auth/password-reset"})
     report = tmp_path / "report"
-    ran = cli.invoke(bench_app, ["run", "--db", str(g.db), "--corpus", str(g.corpus), "--index-dir", str(g.index_dir),
-                                 "--retriever", "bench_plugins:keywords", "--report", str(report), "--exclude-stale"])
+    ran = cli.invoke(
+        bench_app,
+        [
+            "run",
+            "--db",
+            str(g.db),
+            "--corpus",
+            str(g.corpus),
+            "--index-dir",
+            str(g.index_dir),
+            "--retriever",
+            "bench_plugins:keywords",
+            "--report",
+            str(report),
+            "--exclude-stale",
+        ],
+    )
     assert ran.exit_code == 0, ran.output
-    assert ("1 query(ies) skipped: every label with grade >= 1 is stale and --exclude-stale left it out"
-            in printed(ran))
+    assert "1 query(ies) skipped: every label with grade >= 1 is stale and --exclude-stale left it out" in printed(ran)
     rid = re.search(r"^run_id: (\S+)$", ran.output, re.M).group(1)
     con = warehouse.connect(g.db, read_only=True)
     try:
-        assert con.execute("SELECT n_queries, skipped_queries FROM benchmark_runs WHERE run_id = ?",
-                           [rid]).fetchone() == (5, 1)
+        assert con.execute(
+            "SELECT n_queries, skipped_queries FROM benchmark_runs WHERE run_id = ?", [rid]
+        ).fetchone() == (5, 1)
     finally:
         con.close()
     qrels = golden_qrels_of(report / "qrels.trec")
@@ -315,13 +370,13 @@ def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_
 
 # ----------------------------------------------------- noise@k and hole@k: no trec_eval, by hand
 HAND_RUN = (
-    "q1 Q0 a 1 3 t\n"    # relevant
-    "q1 Q0 b 2 2 t\n"    # judged 0: noise
-    "q1 Q0 c 3 1 t\n"    # never judged: hole
-    "q1 Q0 d 4 1 t\n"    # judged -1 (in the pool, not judged): hole; tied with c, ranked before it
-    "q2 Q0 x 1 1 t\n"    # judged 0: noise
-    "q2 Q0 y 2 1 t\n"    # never judged: hole; tied with x, ranked before it
-    "q3 Q0 z 1 1 t\n"    # q3 is not in the qrels: ignored by every policy
+    "q1 Q0 a 1 3 t\n"  # relevant
+    "q1 Q0 b 2 2 t\n"  # judged 0: noise
+    "q1 Q0 c 3 1 t\n"  # never judged: hole
+    "q1 Q0 d 4 1 t\n"  # judged -1 (in the pool, not judged): hole; tied with c, ranked before it
+    "q2 Q0 x 1 1 t\n"  # judged 0: noise
+    "q2 Q0 y 2 1 t\n"  # never judged: hole; tied with x, ranked before it
+    "q3 Q0 z 1 1 t\n"  # q3 is not in the qrels: ignored by every policy
 )
 HAND_QRELS = "q1 0 a 1\nq1 0 b 0\nq1 0 d -1\nq1 0 e 2\nq2 0 x 0\nq4 0 w 1\n"
 # Ranked: q1 = a b d c, q2 = y x (no relevant document), q4 missing from the run.
@@ -335,16 +390,25 @@ def hand_files(tmp_path):
     return tmp_path / "hand.run", tmp_path / "hand.qrels"
 
 
-@pytest.mark.parametrize("policy, expected", [
-    # q1: noise@5 1/5, hole@5 2/5, noise@10 1/10, hole@10 2/10, mrr 1, map (1/1)/2
-    # q2: noise@5 1/5, hole@5 1/5, noise@10 1/10, hole@10 1/10, mrr 0, map 0; q4: all 0
-    (M.QueryPolicy.TREC_EVAL, {"noise@5": 0.2, "hole@5": 0.3, "noise@10": 0.1, "hole@10": 0.15,
-                               "mrr": 0.5, "map": 0.25}),
-    (M.QueryPolicy.COMPLETE, {"noise@5": 0.4 / 3, "hole@5": 0.2, "noise@10": 0.2 / 3, "hole@10": 0.1,
-                              "mrr": 1 / 3, "map": 0.5 / 3}),
-    (M.QueryPolicy.SKIP_NO_RELEVANT, {"noise@5": 0.2, "hole@5": 0.4, "noise@10": 0.1, "hole@10": 0.2,
-                                      "mrr": 1.0, "map": 0.5}),
-])
+@pytest.mark.parametrize(
+    "policy, expected",
+    [
+        # q1: noise@5 1/5, hole@5 2/5, noise@10 1/10, hole@10 2/10, mrr 1, map (1/1)/2
+        # q2: noise@5 1/5, hole@5 1/5, noise@10 1/10, hole@10 1/10, mrr 0, map 0; q4: all 0
+        (
+            M.QueryPolicy.TREC_EVAL,
+            {"noise@5": 0.2, "hole@5": 0.3, "noise@10": 0.1, "hole@10": 0.15, "mrr": 0.5, "map": 0.25},
+        ),
+        (
+            M.QueryPolicy.COMPLETE,
+            {"noise@5": 0.4 / 3, "hole@5": 0.2, "noise@10": 0.2 / 3, "hole@10": 0.1, "mrr": 1 / 3, "map": 0.5 / 3},
+        ),
+        (
+            M.QueryPolicy.SKIP_NO_RELEVANT,
+            {"noise@5": 0.2, "hole@5": 0.4, "noise@10": 0.1, "hole@10": 0.2, "mrr": 1.0, "map": 0.5},
+        ),
+    ],
+)
 def test_noise_and_hole_means_by_hand_under_each_policy(hand_files, policy, expected):
     result = evaluate_run_file(*hand_files, hand_files[0].parent / "no.duckdb", policy=policy)
     for name, value in expected.items():
@@ -355,7 +419,8 @@ def test_noise_and_hole_follow_k_by_hand(hand_files):
     result = evaluate_run_file(*hand_files, hand_files[0].parent / "no.duckdb", k_values=[2, 1])
     # q1 top 2 = a b; q2 top 2 = y x; top 1: a, y
     assert {n: v for n, v in result.means.items() if n.startswith(("noise", "hole"))} == pytest.approx(
-        {"noise@1": 0.0, "noise@2": 0.5, "hole@1": 0.5, "hole@2": 0.25}, abs=1e-12)
+        {"noise@1": 0.0, "noise@2": 0.5, "hole@1": 0.5, "hole@2": 0.25}, abs=1e-12
+    )
     assert list(result.json_metrics) == ["recall@1", "recall@2", "precision@1", "precision@2", "ndcg@10", "mrr", "map"]
 
 
@@ -369,10 +434,12 @@ def test_bench_eval_table_counts_each_kind_of_query_the_policy_decided_about(han
     plain = cli.invoke(bench_app, ["eval", "--run", str(run), "--qrels", str(qrels)])
     assert plain.exit_code == 0, plain.output
     assert f"{run} against {qrels}: 2 queries" in printed(plain)
-    for line in ("1 query(ies) judged with no relevant document: averaged in, 0 on every trec_eval metric",
-                 "1 qrels query(ies) missing from the run, ignored",
-                 "1 run query(ies) not in the qrels, ignored",
-                 "as trec_eval does without -c"):
+    for line in (
+        "1 query(ies) judged with no relevant document: averaged in, 0 on every trec_eval metric",
+        "1 qrels query(ies) missing from the run, ignored",
+        "1 run query(ies) not in the qrels, ignored",
+        "as trec_eval does without -c",
+    ):
         assert line in printed(plain)
     complete = cli.invoke(bench_app, ["eval", "--run", str(run), "--qrels", str(qrels), "--complete"])
     assert f"{run} against {qrels}: 3 queries" in printed(complete)

@@ -67,11 +67,25 @@ ANSWERS = {
 }
 
 CORPUS = [
-    doc("a"), doc("b", "v2"), doc("c", superseded_by="c2"), doc("c2"),
-    doc("d", status="retired", superseded_by="d2"), doc("d2", "v3"),
-    doc("e", status="retired", superseded_by="e2"), doc("e2"),
-    doc("f", superseded_by="f2"), doc("f2"), doc("g"), doc("h"), doc("i"), doc("j"), doc("k"),
-    doc("m", "v2", superseded_by="m2"), doc("m2"), doc("n"), doc("p", status="retired", superseded_by="a"),
+    doc("a"),
+    doc("b", "v2"),
+    doc("c", superseded_by="c2"),
+    doc("c2"),
+    doc("d", status="retired", superseded_by="d2"),
+    doc("d2", "v3"),
+    doc("e", status="retired", superseded_by="e2"),
+    doc("e2"),
+    doc("f", superseded_by="f2"),
+    doc("f2"),
+    doc("g"),
+    doc("h"),
+    doc("i"),
+    doc("j"),
+    doc("k"),
+    doc("m", "v2", superseded_by="m2"),
+    doc("m2"),
+    doc("n"),
+    doc("p", status="retired", superseded_by="a"),
 ]
 
 DAY = "2026-11-28"
@@ -124,37 +138,66 @@ def failing(ctx) -> FailingRanker:
 
 def write_world_logs(logs: Path) -> Path:
     """The serve log of the world: Q1, Q2 and Q3 with their verdicts."""
-    write_log(logs, DAY, "part-0001.jsonl", [
-        serve("s1", f"{DAY}T10:00:00Z", Q1_TASK,
-              [ranked("a", 1), ranked("b", 2), ranked("c", 3), ranked("d", 4), ranked("m", 5), always("g")],
-              project=PROJECT),
-        serve("s2", f"{DAY}T10:05:00Z", Q2_TASK, [ranked("n", 1), ranked("k", 2), always("f")], project=PROJECT),
-        serve("s3", f"{DAY}T10:10:00Z", Q3_TASK, [ranked("d", 1), ranked("h", 2)], project=PROJECT),
-        verdict("s1", "a", "helped", f"{DAY}T11:00:00Z"),
-        verdict("s1", "b", "helped", f"{DAY}T11:00:01Z"),
-        verdict("s1", "c", "noise", f"{DAY}T11:00:02Z"),
-        verdict("s1", "d", "helped", f"{DAY}T11:00:03Z"),
-        verdict("s1", "m", "wrong", f"{DAY}T11:00:04Z"),
-        verdict("s1", "g", "helped", f"{DAY}T11:00:05Z"),
-        verdict("s2", "n", "helped", f"{DAY}T11:05:00Z"),
-        verdict("s2", "k", "noise", f"{DAY}T11:05:01Z"),
-        verdict("s2", "f", "helped", f"{DAY}T11:05:02Z"),
-        verdict("s3", "d", "noise", f"{DAY}T11:10:00Z"),
-        verdict("s3", "h", "wrong", f"{DAY}T11:10:01Z"),
-    ])
+    write_log(
+        logs,
+        DAY,
+        "part-0001.jsonl",
+        [
+            serve(
+                "s1",
+                f"{DAY}T10:00:00Z",
+                Q1_TASK,
+                [ranked("a", 1), ranked("b", 2), ranked("c", 3), ranked("d", 4), ranked("m", 5), always("g")],
+                project=PROJECT,
+            ),
+            serve("s2", f"{DAY}T10:05:00Z", Q2_TASK, [ranked("n", 1), ranked("k", 2), always("f")], project=PROJECT),
+            serve("s3", f"{DAY}T10:10:00Z", Q3_TASK, [ranked("d", 1), ranked("h", 2)], project=PROJECT),
+            verdict("s1", "a", "helped", f"{DAY}T11:00:00Z"),
+            verdict("s1", "b", "helped", f"{DAY}T11:00:01Z"),
+            verdict("s1", "c", "noise", f"{DAY}T11:00:02Z"),
+            verdict("s1", "d", "helped", f"{DAY}T11:00:03Z"),
+            verdict("s1", "m", "wrong", f"{DAY}T11:00:04Z"),
+            verdict("s1", "g", "helped", f"{DAY}T11:00:05Z"),
+            verdict("s2", "n", "helped", f"{DAY}T11:05:00Z"),
+            verdict("s2", "k", "noise", f"{DAY}T11:05:01Z"),
+            verdict("s2", "f", "helped", f"{DAY}T11:05:02Z"),
+            verdict("s3", "d", "noise", f"{DAY}T11:10:00Z"),
+            verdict("s3", "h", "wrong", f"{DAY}T11:10:01Z"),
+        ],
+    )
     return logs
 
 
-def add_current_label(con, query: str, doc_id: str, doc_version: str, *, annotator: str = "ana",
-                      label: str = "relevant", kind: str = "human", line: int = 1) -> None:
+def add_current_label(
+    con,
+    query: str,
+    doc_id: str,
+    doc_version: str,
+    *,
+    annotator: str = "ana",
+    label: str = "relevant",
+    kind: str = "human",
+    line: int = 1,
+) -> None:
     """One accepted label line, as the label ingestion would store it (human_labels is public)."""
     con.execute(
         "INSERT INTO human_labels BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, ? AS line, "
         "? AS query_id, ? AS doc_id, ? AS doc_version, ? AS label, 'answerability' AS decided_by, "
         "? AS annotator, ? AS kind, 'support-policies' AS rubric, ? AS ts, NULL AS dimensions, NULL AS note, "
         "'{}' AS raw",
-        [f"dt={DAY}/page-{annotator}.jsonl", DAY, f"page-{annotator}.jsonl", line, query, doc_id, doc_version,
-         label, annotator, kind, datetime(2026, 11, 29, 9, 0, line)],
+        [
+            f"dt={DAY}/page-{annotator}.jsonl",
+            DAY,
+            f"page-{annotator}.jsonl",
+            line,
+            query,
+            doc_id,
+            doc_version,
+            label,
+            annotator,
+            kind,
+            datetime(2026, 11, 29, 9, 0, line),
+        ],
     )
 
 

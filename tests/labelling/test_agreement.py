@@ -59,12 +59,20 @@ def _read_label_lines(root: Path) -> list[LabelLine]:
             if not raw.strip() or (rel, number) in rejected:
                 continue
             rec = json.loads(raw)
-            out.append(LabelLine(
-                annotator=rec["annotator"], kind=rec.get("kind", "human"), query_id=rec["query_id"],
-                doc_id=rec["doc_id"], doc_version=rec["doc_version"], label=rec["label"],
-                decided_by=rec["decided_by"], ts=datetime.fromisoformat(rec["ts"]),
-                order=LineOrder(path.parent.name, path.name, number), project=PROJECTS.get(rec["query_id"]),
-            ))
+            out.append(
+                LabelLine(
+                    annotator=rec["annotator"],
+                    kind=rec.get("kind", "human"),
+                    query_id=rec["query_id"],
+                    doc_id=rec["doc_id"],
+                    doc_version=rec["doc_version"],
+                    label=rec["label"],
+                    decided_by=rec["decided_by"],
+                    ts=datetime.fromisoformat(rec["ts"]),
+                    order=LineOrder(path.parent.name, path.name, number),
+                    project=PROJECTS.get(rec["query_id"]),
+                )
+            )
     return out
 
 
@@ -89,8 +97,11 @@ def conformance_lines() -> list[LabelLine]:
 @pytest.fixture
 def conformance_human_labels() -> list[HumanLabel]:
     """The human labels of build 2's golden set (labels-expected.json)."""
-    return [HumanLabel(r["query_id"], r["doc_id"], r["doc_version"], r["label"])
-            for r in EXPECTED["golden_set"] if r["source"] == "human"]
+    return [
+        HumanLabel(r["query_id"], r["doc_id"], r["doc_version"], r["label"])
+        for r in EXPECTED["golden_set"]
+        if r["source"] == "human"
+    ]
 
 
 @pytest.fixture
@@ -98,11 +109,33 @@ def rubric():
     return load_rubric(DATA / "rubric.yaml")
 
 
-def _line(annotator, doc_id, label, *, version="v1", query="q", minutes=0, line=1, kind="human",
-          decided_by="answerability", project=None, tz=UTC):
+def _line(
+    annotator,
+    doc_id,
+    label,
+    *,
+    version="v1",
+    query="q",
+    minutes=0,
+    line=1,
+    kind="human",
+    decided_by="answerability",
+    project=None,
+    tz=UTC,
+):
     ts = (T0 + timedelta(minutes=minutes)).astimezone(tz)
-    return LabelLine(annotator, kind, query, doc_id, version, label, decided_by, ts,
-                     LineOrder("2026-11-03", "part-0001.jsonl", line), project)
+    return LabelLine(
+        annotator,
+        kind,
+        query,
+        doc_id,
+        version,
+        label,
+        decided_by,
+        ts,
+        LineOrder("2026-11-03", "part-0001.jsonl", line),
+        project,
+    )
 
 
 # --------------------------------------------------------------------------- conformance
@@ -143,8 +176,11 @@ def test_conformance_ana_and_cy_share_one_pair_so_kappa_is_null(conformance_line
 
 
 def test_conformance_tied_lines_keep_the_later_one(conformance_lines):
-    ben_d6 = [x for x in current_labels(conformance_lines)
-              if (x.annotator, x.query_id, x.doc_id) == ("ben", GOLDEN_QUERY, "d6")]
+    ben_d6 = [
+        x
+        for x in current_labels(conformance_lines)
+        if (x.annotator, x.query_id, x.doc_id) == ("ben", GOLDEN_QUERY, "d6")
+    ]
     assert [(x.label, x.order.line) for x in ben_d6] == [("irrelevant", 10)]
 
 
@@ -152,8 +188,12 @@ def test_conformance_breakdown_by_decided_by_project_and_pair(conformance_lines)
     breakdown = disagreement_breakdown(conformance_lines)
     assert breakdown.total == 2
     # d1: answerability (ana), coverage (ben), entity (cy); d5: answerability (ana), recency (ben).
-    assert breakdown.by_decided_by == (Count("answerability", 2), Count("coverage", 1), Count("entity", 1),
-                                       Count("recency", 1))
+    assert breakdown.by_decided_by == (
+        Count("answerability", 2),
+        Count("coverage", 1),
+        Count("entity", 1),
+        Count("recency", 1),
+    )
     assert breakdown.by_project == (Count("billing", 2),)
     assert breakdown.annotator_pairs == (
         PairDisagreements("ana", "ben", 2, (PairRef(GOLDEN_QUERY, "d1"), PairRef(GOLDEN_QUERY, "d5"))),
@@ -172,8 +212,10 @@ def _sklearn_kappa(a, b) -> float:
 
 
 label_pairs = st.integers(min_value=1, max_value=40).flatmap(
-    lambda n: st.tuples(st.lists(st.sampled_from(LABELS), min_size=n, max_size=n),
-                        st.lists(st.sampled_from(LABELS), min_size=n, max_size=n))
+    lambda n: st.tuples(
+        st.lists(st.sampled_from(LABELS), min_size=n, max_size=n),
+        st.lists(st.sampled_from(LABELS), min_size=n, max_size=n),
+    )
 )
 
 
@@ -258,18 +300,21 @@ def test_po_of_one_in_thirty_two_rounds_half_up():
     assert got.to_json()["po"] == 0.0313
 
 
-@pytest.mark.parametrize(("value", "rounded"), [
-    (Fraction(15, 100000), 0.0002),
-    (Fraction(-15, 100000), -0.0002),
-    (Fraction(25, 100000), 0.0003),  # half to even would give 0.0002
-    (Fraction(-25, 100000), -0.0003),
-    (Fraction(-1, 2), -0.5),
-    (Fraction(1, 3), 0.3333),
-    (Fraction(2, 3), 0.6667),
-    (Fraction(0), 0.0),
-    # Just below a half: dividing to 28 digits first would round up to 0.0001; the exact value rounds down.
-    (Fraction(5, 10**5) - Fraction(1, 10**40), 0.0),
-])
+@pytest.mark.parametrize(
+    ("value", "rounded"),
+    [
+        (Fraction(15, 100000), 0.0002),
+        (Fraction(-15, 100000), -0.0002),
+        (Fraction(25, 100000), 0.0003),  # half to even would give 0.0002
+        (Fraction(-25, 100000), -0.0003),
+        (Fraction(-1, 2), -0.5),
+        (Fraction(1, 3), 0.3333),
+        (Fraction(2, 3), 0.6667),
+        (Fraction(0), 0.0),
+        # Just below a half: dividing to 28 digits first would round up to 0.0001; the exact value rounds down.
+        (Fraction(5, 10**5) - Fraction(1, 10**40), 0.0),
+    ],
+)
 def test_round_half_away_decides_on_the_exact_value(value, rounded):
     assert round_half_away(value) == rounded
 
@@ -308,7 +353,10 @@ def test_current_labels_do_not_depend_on_input_order(perm):
 def test_current_labels_are_per_annotator_query_and_doc():
     lines = [_line("ben", "d1", "partial"), _line("ana", "d1", "relevant"), _line("ana", "d1", "irrelevant", query="r")]
     assert [(x.annotator, x.query_id, x.label) for x in current_labels(lines)] == [
-        ("ana", "q", "relevant"), ("ana", "r", "irrelevant"), ("ben", "q", "partial")]
+        ("ana", "q", "relevant"),
+        ("ana", "r", "irrelevant"),
+        ("ben", "q", "partial"),
+    ]
 
 
 def test_labels_at_different_versions_are_not_shared():
@@ -318,9 +366,11 @@ def test_labels_at_different_versions_are_not_shared():
 
 
 def test_an_older_line_at_the_shared_version_does_not_stand_in_for_the_current_one():
-    lines = [_line("ana", "d1", "relevant", version="v1"),
-             _line("ben", "d1", "relevant", version="v1", minutes=0),
-             _line("ben", "d1", "partial", version="v2", minutes=5)]
+    lines = [
+        _line("ana", "d1", "relevant", version="v1"),
+        _line("ben", "d1", "relevant", version="v1", minutes=0),
+        _line("ben", "d1", "partial", version="v2", minutes=5),
+    ]
     assert annotator_agreement(lines) == []
 
 
@@ -339,16 +389,24 @@ def test_annotator_pairs_are_ordered_by_code_point():
 
 
 def test_disagreement_lists_only_the_version_group_that_disagrees():
-    lines = [_line("ana", "d1", "relevant", version="v1"), _line("ben", "d1", "relevant", version="v1"),
-             _line("cy", "d1", "partial", version="v2"), _line("dan", "d1", "relevant", version="v2"),
-             _line("eve", "d1", "irrelevant", version="v3")]
+    lines = [
+        _line("ana", "d1", "relevant", version="v1"),
+        _line("ben", "d1", "relevant", version="v1"),
+        _line("cy", "d1", "partial", version="v2"),
+        _line("dan", "d1", "relevant", version="v2"),
+        _line("eve", "d1", "irrelevant", version="v3"),
+    ]
     assert [d.to_json() for d in disagreements(lines)] == [
-        {"query_id": "q", "doc_id": "d1", "labels": {"cy": "partial", "dan": "relevant"}}]
+        {"query_id": "q", "doc_id": "d1", "labels": {"cy": "partial", "dan": "relevant"}}
+    ]
 
 
 def test_disagreements_are_sorted_by_query_then_doc():
-    lines = [_line(name, doc, label, query=query) for query, doc in (("q2", "a"), ("q1", "b"), ("q1", "a"))
-             for name, label in (("ana", "relevant"), ("ben", "partial"))]
+    lines = [
+        _line(name, doc, label, query=query)
+        for query, doc in (("q2", "a"), ("q1", "b"), ("q1", "a"))
+        for name, label in (("ana", "relevant"), ("ben", "partial"))
+    ]
     assert [(d.query_id, d.doc_id) for d in disagreements(lines)] == [("q1", "a"), ("q1", "b"), ("q2", "a")]
 
 
@@ -358,8 +416,12 @@ def test_unanimous_pairs_are_not_disagreements():
 
 
 def test_breakdown_counts_unknown_project_apart():
-    lines = [_line("ana", "d1", "relevant"), _line("ben", "d1", "partial", decided_by="coverage"),
-             _line("ana", "d2", "relevant", project="billing"), _line("ben", "d2", "partial", project="billing")]
+    lines = [
+        _line("ana", "d1", "relevant"),
+        _line("ben", "d1", "partial", decided_by="coverage"),
+        _line("ana", "d2", "relevant", project="billing"),
+        _line("ben", "d2", "partial", project="billing"),
+    ]
     breakdown = disagreement_breakdown(lines)
     assert breakdown.by_project == (Count("(no project)", 1), Count("billing", 1))
     assert breakdown.by_decided_by == (Count("answerability", 2), Count("coverage", 1))
@@ -378,8 +440,11 @@ def test_agent_is_compared_only_at_the_same_version(rubric):
 def test_agent_compares_helped_with_grade_at_least_one(rubric):
     # partial has grade 1: it agrees with helped; wrong and noise agree with irrelevant.
     lines = [_line("ana", "d1", "partial"), _line("ana", "d2", "irrelevant"), _line("ana", "d3", "irrelevant")]
-    agent = [AgentLabel("q", "d1", "v1", "helped"), AgentLabel("q", "d2", "v1", "wrong"),
-             AgentLabel("q", "d3", "v1", "noise")]
+    agent = [
+        AgentLabel("q", "d1", "v1", "helped"),
+        AgentLabel("q", "d2", "v1", "wrong"),
+        AgentLabel("q", "d3", "v1", "noise"),
+    ]
     (entry,) = agent_agreement(lines, agent, [], rubric)
     assert entry.agreement.po == 1 and entry.agreement.kappa == 1
 
@@ -405,5 +470,14 @@ def test_two_agent_labels_for_one_pair_are_refused(rubric):
 
 def test_label_line_needs_an_aware_timestamp():
     with pytest.raises(ValueError, match="timezone-aware"):
-        LabelLine("ana", "human", "q", "d1", "v1", "relevant", "answerability", datetime(2026, 11, 3),
-                  LineOrder("2026-11-03", "p.jsonl", 1))
+        LabelLine(
+            "ana",
+            "human",
+            "q",
+            "d1",
+            "v1",
+            "relevant",
+            "answerability",
+            datetime(2026, 11, 3),
+            LineOrder("2026-11-03", "p.jsonl", 1),
+        )

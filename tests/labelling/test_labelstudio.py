@@ -71,12 +71,20 @@ def test_export_writes_one_task_per_queued_pair_in_priority_order(pooled, tmp_pa
     assert [set(t) for t in tasks] == [{"data"}] * 12
     assert [t["data"]["priority"] for t in tasks] == list(range(1, 13))
     assert tasks[0]["data"] == {
-        "pool_id": 1, "priority": 1, "reason": "stale", "query_id": Q1, "project": "billing",
-        "task": "How long is the refund window?", "doc_id": "b", "doc_version": "v2", "title": "b",
-        "text": "text of b v2", "doc_heading": "b (version v2): b",
+        "pool_id": 1,
+        "priority": 1,
+        "reason": "stale",
+        "query_id": Q1,
+        "project": "billing",
+        "task": "How long is the refund window?",
+        "doc_id": "b",
+        "doc_version": "v2",
+        "title": "b",
+        "text": "text of b v2",
+        "doc_heading": "b (version v2): b",
         "rubric": "support-policies",
         "rubric_task": "A support-agent-facing assistant that answers questions about the policies currently in "
-                       "force, using only the published policy corpus.\n",
+        "force, using only the published policy corpus.\n",
         "test_answerability": "A reader who sees ONLY this passage can state the answer without guessing.",
         "test_authority": "Source is under policies/ or legal/.",
         "test_recency": "Passage is from the version in force on as_of.",
@@ -112,8 +120,11 @@ def test_every_field_the_config_references_is_in_every_task(pooled, tmp_path):
 
 
 def test_rubric_text_with_a_dollar_sign_goes_to_the_data_not_the_config(pooled, tmp_path):
-    rubric = parse_rubric(RUBRIC_FILE.read_text(encoding="utf-8").replace(
-        "Every clause of the query is addressed.", "Every clause is addressed, refunds over $100 included."))
+    rubric = parse_rubric(
+        RUBRIC_FILE.read_text(encoding="utf-8").replace(
+            "Every clause of the query is addressed.", "Every clause is addressed, refunds over $100 included."
+        )
+    )
     tasks = export(pooled, tmp_path / "tasks.json", rubric)
     assert "$100" not in label_studio_config(rubric)
     assert tasks[0]["data"]["test_coverage"] == "Every clause is addressed, refunds over $100 included."
@@ -122,15 +133,19 @@ def test_rubric_text_with_a_dollar_sign_goes_to_the_data_not_the_config(pooled, 
 def test_config_says_which_dimensions_may_decide_each_label(pooled):
     root = ET.fromstring(label_studio_config(RUBRIC))
     headers = [h.get("value") for h in root.findall("Header")]
-    assert ("decided_by (relevant: any dimension, the one closest to failing; partial: one that failed of "
-            "coverage; irrelevant: one that failed of answerability, authority, recency, entity)") in headers
+    assert (
+        "decided_by (relevant: any dimension, the one closest to failing; partial: one that failed of "
+        "coverage; irrelevant: one that failed of answerability, authority, recency, entity)"
+    ) in headers
     assert "As of 2026-08-01" in headers
 
 
 def test_pool_export_command_writes_tasks_and_config(pooled, tmp_path, capsys):
     out = tmp_path / "ls" / "tasks.json"
-    code = main(["export", "--out", str(out), "--format", "label-studio", "--db", str(pooled.db),
-                 "--rubric", str(RUBRIC_FILE)], application=pool_app)
+    code = main(
+        ["export", "--out", str(out), "--format", "label-studio", "--db", str(pooled.db), "--rubric", str(RUBRIC_FILE)],
+        application=pool_app,
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert printed == f"wrote 12 tasks to {out} and the labelling config to {out}.config.xml\n"
@@ -142,14 +157,39 @@ def test_pool_export_command_writes_tasks_and_config(pooled, tmp_path, capsys):
 
 
 def result_items(answers: dict[str, str], decided_by: str | None, note: str | None = None) -> list[dict]:
-    items = [{"value": {"choices": [v]}, "id": f"r-{d}", "from_name": d, "to_name": "document-text",
-              "type": "choices", "origin": "manual"} for d, v in answers.items()]
+    items = [
+        {
+            "value": {"choices": [v]},
+            "id": f"r-{d}",
+            "from_name": d,
+            "to_name": "document-text",
+            "type": "choices",
+            "origin": "manual",
+        }
+        for d, v in answers.items()
+    ]
     if decided_by is not None:
-        items.append({"value": {"choices": [decided_by]}, "id": "r-dec", "from_name": "decided-by",
-                      "to_name": "document-text", "type": "choices", "origin": "manual"})
+        items.append(
+            {
+                "value": {"choices": [decided_by]},
+                "id": "r-dec",
+                "from_name": "decided-by",
+                "to_name": "document-text",
+                "type": "choices",
+                "origin": "manual",
+            }
+        )
     if note is not None:
-        items.append({"value": {"text": [note]}, "id": "r-note", "from_name": "annotator-note",
-                      "to_name": "document-text", "type": "textarea", "origin": "manual"})
+        items.append(
+            {
+                "value": {"text": [note]},
+                "id": "r-note",
+                "from_name": "annotator-note",
+                "to_name": "document-text",
+                "type": "textarea",
+                "origin": "manual",
+            }
+        )
     return items
 
 
@@ -157,23 +197,57 @@ def passing(**fails: str) -> dict[str, str]:
     return {d: fails.get(d, "pass") for d in DIMS}
 
 
-def annotation(ann_id: int, task_id: int, results: list[dict], user=ANA, *, created="2026-12-01T09:00:00.000001Z",
-               updated: str | None = "2026-12-01T10:00:00.123456Z", cancelled=False) -> dict:
-    ann = {"id": ann_id, "completed_by": user, "result": results, "was_cancelled": cancelled,
-           "ground_truth": False, "created_at": created, "lead_time": 12.5, "prediction": {},
-           "result_count": 0, "task": task_id, "project": 3, "parent_prediction": None,
-           "parent_annotation": None}
+def annotation(
+    ann_id: int,
+    task_id: int,
+    results: list[dict],
+    user=ANA,
+    *,
+    created="2026-12-01T09:00:00.000001Z",
+    updated: str | None = "2026-12-01T10:00:00.123456Z",
+    cancelled=False,
+) -> dict:
+    ann = {
+        "id": ann_id,
+        "completed_by": user,
+        "result": results,
+        "was_cancelled": cancelled,
+        "ground_truth": False,
+        "created_at": created,
+        "lead_time": 12.5,
+        "prediction": {},
+        "result_count": 0,
+        "task": task_id,
+        "project": 3,
+        "parent_prediction": None,
+        "parent_annotation": None,
+    }
     if updated is not None:
         ann["updated_at"] = updated
     return ann
 
 
 def ls_task(task_id: int, data: dict, annotations: list[dict]) -> dict:
-    return {"id": task_id, "annotations": annotations, "drafts": [], "predictions": [], "data": data,
-            "meta": {}, "created_at": "2026-11-30T09:00:00.000000Z", "updated_at": "2026-12-01T10:00:00.000000Z",
-            "inner_id": task_id, "total_annotations": len(annotations), "cancelled_annotations": 0,
-            "total_predictions": 0, "comment_count": 0, "unresolved_comment_count": 0,
-            "last_comment_updated_at": None, "project": 3, "updated_by": None, "comment_authors": []}
+    return {
+        "id": task_id,
+        "annotations": annotations,
+        "drafts": [],
+        "predictions": [],
+        "data": data,
+        "meta": {},
+        "created_at": "2026-11-30T09:00:00.000000Z",
+        "updated_at": "2026-12-01T10:00:00.000000Z",
+        "inner_id": task_id,
+        "total_annotations": len(annotations),
+        "cancelled_annotations": 0,
+        "total_predictions": 0,
+        "comment_count": 0,
+        "unresolved_comment_count": 0,
+        "last_comment_updated_at": None,
+        "project": 3,
+        "updated_by": None,
+        "comment_authors": [],
+    }
 
 
 def label_studio_export(tasks: list[dict]) -> list[dict]:
@@ -182,27 +256,68 @@ def label_studio_export(tasks: list[dict]) -> list[dict]:
     ben = 12  # newer exports give completed_by as the bare user id
     return [
         ls_task(101, d[0], [annotation(1001, 101, result_items(passing(), "coverage", "states 14 days"))]),
-        ls_task(102, d[1], [annotation(1002, 102, result_items(passing(coverage="fail"), "coverage"),
-                                       created="2026-12-01T11:00:00+01:00", updated=None)]),
-        ls_task(103, d[2], [annotation(1003, 103, result_items(passing(authority="fail", recency="fail"), "recency"),
-                                       user=ben)]),
+        ls_task(
+            102,
+            d[1],
+            [
+                annotation(
+                    1002,
+                    102,
+                    result_items(passing(coverage="fail"), "coverage"),
+                    created="2026-12-01T11:00:00+01:00",
+                    updated=None,
+                )
+            ],
+        ),
+        ls_task(
+            103,
+            d[2],
+            [annotation(1003, 103, result_items(passing(authority="fail", recency="fail"), "recency"), user=ben)],
+        ),
         ls_task(104, d[3], []),
-        ls_task(105, d[4], [annotation(1005, 105, result_items({k: v for k, v in passing().items()
-                                                                if k != "entity"}, "coverage"))]),
-        ls_task(106, d[5], [
-            annotation(1006, 106, result_items(passing(authority="fail"), "coverage")),
-            annotation(1007, 106, [], cancelled=True),
-            annotation(1008, 106, result_items(passing(authority="fail"), "answerability")),
-        ]),
+        ls_task(
+            105,
+            d[4],
+            [annotation(1005, 105, result_items({k: v for k, v in passing().items() if k != "entity"}, "coverage"))],
+        ),
+        ls_task(
+            106,
+            d[5],
+            [
+                annotation(1006, 106, result_items(passing(authority="fail"), "coverage")),
+                annotation(1007, 106, [], cancelled=True),
+                annotation(1008, 106, result_items(passing(authority="fail"), "answerability")),
+            ],
+        ),
         ls_task(107, d[6], [annotation(1009, 107, result_items(passing(coverage="maybe"), "coverage"))]),
-        ls_task(108, d[7], [annotation(1010, 108, result_items(passing(), "coverage")
-                                       + [{"value": {"choices": ["Positive"]}, "from_name": "sentiment",
-                                           "to_name": "document-text", "type": "choices"}])]),
-        ls_task(109, {k: v for k, v in d[8].items() if k != "query_id"},
-                [annotation(1011, 109, result_items(passing(), "coverage"))]),
+        ls_task(
+            108,
+            d[7],
+            [
+                annotation(
+                    1010,
+                    108,
+                    result_items(passing(), "coverage")
+                    + [
+                        {
+                            "value": {"choices": ["Positive"]},
+                            "from_name": "sentiment",
+                            "to_name": "document-text",
+                            "type": "choices",
+                        }
+                    ],
+                )
+            ],
+        ),
+        ls_task(
+            109,
+            {k: v for k, v in d[8].items() if k != "query_id"},
+            [annotation(1011, 109, result_items(passing(), "coverage"))],
+        ),
         ls_task(110, d[9], [annotation(1012, 110, result_items(passing(), None))]),
-        ls_task(111, d[10], [annotation(1013, 111, result_items(passing(), "coverage"), created="yesterday",
-                                        updated=None)]),
+        ls_task(
+            111, d[10], [annotation(1013, 111, result_items(passing(), "coverage"), created="yesterday", updated=None)]
+        ),
     ]
 
 
@@ -211,21 +326,51 @@ def expected_lines(tasks: list[dict]) -> dict[str, list[dict]]:
     d = [t["data"] for t in tasks]
     return {
         "ana_example.com": [
-            {"event": "label", "query_id": Q1, "doc_id": "b", "doc_version": "v2", "label": "relevant",
-             "decided_by": "coverage", "annotator": "ana_example.com", "rubric": "support-policies",
-             "ts": "2026-12-01T10:00:00.123456Z", "dimensions": passing(), "note": "states 14 days",
-             "kind": "human", "origin": {"tool": "label-studio", "task": 101, "annotation": 1001}},
-            {"event": "label", "query_id": Q2, "doc_id": "e2", "doc_version": "v1", "label": "partial",
-             "decided_by": "coverage", "annotator": "ana_example.com", "rubric": "support-policies",
-             "ts": "2026-12-01T10:00:00Z", "dimensions": passing(coverage="fail"),
-             "kind": "human", "origin": {"tool": "label-studio", "task": 102, "annotation": 1002}},
+            {
+                "event": "label",
+                "query_id": Q1,
+                "doc_id": "b",
+                "doc_version": "v2",
+                "label": "relevant",
+                "decided_by": "coverage",
+                "annotator": "ana_example.com",
+                "rubric": "support-policies",
+                "ts": "2026-12-01T10:00:00.123456Z",
+                "dimensions": passing(),
+                "note": "states 14 days",
+                "kind": "human",
+                "origin": {"tool": "label-studio", "task": 101, "annotation": 1001},
+            },
+            {
+                "event": "label",
+                "query_id": Q2,
+                "doc_id": "e2",
+                "doc_version": "v1",
+                "label": "partial",
+                "decided_by": "coverage",
+                "annotator": "ana_example.com",
+                "rubric": "support-policies",
+                "ts": "2026-12-01T10:00:00Z",
+                "dimensions": passing(coverage="fail"),
+                "kind": "human",
+                "origin": {"tool": "label-studio", "task": 102, "annotation": 1002},
+            },
         ],
         "label-studio-user-12": [
-            {"event": "label", "query_id": d[2]["query_id"], "doc_id": d[2]["doc_id"],
-             "doc_version": d[2]["doc_version"], "label": "irrelevant", "decided_by": "recency",
-             "annotator": "label-studio-user-12", "rubric": "support-policies", "ts": "2026-12-01T10:00:00.123456Z",
-             "dimensions": passing(authority="fail", recency="fail"),
-             "kind": "human", "origin": {"tool": "label-studio", "task": 103, "annotation": 1003}},
+            {
+                "event": "label",
+                "query_id": d[2]["query_id"],
+                "doc_id": d[2]["doc_id"],
+                "doc_version": d[2]["doc_version"],
+                "label": "irrelevant",
+                "decided_by": "recency",
+                "annotator": "label-studio-user-12",
+                "rubric": "support-policies",
+                "ts": "2026-12-01T10:00:00.123456Z",
+                "dimensions": passing(authority="fail", recency="fail"),
+                "kind": "human",
+                "origin": {"tool": "label-studio", "task": 103, "annotation": 1003},
+            },
         ],
     }
 
@@ -264,7 +409,9 @@ def test_round_trip_turns_each_valid_annotation_into_a_label_line(exported, tmp_
     for name, lines in expected.items():
         assert read_lines(labels / "dt=2026-12-02" / f"import-{name}.jsonl") == lines
     assert sorted(p.name for p in (labels / "dt=2026-12-02").iterdir()) == [
-        "import-ana_example.com.jsonl", "import-label-studio-user-12.jsonl"]
+        "import-ana_example.com.jsonl",
+        "import-label-studio-user-12.jsonl",
+    ]
     assert (result.n_written, result.already_imported, result.unannotated) == (3, 0, 1)
 
 
@@ -273,10 +420,27 @@ def test_every_imported_line_passes_the_rubrics_label_line_rules(exported, tmp_p
     import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", now=NOW)
     for file in sorted((tmp_path / "labels").rglob("*.jsonl")):
         for line in read_lines(file):
-            assert RUBRIC.label_line_reason(rubric=line["rubric"], label=line["label"],
-                                            decided_by=line["decided_by"], dimensions=line["dimensions"]) is None
-            assert set(line) >= {"event", "query_id", "doc_id", "doc_version", "label", "decided_by", "annotator",
-                                 "rubric", "ts", "kind"}
+            assert (
+                RUBRIC.label_line_reason(
+                    rubric=line["rubric"],
+                    label=line["label"],
+                    decided_by=line["decided_by"],
+                    dimensions=line["dimensions"],
+                )
+                is None
+            )
+            assert set(line) >= {
+                "event",
+                "query_id",
+                "doc_id",
+                "doc_version",
+                "label",
+                "decided_by",
+                "annotator",
+                "rubric",
+                "ts",
+                "kind",
+            }
 
 
 def test_imported_lines_are_what_the_builds_label_ingestion_accepts(exported, pooled, tmp_path):
@@ -288,8 +452,10 @@ def test_imported_lines_are_what_the_builds_label_ingestion_accepts(exported, po
     con = warehouse.connect(pooled.db)
     try:
         ingest_labels(con, labels, RUBRIC)
-        rows = con.execute("SELECT annotator, query_id, doc_id, doc_version, label, decided_by, kind, note "
-                           "FROM current_labels ORDER BY annotator, doc_id").fetchall()
+        rows = con.execute(
+            "SELECT annotator, query_id, doc_id, doc_version, label, decided_by, kind, note "
+            "FROM current_labels ORDER BY annotator, doc_id"
+        ).fetchall()
         rejected = con.execute("SELECT count(*) FROM rejected_records WHERE source_file LIKE 'labels/%'").fetchone()
     finally:
         con.close()
@@ -311,9 +477,11 @@ def test_bad_annotations_are_rejected_with_their_reasons(exported, tmp_path):
     assert details["task 105 annotation 1005"] == "dimension entity is not answered"
     # Rubric contradictions carry the build's own wording (goldenset.labelling.lines).
     assert details["task 106 annotation 1006"] == (
-        "coverage cannot decide irrelevant; it is decided by one of answerability, authority, recency, entity")
+        "coverage cannot decide irrelevant; it is decided by one of answerability, authority, recency, entity"
+    )
     assert details["task 106 annotation 1008"] == (
-        "answerability passes in the dimensions given, so it cannot be what decided irrelevant")
+        "answerability passes in the dimensions given, so it cannot be what decided irrelevant"
+    )
     assert details["task 107 annotation 1009"] == "coverage: expected one choice of pass, fail, got ['maybe']"
     assert details["task 108 annotation 1010"].startswith("result from_name 'sentiment' is not a control")
     assert details["task 110 annotation 1012"] == "decided-by is not chosen"
@@ -341,8 +509,11 @@ def test_annotator_option_names_every_line_of_a_one_user_export(pooled, tmp_path
 
 def test_annotator_option_is_refused_for_an_export_by_several_users(exported, tmp_path):
     _, path = exported
-    with pytest.raises(UsageError, match="holds annotations by 2 Label Studio users "
-                                         r"\(ana_example.com, label-studio-user-12\)"):
+    with pytest.raises(
+        UsageError,
+        match="holds annotations by 2 Label Studio users "
+        r"\(ana_example.com, label-studio-user-12\)",
+    ):
         import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", annotator="ana", now=NOW)
     assert not (tmp_path / "labels").exists()
 
@@ -359,12 +530,16 @@ def test_an_export_of_another_rubric_is_rejected(pooled, tmp_path):
     tasks = export(pooled, tmp_path / "tasks.json")
     data = dict(tasks[0]["data"], rubric="other-rubric")
     path = tmp_path / "export.json"
-    path.write_text(json.dumps([ls_task(1, data, [annotation(1, 1, result_items(passing(), "coverage"))])]),
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps([ls_task(1, data, [annotation(1, 1, result_items(passing(), "coverage"))])]), encoding="utf-8"
+    )
     result = import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", now=NOW)
     assert [(r.reason, r.detail) for r in result.rejects] == [
-        ("invalid_field", "the task was exported for rubric 'other-rubric', not 'support-policies'; "
-                          "import it with that rubric")]
+        (
+            "invalid_field",
+            "the task was exported for rubric 'other-rubric', not 'support-policies'; import it with that rubric",
+        )
+    ]
     assert not result.ok
 
 
@@ -372,7 +547,7 @@ def test_a_file_that_is_not_json_is_an_input_error(tmp_path):
     from goldenset.errors import InputError
 
     path = tmp_path / "export.json"
-    path.write_text("[{\"id\": 1,", encoding="utf-8")
+    path.write_text('[{"id": 1,', encoding="utf-8")
     with pytest.raises(InputError, match="not valid JSON"):
         import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", now=NOW)
 
@@ -381,9 +556,19 @@ def test_a_file_that_is_not_json_is_an_input_error(tmp_path):
 
 
 def good_line(**over) -> dict:
-    line = {"event": "label", "query_id": Q1, "doc_id": "b", "doc_version": "v2", "label": "partial",
-            "decided_by": "coverage", "annotator": "ben", "rubric": "support-policies",
-            "ts": "2026-12-01T10:00:00+02:00", "dimensions": passing(coverage="fail"), "note": "half of it"}
+    line = {
+        "event": "label",
+        "query_id": Q1,
+        "doc_id": "b",
+        "doc_version": "v2",
+        "label": "partial",
+        "decided_by": "coverage",
+        "annotator": "ben",
+        "rubric": "support-policies",
+        "ts": "2026-12-01T10:00:00+02:00",
+        "dimensions": passing(coverage="fail"),
+        "note": "half of it",
+    }
     line.update(over)
     return {k: v for k, v in line.items() if v is not None}
 
@@ -404,10 +589,17 @@ def test_jsonl_lines_are_checked_and_the_valid_ones_appended(tmp_path):
     path.write_text("\ufeff" + "\r\n".join(raw) + "\n", encoding="utf-8")
     result = import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", now=NOW)
     assert [(r.where, r.reason) for r in result.rejects] == [
-        ("line 2", "invalid_json"), ("line 3", "unknown_event"), ("line 4", "missing_field"),
-        ("line 5", "invalid_field"), ("line 6", "label_contradicts_rubric"), ("line 8", "invalid_field")]
+        ("line 2", "invalid_json"),
+        ("line 3", "unknown_event"),
+        ("line 4", "missing_field"),
+        ("line 5", "invalid_field"),
+        ("line 6", "label_contradicts_rubric"),
+        ("line 8", "invalid_field"),
+    ]
     assert read_lines(tmp_path / "labels" / "dt=2026-12-02" / "import-ben.jsonl") == [
-        good_line(), good_line(doc_id="c2", note=None, dimensions=None, kind="judge")]
+        good_line(),
+        good_line(doc_id="c2", note=None, dimensions=None, kind="judge"),
+    ]
     assert not list(tmp_path.glob("*ben*"))  # nothing written outside LABELS
 
 
@@ -416,7 +608,8 @@ def test_jsonl_annotator_option_fills_missing_annotators_and_rejects_others(tmp_
     path.write_text(json.dumps(good_line(annotator=None)) + "\n" + json.dumps(good_line()) + "\n", encoding="utf-8")
     result = import_labels(path, rubric=RUBRIC, labels_dir=tmp_path / "labels", annotator="cy", now=NOW)
     assert [(r.where, r.reason, r.detail) for r in result.rejects] == [
-        ("line 2", "invalid_field", "annotator 'ben' is not --annotator 'cy'")]
+        ("line 2", "invalid_field", "annotator 'ben' is not --annotator 'cy'")
+    ]
     assert read_lines(tmp_path / "labels" / "dt=2026-12-02" / "import-cy.jsonl") == [good_line(annotator="cy")]
 
 
@@ -456,11 +649,15 @@ def test_labels_import_prints_each_reject_then_what_it_wrote(exported, tmp_path,
 def test_labels_import_with_nothing_valid_exits_1(tmp_path, capsys):
     path = tmp_path / "lines.jsonl"
     path.write_text("{not json\n", encoding="utf-8")
-    code, out, err = run_labels(["import", str(path), "--labels", str(tmp_path / "labels"),
-                                 "--rubric", str(RUBRIC_FILE)], capsys)
+    code, out, err = run_labels(
+        ["import", str(path), "--labels", str(tmp_path / "labels"), "--rubric", str(RUBRIC_FILE)], capsys
+    )
     assert code == 1
     assert out.splitlines()[0].startswith("rejected line 1: invalid_json: ")
-    assert err == f"Error: {path}: no valid label in it (1 rejected); nothing written. Fix the rejected items and import again\n"
+    assert (
+        err
+        == f"Error: {path}: no valid label in it (1 rejected); nothing written. Fix the rejected items and import again\n"
+    )
     assert not (tmp_path / "labels").exists()
 
 
@@ -468,8 +665,9 @@ def test_labels_import_refuses_an_open_rubric(tmp_path, capsys):
     path = tmp_path / "lines.jsonl"
     path.write_text(json.dumps(good_line()) + "\n", encoding="utf-8")
     rubric = HERE.parents[1] / "goldenset" / "data" / "open-rubric.yaml"
-    code, _, err = run_labels(["import", str(path), "--labels", str(tmp_path / "labels"), "--rubric", str(rubric)],
-                              capsys)
+    code, _, err = run_labels(
+        ["import", str(path), "--labels", str(tmp_path / "labels"), "--rubric", str(rubric)], capsys
+    )
     assert code == 1
     assert err.startswith(f"Error: {rubric}: rubric ")
 
@@ -477,8 +675,19 @@ def test_labels_import_refuses_an_open_rubric(tmp_path, capsys):
 def test_labels_import_with_a_bad_annotator_name_exits_2(tmp_path, capsys):
     path = tmp_path / "lines.jsonl"
     path.write_text(json.dumps(good_line()) + "\n", encoding="utf-8")
-    code, _, err = run_labels(["import", str(path), "--annotator", "../x", "--labels", str(tmp_path / "labels"),
-                               "--rubric", str(RUBRIC_FILE)], capsys)
+    code, _, err = run_labels(
+        [
+            "import",
+            str(path),
+            "--annotator",
+            "../x",
+            "--labels",
+            str(tmp_path / "labels"),
+            "--rubric",
+            str(RUBRIC_FILE),
+        ],
+        capsys,
+    )
     assert code == 2
     assert err.startswith("Error: annotator '../x' must match [A-Za-z0-9._-]{1,64}")
 

@@ -25,8 +25,18 @@ DIMS = ("answerability", "authority", "recency", "coverage", "entity")
 
 def label(doc_id, lab, annotator, ts, version="v1", decided_by=None, qid=QID, **extra) -> dict:
     by = decided_by or {"relevant": "answerability", "partial": "coverage", "irrelevant": "recency"}[lab]
-    return {"event": "label", "query_id": qid, "doc_id": doc_id, "doc_version": version, "label": lab,
-            "decided_by": by, "annotator": annotator, "rubric": "support-policies", "ts": ts, **extra}
+    return {
+        "event": "label",
+        "query_id": qid,
+        "doc_id": doc_id,
+        "doc_version": version,
+        "label": lab,
+        "decided_by": by,
+        "annotator": annotator,
+        "rubric": "support-policies",
+        "ts": ts,
+        **extra,
+    }
 
 
 def write_labels(root: Path, day: str, name: str, lines) -> Path:
@@ -45,9 +55,13 @@ class World:
         self.logs = tmp / "logs"
         self.labels = tmp / "labels"
         items = [ranked(d, r) for r, (d, _) in enumerate(verdicts, start=1)]
-        write_log(self.logs, "2026-11-01", "part-0001.jsonl",
-                  [serve("s1", "2026-11-01T09:00:00Z", TASK, items)]
-                  + [verdict("s1", d, v, "2026-11-01T09:10:00Z") for d, v in verdicts])
+        write_log(
+            self.logs,
+            "2026-11-01",
+            "part-0001.jsonl",
+            [serve("s1", "2026-11-01T09:00:00Z", TASK, items)]
+            + [verdict("s1", d, v, "2026-11-01T09:10:00Z") for d, v in verdicts],
+        )
         self.con = connect(tmp / "g.duckdb")
         self.corpus([doc(f"d{i}") for i in range(1, 6)])
 
@@ -62,35 +76,60 @@ class World:
         return build_golden_set(self.con)
 
     def rows(self) -> dict:
-        return {d: dict(zip(("source", "label", "verdict", "doc_version", "stale_reason", "annotators", "decided_by"),
-                            r, strict=True))
-                for d, *r in self.con.execute(
-                    "SELECT doc_id, source, label, verdict, doc_version, stale_reason, annotators, decided_by "
-                    "FROM golden_set ORDER BY doc_id").fetchall()}
+        return {
+            d: dict(
+                zip(
+                    ("source", "label", "verdict", "doc_version", "stale_reason", "annotators", "decided_by"),
+                    r,
+                    strict=True,
+                )
+            )
+            for d, *r in self.con.execute(
+                "SELECT doc_id, source, label, verdict, doc_version, stale_reason, annotators, decided_by "
+                "FROM golden_set ORDER BY doc_id"
+            ).fetchall()
+        }
 
 
 def test_labels_at_the_current_version_outvote_more_labels_at_older_ones(tmp_path):
     w = World(tmp_path)
     w.build()  # a committed build's snapshot holds d1 at v1, so labels at v1 are known
     w.corpus([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])
-    write_labels(w.labels, "2026-11-03", "a.jsonl", [
-        label("d1", "irrelevant", "ana", "2026-11-03T10:00:00Z", version="v1"),
-        label("d1", "irrelevant", "ben", "2026-11-03T10:01:00Z", version="v1"),
-        label("d1", "partial", "cy", "2026-11-03T09:00:00Z", version="v2"),
-    ])
+    write_labels(
+        w.labels,
+        "2026-11-03",
+        "a.jsonl",
+        [
+            label("d1", "irrelevant", "ana", "2026-11-03T10:00:00Z", version="v1"),
+            label("d1", "irrelevant", "ben", "2026-11-03T10:01:00Z", version="v1"),
+            label("d1", "partial", "cy", "2026-11-03T09:00:00Z", version="v2"),
+        ],
+    )
     w.build()
-    assert w.rows()["d1"] == {"source": "human", "label": "partial", "verdict": None, "doc_version": "v2",
-                              "stale_reason": None, "annotators": 3, "decided_by": "coverage"}
+    assert w.rows()["d1"] == {
+        "source": "human",
+        "label": "partial",
+        "verdict": None,
+        "doc_version": "v2",
+        "stale_reason": None,
+        "annotators": 3,
+        "decided_by": "coverage",
+    }
 
 
 def test_a_tied_vote_goes_to_the_label_whose_latest_voting_line_is_later(tmp_path):
     w = World(tmp_path)
-    write_labels(w.labels, "2026-11-03", "a.jsonl", [
-        label("d2", "relevant", "ana", "2026-11-03T10:00:00Z"),
-        label("d2", "irrelevant", "ben", "2026-11-03T10:00:00Z"),  # same ts, later line
-        label("d3", "irrelevant", "ana", "2026-11-03T11:00:00Z"),
-        label("d3", "relevant", "ben", "2026-11-03T10:00:00Z"),
-    ])
+    write_labels(
+        w.labels,
+        "2026-11-03",
+        "a.jsonl",
+        [
+            label("d2", "relevant", "ana", "2026-11-03T10:00:00Z"),
+            label("d2", "irrelevant", "ben", "2026-11-03T10:00:00Z"),  # same ts, later line
+            label("d3", "irrelevant", "ana", "2026-11-03T11:00:00Z"),
+            label("d3", "relevant", "ben", "2026-11-03T10:00:00Z"),
+        ],
+    )
     w.build()
     rows = w.rows()
     assert (rows["d2"]["label"], rows["d3"]["label"]) == ("irrelevant", "irrelevant")
@@ -100,19 +139,37 @@ def test_a_stale_human_label_gives_way_to_a_current_log_label_and_both_stale_kee
     w = World(tmp_path, verdicts=(("d1", "helped"), ("d2", "helped")))
     w.build()
     # d1's log label is at v2 (served at v2); the human labelled v1, now stale.
-    write_log(w.logs, "2026-11-02", "part-0001.jsonl", [
-        serve("s2", "2026-11-02T09:00:00Z", TASK, [ranked("d1", 1, "v2")]),
-        verdict("s2", "d1", "helped", "2026-11-02T09:10:00Z")])
+    write_log(
+        w.logs,
+        "2026-11-02",
+        "part-0001.jsonl",
+        [
+            serve("s2", "2026-11-02T09:00:00Z", TASK, [ranked("d1", 1, "v2")]),
+            verdict("s2", "d1", "helped", "2026-11-02T09:10:00Z"),
+        ],
+    )
     w.corpus([doc("d1", "v2"), doc("d2", superseded_by="d5"), doc("d3"), doc("d4"), doc("d5")])
-    write_labels(w.labels, "2026-11-03", "a.jsonl", [
-        label("d1", "irrelevant", "ana", "2026-11-03T10:00:00Z", version="v1"),
-        label("d2", "irrelevant", "ana", "2026-11-03T10:00:00Z", decided_by="authority"),
-    ])
+    write_labels(
+        w.labels,
+        "2026-11-03",
+        "a.jsonl",
+        [
+            label("d1", "irrelevant", "ana", "2026-11-03T10:00:00Z", version="v1"),
+            label("d2", "irrelevant", "ana", "2026-11-03T10:00:00Z", decided_by="authority"),
+        ],
+    )
     result = w.build()
     rows = w.rows()
     assert rows["d1"]["source"] == "log" and rows["d1"]["doc_version"] == "v2" and rows["d1"]["stale_reason"] is None
-    assert rows["d2"] == {"source": "human", "label": "irrelevant", "verdict": None, "doc_version": "v1",
-                          "stale_reason": "superseded", "annotators": 1, "decided_by": "authority"}
+    assert rows["d2"] == {
+        "source": "human",
+        "label": "irrelevant",
+        "verdict": None,
+        "doc_version": "v1",
+        "stale_reason": "superseded",
+        "annotators": 1,
+        "decided_by": "authority",
+    }
     assert result.record.log_labels_overridden == 1
     kept = w.con.execute("SELECT doc_id, in_golden_set FROM build_human_labels ORDER BY doc_id").fetchall()
     assert kept == [("d1", False), ("d2", True)]
@@ -129,22 +186,29 @@ def test_a_query_whose_positives_were_all_overruled_stays_in_the_set(tmp_path):
 def test_a_label_on_a_version_no_built_snapshot_held_is_unknown_until_a_build_holds_it(tmp_path):
     w = World(tmp_path)
     w.corpus([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])  # v1 was never a build's snapshot
-    write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "relevant", "ana", "2026-11-03T10:00:00Z",
-                                                           version="v1")])
+    write_labels(
+        w.labels, "2026-11-03", "a.jsonl", [label("d1", "relevant", "ana", "2026-11-03T10:00:00Z", version="v1")]
+    )
     w.build()
-    assert w.con.execute("SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/')"
-                         ).fetchall() == [(1, "unknown_document_version")]
+    assert w.con.execute(
+        "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/')"
+    ).fetchall() == [(1, "unknown_document_version")]
     assert w.rows()["d1"]["source"] == "log"
 
 
 def test_labels_that_take_part_in_nothing_are_kept_and_counted_per_annotator_and_pair(tmp_path):
     w = World(tmp_path)
-    write_labels(w.labels, "2026-11-03", "a.jsonl", [
-        label("d1", "relevant", "ana", "2026-11-03T10:00:00Z", qid="0123456789abcdef"),  # no such golden query
-        label("d1", "partial", "ana", "2026-11-03T11:00:00Z", qid="0123456789abcdef"),  # the same pair again
-        label("d1", "relevant", "ben", "2026-11-03T10:00:00Z", qid="0123456789abcdef"),
-        label("d9", "relevant", "ana", "2026-11-03T10:00:00Z"),  # no such document: unknown version
-    ])
+    write_labels(
+        w.labels,
+        "2026-11-03",
+        "a.jsonl",
+        [
+            label("d1", "relevant", "ana", "2026-11-03T10:00:00Z", qid="0123456789abcdef"),  # no such golden query
+            label("d1", "partial", "ana", "2026-11-03T11:00:00Z", qid="0123456789abcdef"),  # the same pair again
+            label("d1", "relevant", "ben", "2026-11-03T10:00:00Z", qid="0123456789abcdef"),
+            label("d9", "relevant", "ana", "2026-11-03T10:00:00Z"),  # no such document: unknown version
+        ],
+    )
     result = w.build()
     assert result.record.human_labels_unused == 2
     assert result.record.label_lines_rejected == 1
@@ -156,11 +220,14 @@ def test_label_changes_write_source_and_value_when_a_human_label_replaces_a_log_
     w.build()
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
-    changes = w.con.execute("SELECT change, old_value, new_value FROM label_changes WHERE to_build = 2 "
-                            "ORDER BY change").fetchall()
+    changes = w.con.execute(
+        "SELECT change, old_value, new_value FROM label_changes WHERE to_build = 2 ORDER BY change"
+    ).fetchall()
     assert changes == [("verdict_changed", "log:helped", "human:partial")]
-    history = w.con.execute("SELECT source, verdict, label, valid_from_build, valid_to_build FROM label_history "
-                            "WHERE doc_id = 'd1' ORDER BY valid_from_build").fetchall()
+    history = w.con.execute(
+        "SELECT source, verdict, label, valid_from_build, valid_to_build FROM label_history "
+        "WHERE doc_id = 'd1' ORDER BY valid_from_build"
+    ).fetchall()
     assert history == [("log", "helped", None, 1, 2), ("human", None, "partial", 2, None)]
 
 
@@ -172,7 +239,8 @@ def test_the_stale_run_of_a_pair_spans_a_change_of_source(tmp_path):
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "relevant", "ana", "2026-11-03T10:00:00Z")])
     w.build()  # build 3: a human label, still at v1: stale too, and the stale run goes on
     assert w.con.execute("SELECT doc_id, reason, first_flagged_build FROM relabel_queue").fetchall() == [
-        ("d1", "version_changed", 2)]
+        ("d1", "version_changed", 2)
+    ]
     assert w.rows()["d1"]["source"] == "human"
 
 
@@ -180,16 +248,28 @@ def test_a_build_after_new_log_lines_with_the_same_labels_equals_a_full_build(tm
     w = World(tmp_path)
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
-    write_log(w.logs, "2026-11-04", "part-0001.jsonl", [
-        serve("s9", "2026-11-04T09:00:00Z", "another task", [ranked("d4", 1)]),
-        verdict("s9", "d4", "helped", "2026-11-04T09:10:00Z")])
+    write_log(
+        w.logs,
+        "2026-11-04",
+        "part-0001.jsonl",
+        [
+            serve("s9", "2026-11-04T09:00:00Z", "another task", [ranked("d4", 1)]),
+            verdict("s9", "d4", "helped", "2026-11-04T09:10:00Z"),
+        ],
+    )
     second = w.build()
     assert second.record.computation == "incremental"
     got = w.con.execute("SELECT * FROM golden_set ORDER BY ALL").fetchall()
     fresh = World(tmp_path / "fresh")
-    write_log(fresh.logs, "2026-11-04", "part-0001.jsonl", [
-        serve("s9", "2026-11-04T09:00:00Z", "another task", [ranked("d4", 1)]),
-        verdict("s9", "d4", "helped", "2026-11-04T09:10:00Z")])
+    write_log(
+        fresh.logs,
+        "2026-11-04",
+        "part-0001.jsonl",
+        [
+            serve("s9", "2026-11-04T09:00:00Z", "another task", [ranked("d4", 1)]),
+            verdict("s9", "d4", "helped", "2026-11-04T09:10:00Z"),
+        ],
+    )
     write_labels(fresh.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     assert fresh.build().record.computation == "full"
     assert fresh.con.execute("SELECT * FROM golden_set ORDER BY ALL").fetchall() == got
@@ -200,8 +280,12 @@ def test_new_label_lines_make_the_next_build_full_not_a_repeat(tmp_path):
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     assert w.build().record.computation == "full"
     assert w.build().record.computation == "repeat"
-    path = write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z"),
-                                                            label("d2", "relevant", "ana", "2026-11-03T10:05:00Z")])
+    path = write_labels(
+        w.labels,
+        "2026-11-03",
+        "a.jsonl",
+        [label("d1", "partial", "ana", "2026-11-03T10:00:00Z"), label("d2", "relevant", "ana", "2026-11-03T10:05:00Z")],
+    )
     os.utime(path, (1, 1))
     third = w.build()
     assert third.record.computation == "full" and third.record.n_human_labels == 2
@@ -213,8 +297,9 @@ def test_a_change_of_the_rubrics_content_validates_every_label_file_again(tmp_pa
     w.build()
     renamed = parse_rubric(RUBRIC_PATH.read_text().replace("partial:", "part_relevant:"), "renamed.yaml")
     w.build(renamed)
-    assert w.con.execute("SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/')"
-                         ).fetchall() == [(1, "invalid_field")]
+    assert w.con.execute(
+        "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/')"
+    ).fetchall() == [(1, "invalid_field")]
     assert w.rows()["d1"]["source"] == "log"
 
 

@@ -163,8 +163,13 @@ def test_depth_cuts_each_rankers_list_after_dropping_its_repeats(world):
     pool(world, depth=2)
     rows = {(r[1], r[2]): (r[5], r[6]) for r in queue(world) if r[4] == "pooled"}
     # first: Q1 a g | Q2 k i; second: Q1 h (twice) m | Q2 f2 i.
-    assert rows == {(Q1, "g"): ((FIRST,), 2), (Q1, "h"): ((SECOND,), 1), (Q1, "m"): ((SECOND,), 2),
-                    (Q2, "i"): ((FIRST, SECOND), 2), (Q2, "f2"): ((SECOND,), 1)}
+    assert rows == {
+        (Q1, "g"): ((FIRST,), 2),
+        (Q1, "h"): ((SECOND,), 1),
+        (Q1, "m"): ((SECOND,), 2),
+        (Q2, "i"): ((FIRST, SECOND), 2),
+        (Q2, "f2"): ((SECOND,), 1),
+    }
 
 
 def test_rankers_column_follows_the_rankers_order_given(world):
@@ -189,8 +194,9 @@ def test_queue_rows_carry_the_querys_project_and_task(world):
     con = warehouse.connect(world.db, read_only=True)
     rows = con.execute("SELECT DISTINCT query_id, project, task FROM labelling_queue ORDER BY query_id").fetchall()
     con.close()
-    assert rows == sorted([(Q1, "billing", "How long is the refund window?"),
-                           (Q2, "billing", "When are invoices sent")])
+    assert rows == sorted(
+        [(Q1, "billing", "How long is the refund window?"), (Q2, "billing", "When are invoices sent")]
+    )
 
 
 # --------------------------------------------------------------------------- the report
@@ -200,11 +206,19 @@ def test_report_counts_the_pools_arithmetic(world):
     result = pool(world)
     report = result.report.to_json()
     assert report == {
-        "build_id": 1, "rankers": [FIRST, SECOND], "depth": 5, "queries": 2,
-        "returned": {FIRST: 9, SECOND: 9}, "outside_snapshot": {FIRST: 1, SECOND: 0},
-        "returned_total": 18, "returned_distinct": 13,
+        "build_id": 1,
+        "rankers": [FIRST, SECOND],
+        "depth": 5,
+        "queries": 2,
+        "returned": {FIRST: 9, SECOND: 9},
+        "outside_snapshot": {FIRST: 1, SECOND: 0},
+        "returned_total": 18,
+        "returned_distinct": 13,
         "shared": [{"a": FIRST, "b": SECOND, "pairs": 5}],
-        "returned_stale": 1, "returned_successor": 3, "already_labelled": 3, "pooled": 6,
+        "returned_stale": 1,
+        "returned_successor": 3,
+        "already_labelled": 3,
+        "pooled": 6,
         "pooled_never_judged": 4,
         "queue": {"stale": 1, "successor": 5, "pooled": 6, "total": 12},
     }
@@ -225,8 +239,7 @@ def test_report_lines_spell_out_the_arithmetic(world):
         f"returned: {FIRST} 9 + {SECOND} 9 = 18 pairs",
         f"left out as not active in the build's snapshot: 1 ({FIRST} 1)",
         "distinct: 18 - 5 duplicates = 13 pairs",
-        "of these: 3 already labelled (golden set row at the current version) + 1 stale + 3 successor "
-        "+ 6 pooled = 13",
+        "of these: 3 already labelled (golden set row at the current version) + 1 stale + 3 successor + 6 pooled = 13",
         "pooled pairs the log never judged: 4 of 6",
         "queue: 1 stale + 5 successor + 6 pooled = 12 pairs",
     ]
@@ -235,9 +248,11 @@ def test_report_lines_spell_out_the_arithmetic(world):
 def test_three_rankers_report_every_two_that_share_pairs(world):
     report = pool(world, rankers=(FIRST, SECOND, "pool_rankers:third")).report.to_json()
     # third returns what first does: it shares all 9 of first's pairs, and first's 5 with second.
-    assert report["shared"] == [{"a": FIRST, "b": SECOND, "pairs": 5},
-                                {"a": FIRST, "b": "pool_rankers:third", "pairs": 9},
-                                {"a": SECOND, "b": "pool_rankers:third", "pairs": 5}]
+    assert report["shared"] == [
+        {"a": FIRST, "b": SECOND, "pairs": 5},
+        {"a": FIRST, "b": "pool_rankers:third", "pairs": 9},
+        {"a": SECOND, "b": "pool_rankers:third", "pairs": 5},
+    ]
     assert report["returned_total"] == 27 and report["returned_distinct"] == 13
 
 
@@ -245,16 +260,32 @@ def test_queue_summary_gives_the_queue_by_reason_and_the_latest_report(world):
     con = warehouse.connect(world.db, read_only=True)
     before = queue_summary(con)
     con.close()
-    assert before == {"queue_size": 0, "by_reason": {"stale": 0, "successor": 0, "pooled": 0}, "pool_id": None,
-                      "pooled_at": None, "build_id": None, "latest_build_id": 1, "rankers": None, "depth": None,
-                      "report": None}
+    assert before == {
+        "queue_size": 0,
+        "by_reason": {"stale": 0, "successor": 0, "pooled": 0},
+        "pool_id": None,
+        "pooled_at": None,
+        "build_id": None,
+        "latest_build_id": 1,
+        "rankers": None,
+        "depth": None,
+        "report": None,
+    }
     result = pool(world)
     con = warehouse.connect(world.db, read_only=True)
     after = queue_summary(con)
     con.close()
-    assert after == {"queue_size": 12, "by_reason": {"stale": 1, "successor": 5, "pooled": 6}, "pool_id": 1,
-                     "pooled_at": "2026-11-30T08:00:00Z", "build_id": 1, "latest_build_id": 1,
-                     "rankers": [FIRST, SECOND], "depth": 5, "report": result.report.to_json()}
+    assert after == {
+        "queue_size": 12,
+        "by_reason": {"stale": 1, "successor": 5, "pooled": 6},
+        "pool_id": 1,
+        "pooled_at": "2026-11-30T08:00:00Z",
+        "build_id": 1,
+        "latest_build_id": 1,
+        "rankers": [FIRST, SECOND],
+        "depth": 5,
+        "report": result.report.to_json(),
+    }
 
 
 def test_a_build_with_no_golden_query_pools_nothing_and_says_so(tmp_path):
@@ -265,10 +296,15 @@ def test_a_build_with_no_golden_query_pools_nothing_and_says_so(tmp_path):
     from goldenset.ingest import ingest_all
     from goldenset.snapshots import store_snapshot
 
-    write_log(tmp_path / "logs", "2026-11-28", "p.jsonl", [
-        serve("s1", "2026-11-28T10:00:00Z", "Reset my password", [ranked("h", 1)]),
-        verdict("s1", "h", "noise", "2026-11-28T10:01:00Z"),
-    ])
+    write_log(
+        tmp_path / "logs",
+        "2026-11-28",
+        "p.jsonl",
+        [
+            serve("s1", "2026-11-28T10:00:00Z", "Reset my password", [ranked("h", 1)]),
+            verdict("s1", "h", "noise", "2026-11-28T10:01:00Z"),
+        ],
+    )
     con = warehouse.connect(tmp_path / "g.duckdb")
     ingest_all(con, tmp_path / "logs")
     store_snapshot(con, read_corpus(write_corpus(tmp_path / "c.jsonl", [doc("h")])), now=POOLED_AT)
@@ -290,12 +326,15 @@ def test_pool_before_any_build_raises_no_build(tmp_path):
     con.close()
 
 
-@pytest.mark.parametrize(("rankers", "message"), [
-    (("lexical", "bm42"), "unknown ranker 'bm42'; use lexical, dense, core or a retriever as module:factory"),
-    ((FIRST, FIRST), f"ranker '{FIRST}' is listed twice; name each ranker once"),
-    ((), "no ranker given; use lexical, dense, core or module:factory"),
-    (("no_such_module:factory",), "cannot import 'no_such_module'"),
-])
+@pytest.mark.parametrize(
+    ("rankers", "message"),
+    [
+        (("lexical", "bm42"), "unknown ranker 'bm42'; use lexical, dense, core or a retriever as module:factory"),
+        ((FIRST, FIRST), f"ranker '{FIRST}' is listed twice; name each ranker once"),
+        ((), "no ranker given; use lexical, dense, core or module:factory"),
+        (("no_such_module:factory",), "cannot import 'no_such_module'"),
+    ],
+)
 def test_a_ranker_that_is_not_one_is_a_usage_error(world, rankers, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         pool(world, rankers=rankers)
@@ -328,8 +367,7 @@ def test_the_builds_snapshot_passed_in_is_accepted(world):
     from goldenset.corpus import read_corpus
 
     con = warehouse.connect(world.db)
-    result = run_pool(con, read_corpus(world.corpus), rankers=(FIRST, SECOND), index_dir=world.index_dir,
-                      now=POOLED_AT)
+    result = run_pool(con, read_corpus(world.corpus), rankers=(FIRST, SECOND), index_dir=world.index_dir, now=POOLED_AT)
     con.close()
     assert result.report.queue == {"stale": 1, "successor": 5, "pooled": 6}
 
@@ -358,8 +396,9 @@ def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     con = warehouse.connect(g.db)
     try:
         result = run_pool(con, None, embedder, index_dir=g.index_dir, now=POOLED_AT)
-        rows = con.execute("SELECT query_id, doc_id, doc_version, reason, rankers, best_rank FROM labelling_queue "
-                           "ORDER BY priority").fetchall()
+        rows = con.execute(
+            "SELECT query_id, doc_id, doc_version, reason, rankers, best_rank FROM labelling_queue ORDER BY priority"
+        ).fetchall()
         golden = {(q, d) for q, d in con.execute("SELECT query_id, doc_id FROM golden_set").fetchall()}
         tasks = dict(con.execute("SELECT DISTINCT query_id, task FROM golden_set").fetchall())
         # The same retriever, asked directly, is what the pool must have seen.
@@ -375,8 +414,11 @@ def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     for (ranker, q), docs in seen.items():
         for rank, d in enumerate(docs, start=1):
             returned.setdefault((q, d), {})[ranker] = rank
-    expected = {(q, d): (tuple(r for r in ("lexical", "dense", "core") if r in by), min(by.values()))
-                for (q, d), by in returned.items() if (q, d) not in golden}
+    expected = {
+        (q, d): (tuple(r for r in ("lexical", "dense", "core") if r in by), min(by.values()))
+        for (q, d), by in returned.items()
+        if (q, d) not in golden
+    }
     assert {(q, d): (tuple(rk), best) for q, d, _, _, rk, best in rows} == expected
     assert {(reason, version) for _, _, version, reason, _, _ in rows} == {("pooled", "1")}
     report = result.report.to_json()
@@ -388,8 +430,11 @@ def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     assert report["pooled"] == len(rows)
     # bench_world's log served only the judged documents, so no pooled pair was ever judged.
     assert report["pooled_never_judged"] == len(rows)
-    assert report["shared"][0] == {"a": "lexical", "b": "dense",
-                                   "pairs": sum(len(set(seen[("lexical", q)]) & set(seen[("dense", q)])) for q in tasks)}
+    assert report["shared"][0] == {
+        "a": "lexical",
+        "b": "dense",
+        "pairs": sum(len(set(seen[("lexical", q)]) & set(seen[("dense", q)])) for q in tasks),
+    }
 
 
 # --------------------------------------------------------------------------- the command line
@@ -402,8 +447,9 @@ def run_cli(argv, capsys) -> tuple[int, str, str]:
 
 
 def test_pool_command_alone_runs_the_pool_and_prints_the_arithmetic(world, capsys):
-    code, out, err = run_cli(["--db", str(world.db), "--rankers", f"{FIRST},{SECOND}",
-                              "--index-dir", str(world.index_dir)], capsys)
+    code, out, err = run_cli(
+        ["--db", str(world.db), "--rankers", f"{FIRST},{SECOND}", "--index-dir", str(world.index_dir)], capsys
+    )
     assert (code, err) == (0, "")
     assert "pool 1 over golden build 1" in out
     assert "distinct: 18 - 5 duplicates = 13 pairs" in out
@@ -412,8 +458,7 @@ def test_pool_command_alone_runs_the_pool_and_prints_the_arithmetic(world, capsy
 
 
 def test_pool_command_json_prints_the_stored_report(world, capsys):
-    code, out, _ = run_cli(["--db", str(world.db), "--rankers", f"{FIRST}, {SECOND}", "--depth", "5", "--json"],
-                           capsys)
+    code, out, _ = run_cli(["--db", str(world.db), "--rankers", f"{FIRST}, {SECOND}", "--depth", "5", "--json"], capsys)
     assert code == 0
     printed = json.loads(out)
     con = warehouse.connect(world.db, read_only=True)
@@ -463,7 +508,7 @@ OPEN_RUBRIC = HERE.parents[1] / "goldenset" / "data" / "open-rubric.yaml"
 RUBRIC_JSON = {
     "name": "support-policies",
     "task": "A support-agent-facing assistant that answers questions about the policies currently in force, "
-            "using only the published policy corpus.\n",
+    "using only the published policy corpus.\n",
     "as_of": "2026-08-01",
     "dimensions": [
         {"name": "answerability", "test": "A reader who sees ONLY this passage can state the answer without guessing."},
@@ -473,13 +518,30 @@ RUBRIC_JSON = {
         {"name": "entity", "test": "Any named account, product or plan in the query matches the passage exactly."},
     ],
     "labels": [
-        {"name": "relevant", "grade": 2, "pass": ["answerability", "authority", "recency", "coverage", "entity"],
-         "fail": [], "any_fail": [], "decided_by": ["answerability", "authority", "recency", "coverage", "entity"]},
-        {"name": "partial", "grade": 1, "pass": ["answerability", "authority", "recency", "entity"],
-         "fail": ["coverage"], "any_fail": [], "decided_by": ["coverage"]},
-        {"name": "irrelevant", "grade": 0, "pass": [], "fail": [],
-         "any_fail": ["answerability", "authority", "recency", "entity"],
-         "decided_by": ["answerability", "authority", "recency", "entity"]},
+        {
+            "name": "relevant",
+            "grade": 2,
+            "pass": ["answerability", "authority", "recency", "coverage", "entity"],
+            "fail": [],
+            "any_fail": [],
+            "decided_by": ["answerability", "authority", "recency", "coverage", "entity"],
+        },
+        {
+            "name": "partial",
+            "grade": 1,
+            "pass": ["answerability", "authority", "recency", "entity"],
+            "fail": ["coverage"],
+            "any_fail": [],
+            "decided_by": ["coverage"],
+        },
+        {
+            "name": "irrelevant",
+            "grade": 0,
+            "pass": [],
+            "fail": [],
+            "any_fail": ["answerability", "authority", "recency", "entity"],
+            "decided_by": ["answerability", "authority", "recency", "entity"],
+        },
     ],
 }
 
@@ -492,11 +554,22 @@ def test_pool_export_jsonl_writes_one_task_a_line_with_what_an_annotator_needs(w
     assert printed == f"wrote 12 tasks to {out}\n"
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [(t["priority"], t["query_id"], t["doc_id"]) for t in lines] == [
-        (r[7], r[1], r[2]) for r in expected_queue()]
+        (r[7], r[1], r[2]) for r in expected_queue()
+    ]
     assert lines[0] == {
-        "pool_id": 1, "priority": 1, "reason": "stale", "query_id": Q1, "project": "billing",
-        "task": "How long is the refund window?", "doc_id": "b", "doc_version": "v2", "title": "b",
-        "text": "text of b v2", "rankers": [FIRST], "best_rank": 5, "rubric": RUBRIC_JSON,
+        "pool_id": 1,
+        "priority": 1,
+        "reason": "stale",
+        "query_id": Q1,
+        "project": "billing",
+        "task": "How long is the refund window?",
+        "doc_id": "b",
+        "doc_version": "v2",
+        "title": "b",
+        "text": "text of b v2",
+        "rankers": [FIRST],
+        "best_rank": 5,
+        "rubric": RUBRIC_JSON,
     }
     # The text is the queued version's: d2 is at v3.
     assert next(t["text"] for t in lines if t["doc_id"] == "d2") == "text of d2 v3"
@@ -513,8 +586,9 @@ def test_pool_export_reads_the_rubric_from_goldenset_rubric(world, tmp_path, cap
 
 def test_pool_export_refuses_an_open_rubric_naming_the_file(world, tmp_path, capsys):
     pool(world)
-    code, _, err = run_cli(["export", "--out", str(tmp_path / "q.jsonl"), "--db", str(world.db),
-                            "--rubric", str(OPEN_RUBRIC)], capsys)
+    code, _, err = run_cli(
+        ["export", "--out", str(tmp_path / "q.jsonl"), "--db", str(world.db), "--rubric", str(OPEN_RUBRIC)], capsys
+    )
     assert code == 1
     assert err.startswith(f"Error: {OPEN_RUBRIC}: rubric ")
     assert "is open" in err
@@ -529,15 +603,18 @@ def test_pool_export_without_a_rubric_file_exits_1_naming_the_default(world, tmp
 
 
 def test_pool_export_before_any_pool_exits_1(world, tmp_path, capsys):
-    code, _, err = run_cli(["export", "--out", str(tmp_path / "q.jsonl"), "--db", str(world.db),
-                            "--rubric", str(RUBRIC)], capsys)
+    code, _, err = run_cli(
+        ["export", "--out", str(tmp_path / "q.jsonl"), "--db", str(world.db), "--rubric", str(RUBRIC)], capsys
+    )
     assert code == 1
     assert err == "Error: no labelling queue yet: run `goldenset pool` first\n"
 
 
 def test_pool_export_with_an_unknown_format_exits_2(world, tmp_path, capsys):
     pool(world)
-    code, _, err = run_cli(["export", "--out", str(tmp_path / "q.x"), "--db", str(world.db),
-                            "--rubric", str(RUBRIC), "--format", "csv"], capsys)
+    code, _, err = run_cli(
+        ["export", "--out", str(tmp_path / "q.x"), "--db", str(world.db), "--rubric", str(RUBRIC), "--format", "csv"],
+        capsys,
+    )
     assert code == 2
     assert err == "Error: --format 'csv' is not one of jsonl, label-studio\n"

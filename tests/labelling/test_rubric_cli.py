@@ -43,7 +43,9 @@ def test_check_invalid_rubric_raises_rubric_error_for_the_main_cli(runner, tmp_p
     result = runner.invoke(app, ["check", str(path)])
     assert result.exit_code == 1
     assert isinstance(result.exception, RubricError)
-    assert str(result.exception) == f"{path}: line 2: key 'name' appears twice in one mapping (first at line 1); keep one"
+    assert (
+        str(result.exception) == f"{path}: line 2: key 'name' appears twice in one mapping (first at line 1); keep one"
+    )
 
 
 def test_check_without_a_file_is_a_usage_error(runner):

@@ -70,8 +70,9 @@ class JudgeStub:
                 length = int(self.headers.get("Content-Length", "0"))
                 raw = self.rfile.read(length)
                 with stub._lock:
-                    stub.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                              json.loads(raw or b"{}")))
+                    stub.requests.append(
+                        Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}"))
+                    )
                     body = stub.requests[-1].body
                     if stub.script:
                         reply = stub.script.popleft()
@@ -88,8 +89,12 @@ class JudgeStub:
                 if self.path != "/v1/models" or models is None:
                     self._send(Reply(404, body='{"error": "not found"}'))
                 else:
-                    self._send(Reply(200, body=json.dumps({"object": "list", "data": [
-                        {"id": m, "object": "model"} for m in models]})))
+                    self._send(
+                        Reply(
+                            200,
+                            body=json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in models]}),
+                        )
+                    )
 
             def _send(self, reply: Reply) -> None:
                 if reply.delay:
@@ -97,9 +102,19 @@ class JudgeStub:
                 if reply.body is not None:
                     payload = reply.body.encode()
                 else:
-                    payload = json.dumps({"id": "stub", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": reply.content},
-                         "finish_reason": "stop"}]}).encode()
+                    payload = json.dumps(
+                        {
+                            "id": "stub",
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": reply.content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                        }
+                    ).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
@@ -111,8 +126,7 @@ class JudgeStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True  # a handler still sleeping must not hold up stop()
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

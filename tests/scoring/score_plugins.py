@@ -109,4 +109,13 @@ def broken(ctx):
 
 table = Table
 constant, counting, rich, raising, sleepy, nan, infinite, text, nameless = (
-    Constant, Counting, Rich, Raising, Sleepy, NaN, Infinite, Text, Nameless)
+    Constant,
+    Counting,
+    Rich,
+    Raising,
+    Sleepy,
+    NaN,
+    Infinite,
+    Text,
+    Nameless,
+)

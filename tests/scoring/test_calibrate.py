@@ -72,8 +72,14 @@ def test_rates_are_zero_when_there_is_no_pair_of_that_kind():
 def test_single_takes_the_higher_cutoff_on_a_cost_tie():
     # R = 1: costs 0.2 -> 2+0, 0.5 -> 1+1, 0.9 -> 1+2, null -> 0+3; 0.2 and 0.5 tie at 2.
     single = run(FIVE)["single"]
-    assert single == {"cutoff": 0.5, "false_passes": 1, "false_fails": 1, "false_pass_rate": 0.5,
-                      "false_fail_rate": 0.3333, "cost": 2}
+    assert single == {
+        "cutoff": 0.5,
+        "false_passes": 1,
+        "false_fails": 1,
+        "false_pass_rate": 0.5,
+        "false_fail_rate": 0.3333,
+        "cost": 2,
+    }
 
 
 def test_single_is_null_when_nothing_passing_ties_as_cheapest():
@@ -208,9 +214,16 @@ def test_bootstrap_matches_an_independent_numpy_computation(N, seed):
 
     out = run(pairs, bootstrap_n=N, seed=seed)
     assert out["single"]["cutoff"] == full
-    assert out["bootstrap"] == {"n": N, "seed": seed, "single": {
-        "false_pass_rate": expected_fp, "false_fail_rate": expected_ff, "other_cutoff_share": other,
-        "cutoff_interval": interval}}
+    assert out["bootstrap"] == {
+        "n": N,
+        "seed": seed,
+        "single": {
+            "false_pass_rate": expected_fp,
+            "false_fail_rate": expected_ff,
+            "other_cutoff_share": other,
+            "cutoff_interval": interval,
+        },
+    }
     assert 0 < other < 1  # the set is noisy: a test that could not see a wrong share would be weak
     assert len(set(fprs)) > 2 and len(set(ffrs)) > 2
 
@@ -235,8 +248,14 @@ def test_slices_are_computed_on_their_own_pairs():
     assert list(out["slices"]) == ["a", "b"]
     sa, sb = out["slices"]["a"], out["slices"]["b"]
     assert (sa["pairs"], sa["acceptable"], sa["unacceptable"]) == (40, 20, 20)
-    assert sa["single"] == {"cutoff": 0.6, "false_passes": 0, "false_fails": 0, "false_pass_rate": 0.0,
-                            "false_fail_rate": 0.0, "cost": 0}
+    assert sa["single"] == {
+        "cutoff": 0.6,
+        "false_passes": 0,
+        "false_fails": 0,
+        "false_pass_rate": 0.0,
+        "false_fail_rate": 0.0,
+        "cost": 0,
+    }
     assert (sa["band"], sa["band_note"]) == (None, "no band needed")
     assert sb["single"]["cutoff"] == 0.95
     # Global: at 0.60 only b's two unacceptable pass (cost 2); at 0.95 all 20 of a's acceptable fail.
@@ -249,8 +268,10 @@ def test_slice_summaries_are_macro_and_traffic_weighted_at_the_global_cutoff():
     # At the global 0.60: a has rates (0, 0); b has fp 2/2 = 1.0, ff 0/2 = 0.
     s = out["slice_summary"]
     assert s["cutoff"] == 0.6 and s["weights"] == "traffic"
-    assert s["by_slice"] == {"a": {"false_pass_rate": 0.0, "false_fail_rate": 0.0},
-                             "b": {"false_pass_rate": 1.0, "false_fail_rate": 0.0}}
+    assert s["by_slice"] == {
+        "a": {"false_pass_rate": 0.0, "false_fail_rate": 0.0},
+        "b": {"false_pass_rate": 1.0, "false_fail_rate": 0.0},
+    }
     assert s["macro"] == {"false_pass_rate": 0.5, "false_fail_rate": 0.0}
     assert s["traffic_weighted"] == {"false_pass_rate": 0.75, "false_fail_rate": 0.0}  # (1*0 + 3*1) / 4
     by_pairs = run(pairs, by_project=True)["slice_summary"]
@@ -274,18 +295,35 @@ def test_slices_without_a_bootstrap_give_no_warning():
 def test_holdout_chooses_before_the_date_and_measures_after_it():
     before = datetime(2026, 10, 31, 23, 59)
     after = datetime(2026, 11, 1, 0, 0)
-    pairs = [pair(0.2, False, qid="q1", labelled_at=before), pair(0.8, True, qid="q2", labelled_at=before),
-             # after: an unacceptable 0.9 passes 0.8, an acceptable 0.5 fails it.
-             pair(0.9, False, qid="q3", labelled_at=after), pair(0.5, True, qid="q4", labelled_at=after),
-             pair(0.95, True, qid="q5", labelled_at=after), pair(0.7, True, qid="q6", labelled_at=None)]
+    pairs = [
+        pair(0.2, False, qid="q1", labelled_at=before),
+        pair(0.8, True, qid="q2", labelled_at=before),
+        # after: an unacceptable 0.9 passes 0.8, an acceptable 0.5 fails it.
+        pair(0.9, False, qid="q3", labelled_at=after),
+        pair(0.5, True, qid="q4", labelled_at=after),
+        pair(0.95, True, qid="q5", labelled_at=after),
+        pair(0.7, True, qid="q6", labelled_at=None),
+    ]
     out = run(pairs, holdout_after=date(2026, 11, 1))
     # Chosen on q1, q2 only: separable, single = 0.8 (cost 0, highest of the zero-cost cutoffs).
     assert (out["pairs"], out["single"]["cutoff"], out["single"]["cost"]) == (2, 0.8, 0)
     h = out["holdout"]
     assert (h["after"], h["chosen_on"], h["undated"], h["pairs"], h["acceptable"], h["unacceptable"]) == (
-        "2026-11-01", 2, 1, 3, 2, 1)
-    assert h["single"] == {"cutoff": 0.8, "false_passes": 1, "false_fails": 1, "false_pass_rate": 1.0,
-                           "false_fail_rate": 0.5, "cost": 2}
+        "2026-11-01",
+        2,
+        1,
+        3,
+        2,
+        1,
+    )
+    assert h["single"] == {
+        "cutoff": 0.8,
+        "false_passes": 1,
+        "false_fails": 1,
+        "false_pass_rate": 1.0,
+        "false_fail_rate": 0.5,
+        "cost": 2,
+    }
     assert h["band"] is None
 
 
@@ -308,8 +346,16 @@ def test_a_pair_whose_repeats_straddle_a_cutoff_is_unstable():
     rep = out["repeats"]
     assert rep["n"] == 3 and rep["unstable"] == 1
     by_q = {r["query_id"]: r for r in rep["pairs"]}
-    assert by_q["q2"] == {"query_id": "q2", "doc_id": "d", "mean": 0.5, "min": 0.3, "max": 0.7,
-                          "passes": {"single": 2}, "of": 3, "unstable": True}
+    assert by_q["q2"] == {
+        "query_id": "q2",
+        "doc_id": "d",
+        "mean": 0.5,
+        "min": 0.3,
+        "max": 0.7,
+        "passes": {"single": 2},
+        "of": 3,
+        "unstable": True,
+    }
     assert by_q["q3"]["passes"] == {"single": 3} and by_q["q3"]["unstable"] is False
     assert rep["pairs"][0]["query_id"] == "q2"  # nearest to the cutoff first
 
@@ -323,26 +369,62 @@ def test_equal_repeats_average_to_that_very_score():
 # --------------------------------------------------------------------------- JSON shape
 def test_json_keys_follow_the_contract_order():
     out = run(SEVEN, errors=[ErrorPair("q9", "d9", "timed out after 30 s")], bootstrap_n=20, by_project=True)
-    assert list(out) == ["scorer", "version", "against", "pairs", "acceptable", "unacceptable", "errors",
-                         "error_pairs", "cutoffs", "single", "band", "band_note", "bootstrap", "slices",
-                         "slice_summary", "warnings"]
+    assert list(out) == [
+        "scorer",
+        "version",
+        "against",
+        "pairs",
+        "acceptable",
+        "unacceptable",
+        "errors",
+        "error_pairs",
+        "cutoffs",
+        "single",
+        "band",
+        "band_note",
+        "bootstrap",
+        "slices",
+        "slice_summary",
+        "warnings",
+    ]
     assert out["errors"] == 1
     assert out["error_pairs"] == [{"query_id": "q9", "doc_id": "d9", "reason": "timed out after 30 s"}]
-    assert list(out["cutoffs"][0]) == ["cutoff", "false_passes", "false_fails", "false_pass_rate",
-                                       "false_fail_rate"]
-    assert list(out["single"]) == ["cutoff", "false_passes", "false_fails", "false_pass_rate",
-                                   "false_fail_rate", "cost"]
+    assert list(out["cutoffs"][0]) == ["cutoff", "false_passes", "false_fails", "false_pass_rate", "false_fail_rate"]
+    assert list(out["single"]) == [
+        "cutoff",
+        "false_passes",
+        "false_fails",
+        "false_pass_rate",
+        "false_fail_rate",
+        "cost",
+    ]
     assert list(out["band"]) == ["low", "high", "review_share"]
     assert list(out["bootstrap"]) == ["n", "seed", "single"]
-    assert list(out["bootstrap"]["single"]) == ["false_pass_rate", "false_fail_rate", "other_cutoff_share",
-                                                "cutoff_interval"]
+    assert list(out["bootstrap"]["single"]) == [
+        "false_pass_rate",
+        "false_fail_rate",
+        "other_cutoff_share",
+        "cutoff_interval",
+    ]
     assert list(out["slices"]["a"]) == ["pairs", "acceptable", "unacceptable", "single", "band", "band_note"]
     json.dumps(out, allow_nan=False)
 
 
 def test_json_without_options_has_exactly_the_contract_keys():
-    assert list(run(SEVEN)) == ["scorer", "version", "against", "pairs", "acceptable", "unacceptable", "errors",
-                                "error_pairs", "cutoffs", "single", "band", "band_note"]
+    assert list(run(SEVEN)) == [
+        "scorer",
+        "version",
+        "against",
+        "pairs",
+        "acceptable",
+        "unacceptable",
+        "errors",
+        "error_pairs",
+        "cutoffs",
+        "single",
+        "band",
+        "band_note",
+    ]
 
 
 # --------------------------------------------------------------------------- refusals
@@ -352,21 +434,27 @@ def test_no_scored_pair_is_nothing_to_calibrate():
     assert exc.value.exit_code == 1
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"costs": None, "against": "agents"}, "--against 'agents' is not known"),
-    ({"bootstrap_n": 0}, "--bootstrap 0 is not a number of resamples"),
-    ({"seed": -1}, "--seed -1 is not a seed"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"costs": None, "against": "agents"}, "--against 'agents' is not known"),
+        ({"bootstrap_n": 0}, "--bootstrap 0 is not a number of resamples"),
+        ({"seed": -1}, "--seed -1 is not a seed"),
+    ],
+)
 def test_bad_options_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError, match=message):
         calibrate(SEVEN, scorer="s", version="v", **kwargs)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"max_false_pass": 1.5}, "--max-false-pass 1.5 is not a rate"),
-    ({"max_false_fail": -0.1}, "--max-false-fail -0.1 is not a rate"),
-    ({"cost_ratio": -1.0}, "--cost-ratio -1.0 is not a cost ratio"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_false_pass": 1.5}, "--max-false-pass 1.5 is not a rate"),
+        ({"max_false_fail": -0.1}, "--max-false-fail -0.1 is not a rate"),
+        ({"cost_ratio": -1.0}, "--cost-ratio -1.0 is not a cost ratio"),
+    ],
+)
 def test_bad_costs_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError, match=message):
         Costs(**kwargs)
@@ -398,14 +486,31 @@ def _policy(pairs=SEVEN, **kw):
 
 def test_policy_manifest_records_what_was_chosen_and_on_what(tmp_path):
     m = _policy(bootstrap_n=50)
-    assert list(m) == ["policy_version", "scorer", "version", "config", "against", "cutoffs", "costs",
-                       "chosen_on", "rates", "bootstrap", "created_at"]
+    assert list(m) == [
+        "policy_version",
+        "scorer",
+        "version",
+        "config",
+        "against",
+        "cutoffs",
+        "costs",
+        "chosen_on",
+        "rates",
+        "bootstrap",
+        "created_at",
+    ]
     assert m["policy_version"] == 1
     assert (m["scorer"], m["version"], m["config"]) == ("dense", "v1", {"model": "m"})
     assert m["cutoffs"] == {"single": 0.4, "band": {"low": 0.2, "high": 0.7}, "high": 0.7, "low": 0.2}
     assert m["costs"] == {"cost_ratio": 1.0, "max_false_pass": 0.05, "max_false_fail": 0.05}
-    assert m["chosen_on"] == {"build_id": 7, "pairs": 7, "acceptable": 4, "unacceptable": 3, "errors": 0,
-                              "holdout_after": None}
+    assert m["chosen_on"] == {
+        "build_id": 7,
+        "pairs": 7,
+        "acceptable": 4,
+        "unacceptable": 3,
+        "errors": 0,
+        "holdout_after": None,
+    }
     assert m["created_at"] == "2026-12-01T10:00:00Z"
     assert read_policy(write_policy(m, tmp_path / "p.json")) == m
 
@@ -413,9 +518,13 @@ def test_policy_manifest_records_what_was_chosen_and_on_what(tmp_path):
 def test_a_policy_holds_on_the_pairs_it_was_chosen_on():
     check = check_policy(_policy(bootstrap_n=50), SEVEN, scorer_version="v1")
     assert check.holds
-    assert [i.name for i in check.checks] == ["false_pass_rate_at_high", "false_fail_rate_at_low",
-                                              "false_pass_rate_at_single", "false_fail_rate_at_single",
-                                              "scorer_version"]
+    assert [i.name for i in check.checks] == [
+        "false_pass_rate_at_high",
+        "false_fail_rate_at_low",
+        "false_pass_rate_at_single",
+        "false_fail_rate_at_single",
+        "scorer_version",
+    ]
     assert check_to_json(check)["holds"] is True
 
 
@@ -435,7 +544,10 @@ def test_a_policy_holds_when_a_rate_equals_its_limit():
     today = numbered([(0.8, False), (0.1, False), (0.75, True)])
     check = check_policy(policy, today)
     assert (check.checks[0].name, check.checks[0].measured, check.checks[0].holds) == (
-        "false_pass_rate_at_high", 0.5, True)
+        "false_pass_rate_at_high",
+        0.5,
+        True,
+    )
 
 
 def test_a_policy_does_not_hold_for_another_scorer_version():
@@ -455,7 +567,9 @@ def test_a_policy_of_another_version_is_refused(tmp_path):
 
 # --------------------------------------------------------------------------- properties
 pairs_strategy = st.lists(
-    st.tuples(st.integers(0, 20).map(lambda i: i / 20), st.booleans()), min_size=1, max_size=40,
+    st.tuples(st.integers(0, 20).map(lambda i: i / 20), st.booleans()),
+    min_size=1,
+    max_size=40,
 ).map(numbered)
 
 

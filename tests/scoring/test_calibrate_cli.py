@@ -25,22 +25,33 @@ from world import Q1, Q2, RUBRIC, SEVEN, TEXT, label_line, make_world, rebuild, 
 from goldenset_dagster.cli import main
 
 TABLE = "score_plugins:table"
-CONTRACT_KEYS = ["scorer", "version", "against", "pairs", "acceptable", "unacceptable", "errors", "error_pairs",
-                 "cutoffs", "single", "band", "band_note"]
+CONTRACT_KEYS = [
+    "scorer",
+    "version",
+    "against",
+    "pairs",
+    "acceptable",
+    "unacceptable",
+    "errors",
+    "error_pairs",
+    "cutoffs",
+    "single",
+    "band",
+    "band_note",
+]
 
 
 def row(cutoff, fp, ff, fpr, ffr):
-    return {"cutoff": cutoff, "false_passes": fp, "false_fails": ff, "false_pass_rate": fpr,
-            "false_fail_rate": ffr}
+    return {"cutoff": cutoff, "false_passes": fp, "false_fails": ff, "false_pass_rate": fpr, "false_fail_rate": ffr}
 
 
 # SEVEN by hand. A pair passes at c when score >= c; 3 unacceptable (0.1, 0.3, 0.6), 4 acceptable.
 SEVEN_CUTOFFS = [
     row(0.1, 3, 0, 1.0, 0.0),
-    row(0.2, 2, 0, 0.6667, 0.0),     # 0.3 and 0.6 pass
-    row(0.3, 2, 1, 0.6667, 0.25),    # 0.2 fails
-    row(0.4, 1, 1, 0.3333, 0.25),    # 0.6 passes, 0.2 fails
-    row(0.5, 1, 2, 0.3333, 0.5),     # 0.2, 0.4 fail
+    row(0.2, 2, 0, 0.6667, 0.0),  # 0.3 and 0.6 pass
+    row(0.3, 2, 1, 0.6667, 0.25),  # 0.2 fails
+    row(0.4, 1, 1, 0.3333, 0.25),  # 0.6 passes, 0.2 fails
+    row(0.5, 1, 2, 0.3333, 0.5),  # 0.2, 0.4 fail
     row(0.6, 1, 3, 0.3333, 0.75),
     row(0.7, 0, 3, 0.0, 0.75),
     row(None, 0, 4, 0.0, 1.0),
@@ -73,10 +84,18 @@ def test_json_is_the_contracts_object_with_hand_counted_cutoffs_single_and_band(
     # Band: high = first false-pass rate <= 0.05: 0.7; low = last false-fail rate <= 0.05: 0.2;
     # review: 0.2 <= s < 0.7 holds 0.2, 0.3, 0.4, 0.5, 0.6 = 5 of 7.
     assert out == {
-        "scorer": "table", "version": "1", "against": "human", "pairs": 7, "acceptable": 4, "unacceptable": 3,
-        "errors": 0, "error_pairs": [], "cutoffs": SEVEN_CUTOFFS,
+        "scorer": "table",
+        "version": "1",
+        "against": "human",
+        "pairs": 7,
+        "acceptable": 4,
+        "unacceptable": 3,
+        "errors": 0,
+        "error_pairs": [],
+        "cutoffs": SEVEN_CUTOFFS,
         "single": {**row(0.4, 1, 1, 0.3333, 0.25), "cost": 2},
-        "band": {"low": 0.2, "high": 0.7, "review_share": 0.7143}, "band_note": None,
+        "band": {"low": 0.2, "high": 0.7, "review_share": 0.7143},
+        "band_note": None,
     }
     assert list(out) == CONTRACT_KEYS
 
@@ -101,8 +120,14 @@ def test_against_the_log_uses_log_labels_acceptable_when_helped(capsys, seven):
     # Log rows: r1 helped 0.9, r2 noise 0.15, a1 helped 0.45, a2 wrong 0.65, r3 helped 0.55.
     out = run_json(capsys, seven, "--against", "log")
     assert (out["against"], out["pairs"], out["acceptable"], out["unacceptable"]) == ("log", 5, 3, 2)
-    assert out["cutoffs"] == [row(0.15, 2, 0, 1.0, 0.0), row(0.45, 1, 0, 0.5, 0.0), row(0.55, 1, 1, 0.5, 0.3333),
-                              row(0.65, 1, 2, 0.5, 0.6667), row(0.9, 0, 2, 0.0, 0.6667), row(None, 0, 3, 0.0, 1.0)]
+    assert out["cutoffs"] == [
+        row(0.15, 2, 0, 1.0, 0.0),
+        row(0.45, 1, 0, 0.5, 0.0),
+        row(0.55, 1, 1, 0.5, 0.3333),
+        row(0.65, 1, 2, 0.5, 0.6667),
+        row(0.9, 0, 2, 0.0, 0.6667),
+        row(None, 0, 3, 0.0, 1.0),
+    ]
     # Costs 2, 1, 2, 3, 2, 3. Band: high 0.9, low 0.45: 0.45, 0.55, 0.65 = 3 of 5.
     assert out["single"] == {**row(0.45, 1, 0, 0.5, 0.0), "cost": 1}
     assert out["band"] == {"low": 0.45, "high": 0.9, "review_share": 0.6}
@@ -141,11 +166,16 @@ def test_bootstrap_draws_with_default_rng_over_the_pairs_in_build_order(capsys, 
     by_size = sorted(own, key=lambda c: math.inf if c is None else c)
 
     out = run_json(capsys, seven, "--bootstrap", str(n_resamples), "--seed", str(seed))
-    assert out["bootstrap"] == {"n": n_resamples, "seed": seed, "single": {
-        "false_pass_rate": [half_up(x) for x in np.percentile(fprs, q)],
-        "false_fail_rate": [half_up(x) for x in np.percentile(ffrs, q)],
-        "other_cutoff_share": half_up(sum(1 for c in own if c != 0.4) / n_resamples),
-        "cutoff_interval": [by_size[math.floor(0.025 * 39)], by_size[math.ceil(0.975 * 39)]]}}
+    assert out["bootstrap"] == {
+        "n": n_resamples,
+        "seed": seed,
+        "single": {
+            "false_pass_rate": [half_up(x) for x in np.percentile(fprs, q)],
+            "false_fail_rate": [half_up(x) for x in np.percentile(ffrs, q)],
+            "other_cutoff_share": half_up(sum(1 for c in own if c != 0.4) / n_resamples),
+            "cutoff_interval": [by_size[math.floor(0.025 * 39)], by_size[math.ceil(0.975 * 39)]],
+        },
+    }
     assert list(out) == [*CONTRACT_KEYS, "bootstrap"]
 
 
@@ -155,20 +185,35 @@ def test_slices_are_chosen_per_project_and_summarised_at_the_global_cutoff(capsy
     # billing 0.1 irr, 0.2 rel, 0.3 irr, 0.4 part: costs 2, 1, 2, 1, 2 -> 0.4; band [0.2, 0.4): 2 of 4.
     # auth 0.5 rel, 0.6 irr, 0.7 rel: costs 1, 2, 1, 2 -> 0.7; band [0.5, 0.7): 2 of 3.
     assert out["slices"] == {
-        "auth": {"pairs": 3, "acceptable": 2, "unacceptable": 1, "single": {**row(0.7, 0, 1, 0.0, 0.5), "cost": 1},
-                 "band": {"low": 0.5, "high": 0.7, "review_share": 0.6667}, "band_note": None},
-        "billing": {"pairs": 4, "acceptable": 2, "unacceptable": 2,
-                    "single": {**row(0.4, 0, 1, 0.0, 0.5), "cost": 1},
-                    "band": {"low": 0.2, "high": 0.4, "review_share": 0.5}, "band_note": None},
+        "auth": {
+            "pairs": 3,
+            "acceptable": 2,
+            "unacceptable": 1,
+            "single": {**row(0.7, 0, 1, 0.0, 0.5), "cost": 1},
+            "band": {"low": 0.5, "high": 0.7, "review_share": 0.6667},
+            "band_note": None,
+        },
+        "billing": {
+            "pairs": 4,
+            "acceptable": 2,
+            "unacceptable": 2,
+            "single": {**row(0.4, 0, 1, 0.0, 0.5), "cost": 1},
+            "band": {"low": 0.2, "high": 0.4, "review_share": 0.5},
+            "band_note": None,
+        },
     }
     # At the global 0.4: billing fp 0/2, ff 1/2 (0.2); auth fp 1/1 (0.6), ff 0/2.
     # Traffic: accepted serves billing 2 (s1, s3), auth 1 (s2).
     assert out["slice_summary"] == {
-        "cutoff": 0.4, "weights": "traffic",
+        "cutoff": 0.4,
+        "weights": "traffic",
         "macro": {"false_pass_rate": 0.5, "false_fail_rate": 0.25},
         "traffic_weighted": {"false_pass_rate": 0.3333, "false_fail_rate": 0.3333},
-        "by_slice": {"auth": {"false_pass_rate": 1.0, "false_fail_rate": 0.0},
-                     "billing": {"false_pass_rate": 0.0, "false_fail_rate": 0.5}}}
+        "by_slice": {
+            "auth": {"false_pass_rate": 1.0, "false_fail_rate": 0.0},
+            "billing": {"false_pass_rate": 0.0, "false_fail_rate": 0.5},
+        },
+    }
     assert out["warnings"] == []
 
 
@@ -188,23 +233,35 @@ def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about
     assert code == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("WARNING:")]
     assert len(warnings) == 1
-    assert warnings[0].startswith("WARNING: slice 'auth': its own single cutoff 0.95 lies outside the global "
-                                  "cutoff's bootstrap interval [0.6")
+    assert warnings[0].startswith(
+        "WARNING: slice 'auth': its own single cutoff 0.95 lies outside the global cutoff's bootstrap interval [0.6"
+    )
 
 
 # --------------------------------------------------------------------------- holdout and repeats
 def test_holdout_chooses_on_earlier_labels_and_measures_the_later_ones(tmp_path, capsys):
     # billing labelled on 2026-11-10, auth on 2026-11-20; split at 2026-11-15.
-    world = make_world(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else
-                                                   "2026-11-20T09:00:00Z"))
+    world = make_world(
+        tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z")
+    )
     out = run_json(capsys, world, "--holdout-after", "2026-11-15")
     # Chosen on billing alone (see the slices test): 0.4, band [0.2, 0.4).
-    assert (out["pairs"], out["single"]["cutoff"], out["band"]) == (4, 0.4, {"low": 0.2, "high": 0.4,
-                                                                             "review_share": 0.5})
+    assert (out["pairs"], out["single"]["cutoff"], out["band"]) == (
+        4,
+        0.4,
+        {"low": 0.2, "high": 0.4, "review_share": 0.5},
+    )
     # On auth at 0.4: the irrelevant 0.6 passes (1 of 1), both relevant pass; none is in [0.2, 0.4).
-    assert out["holdout"] == {"after": "2026-11-15", "chosen_on": 4, "undated": 0, "pairs": 3, "acceptable": 2,
-                              "unacceptable": 1, "single": {**row(0.4, 1, 0, 1.0, 0.0), "cost": 1},
-                              "band": {"low": 0.2, "high": 0.4, "review_share": 0.0}}
+    assert out["holdout"] == {
+        "after": "2026-11-15",
+        "chosen_on": 4,
+        "undated": 0,
+        "pairs": 3,
+        "acceptable": 2,
+        "unacceptable": 1,
+        "single": {**row(0.4, 1, 0, 1.0, 0.0), "cost": 1},
+        "band": {"low": 0.2, "high": 0.4, "review_share": 0.0},
+    }
 
 
 def test_repeats_calibrate_on_the_mean_and_send_crossing_pairs_to_review(capsys, seven):
@@ -216,8 +273,16 @@ def test_repeats_calibrate_on_the_mean_and_send_crossing_pairs_to_review(capsys,
     assert (rep["n"], rep["unstable"]) == (3, 1)
     by_doc = {r["doc_id"]: r for r in rep["pairs"]}
     # single 0.4: 0.75 and 0.5 pass; low 0.2: all three; high 0.7: only 0.75.
-    assert by_doc["d5"] == {"query_id": Q2, "doc_id": "d5", "mean": 0.5, "min": 0.25, "max": 0.75,
-                            "passes": {"single": 2, "low": 3, "high": 1}, "of": 3, "unstable": True}
+    assert by_doc["d5"] == {
+        "query_id": Q2,
+        "doc_id": "d5",
+        "mean": 0.5,
+        "min": 0.25,
+        "max": 0.75,
+        "passes": {"single": 2, "low": 3, "high": 1},
+        "of": 3,
+        "unstable": True,
+    }
     assert [d for d, r in by_doc.items() if r["unstable"]] == ["d5"]
     assert len(by_doc) == 7
 
@@ -237,16 +302,19 @@ def test_nothing_to_calibrate_without_a_human_label(tmp_path, capsys):
     world = make_world(tmp_path / "w")
     code, out, err = run(capsys, world, "--json")
     assert (code, out) == (1, "")
-    assert err == ("Error: nothing to calibrate: the latest build (1) has no golden_set row with source human; "
-                   "label pairs (goldenset pool, then goldenset label serve) and build again\n")
+    assert err == (
+        "Error: nothing to calibrate: the latest build (1) has no golden_set row with source human; "
+        "label pairs (goldenset pool, then goldenset label serve) and build again\n"
+    )
 
 
 def test_nothing_to_calibrate_when_no_pair_gets_a_score(tmp_path, capsys):
     world = make_world(tmp_path / "w", [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
     code, out, err = run(capsys, world, "--json")
     assert (code, out) == (1, "")
-    assert err.startswith("Error: nothing to calibrate: none of the 1 human pair got a score (the first error: "
-                          "raised KeyError")
+    assert err.startswith(
+        "Error: nothing to calibrate: none of the 1 human pair got a score (the first error: raised KeyError"
+    )
     assert err.count("\n") == 1
 
 
@@ -257,14 +325,17 @@ def test_an_unknown_scorer_is_wrong_usage(capsys, seven):
     assert err == "Error: --scorer 'cosine' is not known; use dense, bm25, judge or module:factory\n"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--by", "team"], "--by 'team' is not known; use --by project"),
-    (["--holdout-after", "2026-13-01"], "--holdout-after '2026-13-01' is not a date; use YYYY-MM-DD"),
-    (["--scorer-config", "[1]"], "--scorer-config '[1]' is not a JSON object"),
-    (["--max-false-pass", "1.5"], "--max-false-pass 1.5 is not a rate"),
-    (["--repeats", "0"], "--repeats 0 is not a number of repeats"),
-    (["--judge-url", "http://127.0.0.1:9"], "--judge-url and --judge-model are for --scorer judge"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--by", "team"], "--by 'team' is not known; use --by project"),
+        (["--holdout-after", "2026-13-01"], "--holdout-after '2026-13-01' is not a date; use YYYY-MM-DD"),
+        (["--scorer-config", "[1]"], "--scorer-config '[1]' is not a JSON object"),
+        (["--max-false-pass", "1.5"], "--max-false-pass 1.5 is not a rate"),
+        (["--repeats", "0"], "--repeats 0 is not a number of repeats"),
+        (["--judge-url", "http://127.0.0.1:9"], "--judge-url and --judge-model are for --scorer judge"),
+    ],
+)
 def test_bad_options_are_wrong_usage(capsys, seven, args, message):
     code = main(["calibrate", "--scorer", TABLE, *seven.args(), *args])
     assert code == 2
@@ -273,14 +344,17 @@ def test_bad_options_are_wrong_usage(capsys, seven, args, message):
 
 def test_calibrate_without_a_scorer_or_a_policy_says_which_to_pass(capsys, seven):
     assert main(["calibrate", *seven.args()]) == 2
-    assert capsys.readouterr().err == ("Error: pass --scorer S (dense, bm25, judge or module:factory) to calibrate, "
-                                       "or --check POLICY to re-measure a stored policy\n")
+    assert capsys.readouterr().err == (
+        "Error: pass --scorer S (dense, bm25, judge or module:factory) to calibrate, "
+        "or --check POLICY to re-measure a stored policy\n"
+    )
 
 
 def test_calibrate_before_any_build_says_to_build(capsys, tmp_path):
     assert main(["calibrate", "--scorer", "dense", "--db", str(tmp_path / "none.duckdb")]) == 1
-    assert capsys.readouterr().err == (f"Error: no warehouse at {tmp_path / 'none.duckdb'}: run `goldenset build` "
-                                       "first\n")
+    assert capsys.readouterr().err == (
+        f"Error: no warehouse at {tmp_path / 'none.duckdb'}: run `goldenset build` first\n"
+    )
     assert not (tmp_path / "none.duckdb").exists()
 
 
@@ -288,13 +362,16 @@ def test_a_dense_model_that_cannot_load_is_one_line_and_exit_1(capsys, seven, mo
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-model"))
     code, out, err = run(capsys, seven, scorer="dense")
     assert code == 1
-    assert err == (f"Error: dense model '{tmp_path / 'no-model'}' does not exist; set GOLDENSET_DENSE_MODEL to a "
-                   "sentence-transformers model directory or unset it to use the packaged model\n")
+    assert err == (
+        f"Error: dense model '{tmp_path / 'no-model'}' does not exist; set GOLDENSET_DENSE_MODEL to a "
+        "sentence-transformers model directory or unset it to use the packaged model\n"
+    )
 
 
 def test_a_judge_nobody_listens_for_is_one_line_and_exit_1(capsys, seven, closed_port_url):
-    code, out, err = run(capsys, seven, "--judge-url", closed_port_url, "--judge-model", "m", "--rubric",
-                         str(RUBRIC), scorer="judge")
+    code, out, err = run(
+        capsys, seven, "--judge-url", closed_port_url, "--judge-model", "m", "--rubric", str(RUBRIC), scorer="judge"
+    )
     assert code == 1
     assert err.startswith(f"Error: judge at {closed_port_url} is unreachable (ConnectError")
     assert err.count("\n") == 1
@@ -310,24 +387,45 @@ def test_a_judge_without_url_or_model_is_wrong_usage(capsys, seven):
 def test_calibrating_the_judge_keeps_invalid_answers_and_failures_apart(capsys, seven, judge_stub):
     text_of = {TEXT[d]: d for d in TEXT}
     span = {d: TEXT[d][:20] for d in TEXT}
-    replies = {"d1": good(0), "d2": good(2, span=span["d2"]), "d3": good(1, span=span["d3"]),
-               "d4": good(1, span=span["d4"]), "d5": good(2, span=span["d5"]),
-               "d6": good(2, span="refunds within 99 days"), "d7": Reply(500, body='{"error": "overloaded"}')}
+    replies = {
+        "d1": good(0),
+        "d2": good(2, span=span["d2"]),
+        "d3": good(1, span=span["d3"]),
+        "d4": good(1, span=span["d4"]),
+        "d5": good(2, span=span["d5"]),
+        "d6": good(2, span="refunds within 99 days"),
+        "d7": Reply(500, body='{"error": "overloaded"}'),
+    }
     judge_stub.answer_by(lambda body: replies[text_of[passage_of(body)]])
-    out = run_json(capsys, seven, "--judge-url", judge_stub.url, "--judge-model", "stub-model", "--rubric",
-                   str(RUBRIC), scorer="judge")
+    out = run_json(
+        capsys,
+        seven,
+        "--judge-url",
+        judge_stub.url,
+        "--judge-model",
+        "stub-model",
+        "--rubric",
+        str(RUBRIC),
+        scorer="judge",
+    )
     # Scored: d1 0 irr, d2 2 rel, d3 1 irr, d4 1 part, d5 2 rel. Cutoffs 0, 1, 2, null:
     # fp 2, 1, 0, 0; ff 0, 0, 1, 3; costs 2, 1, 1, 3: 1 and 2 tie, 2 wins.
     assert (out["scorer"], out["pairs"], out["acceptable"], out["unacceptable"]) == ("judge", 5, 3, 2)
     assert out["version"] == "judge-prompt-v1"
-    assert out["cutoffs"] == [row(0.0, 2, 0, 1.0, 0.0), row(1.0, 1, 0, 0.5, 0.0), row(2.0, 0, 1, 0.0, 0.3333),
-                              row(None, 0, 3, 0.0, 1.0)]
+    assert out["cutoffs"] == [
+        row(0.0, 2, 0, 1.0, 0.0),
+        row(1.0, 1, 0, 0.5, 0.0),
+        row(2.0, 0, 1, 0.0, 0.3333),
+        row(None, 0, 3, 0.0, 1.0),
+    ]
     assert out["single"] == {**row(2.0, 0, 1, 0.0, 0.3333), "cost": 1}
     assert out["band"] == {"low": 1.0, "high": 2.0, "review_share": 0.4}  # d3, d4 of 5
     reasons = {e["doc_id"]: e["reason"] for e in out["error_pairs"]}
     assert reasons["d6"] == "invalid answer: hallucinated_span"
-    assert reasons["d7"].startswith("raised ScorerError: judge at ") and "failed after 3 attempt(s): HTTP 500" in \
-        reasons["d7"]
+    assert (
+        reasons["d7"].startswith("raised ScorerError: judge at ")
+        and "failed after 3 attempt(s): HTTP 500" in reasons["d7"]
+    )
     assert out["errors"] == 2
     user = judge_stub.requests[0].body["messages"][1]["content"]
     assert user.startswith("The system being tested: A support-agent-facing assistant")
@@ -337,15 +435,33 @@ def test_calibrating_the_judge_keeps_invalid_answers_and_failures_apart(capsys, 
 def test_a_judge_policy_is_rechecked_with_the_judge_it_stored(capsys, seven, judge_stub, tmp_path):
     text_of = {TEXT[d]: d for d in TEXT}
     grade = {"d1": 0, "d2": 2, "d3": 0, "d4": 1, "d5": 2, "d6": 0, "d7": 2}  # agrees with ana everywhere
-    judge_stub.answer_by(lambda body: good(g := grade[text_of[passage_of(body)]], "Says so.",
-                                           TEXT[text_of[passage_of(body)]][:12] if g else ""))
+    judge_stub.answer_by(
+        lambda body: good(
+            g := grade[text_of[passage_of(body)]], "Says so.", TEXT[text_of[passage_of(body)]][:12] if g else ""
+        )
+    )
     path = tmp_path / "judge-policy.json"
-    code, out, err = run(capsys, seven, "--judge-url", judge_stub.url, "--judge-model", "stub-model", "--rubric",
-                         str(RUBRIC), "--policy", str(path), scorer="judge")
+    code, out, err = run(
+        capsys,
+        seven,
+        "--judge-url",
+        judge_stub.url,
+        "--judge-model",
+        "stub-model",
+        "--rubric",
+        str(RUBRIC),
+        "--policy",
+        str(path),
+        scorer="judge",
+    )
     assert code == 0, err
     policy = json.loads(path.read_text())
-    assert policy["config"] == {"url": judge_stub.url, "model": "stub-model", "as_of": "2026-08-01",
-                                "task": policy["config"]["task"]}
+    assert policy["config"] == {
+        "url": judge_stub.url,
+        "model": "stub-model",
+        "as_of": "2026-08-01",
+        "task": policy["config"]["task"],
+    }
     assert policy["config"]["task"].startswith("A support-agent-facing assistant")
     asked = len(judge_stub.requests)
     assert main(["calibrate", "--check", str(path), *seven.args(), "--json"]) == 0
@@ -365,8 +481,10 @@ def test_bm25_scores_over_the_builds_snapshot_and_a_passage_without_a_query_toke
 
     con = connect(seven.db, read_only=True)
     try:
-        fingerprints = con.execute("SELECT DISTINCT s.corpus_fingerprint = b.corpus_fingerprint FROM score_cache s, "
-                                   "golden_builds b WHERE s.scorer = 'bm25' AND b.build_id = 2").fetchall()
+        fingerprints = con.execute(
+            "SELECT DISTINCT s.corpus_fingerprint = b.corpus_fingerprint FROM score_cache s, "
+            "golden_builds b WHERE s.scorer = 'bm25' AND b.build_id = 2"
+        ).fetchall()
     finally:
         con.close()
     assert fingerprints == [(True,)]
@@ -378,17 +496,21 @@ def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp
     code, out, err = run(capsys, world, "--bootstrap", "20", "--by", "project")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == ("table 1 against human labels of build 2: 7 pairs scored (4 acceptable, 3 unacceptable), "
-                        "1 error")
+    assert lines[0] == (
+        "table 1 against human labels of build 2: 7 pairs scored (4 acceptable, 3 unacceptable), 1 error"
+    )
     cells = {tuple(c.strip() for c in line.strip("│┃").split("│")) for line in lines if line.startswith("│")}
     assert ("0.2", "2", "0", "0.6667", "0.0000", "2", "low") in cells
     assert ("0.4", "1", "1", "0.3333", "0.2500", "2", "single") in cells
     assert ("0.7", "0", "3", "0.0000", "0.7500", "3", "high") in cells
     assert ("none passes", "0", "4", "0.0000", "1.0000", "4", "") in cells
-    assert ("single cutoff 0.4: cost 2 (R 1 x 1 false pass + 1 false fail); false-pass rate 0.3333 (1 of 3), "
-            "false-fail rate 0.2500 (1 of 4)") in lines
-    assert ("review band [0.2, 0.7): 5 of 7 pairs (0.7143) go to review; pass at >= 0.7, fail below 0.2 "
-            "(A 0.05, B 0.05)") in lines
+    assert (
+        "single cutoff 0.4: cost 2 (R 1 x 1 false pass + 1 false fail); false-pass rate 0.3333 (1 of 3), "
+        "false-fail rate 0.2500 (1 of 4)"
+    ) in lines
+    assert (
+        "review band [0.2, 0.7): 5 of 7 pairs (0.7143) go to review; pass at >= 0.7, fail below 0.2 (A 0.05, B 0.05)"
+    ) in lines
     assert any(line.startswith("bootstrap, 20 resamples (seed 0)") for line in lines)
     assert any(c[0] == "false-pass" and len(c) == 6 for c in cells)
     assert any(c[:5] == ("billing", "4", "2", "2", "0.4") for c in cells)
@@ -397,18 +519,22 @@ def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp
 
 
 def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys):
-    world = make_world(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else
-                                                   "2026-11-20T09:00:00Z"))
+    world = make_world(
+        tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z")
+    )
     table = {d: s for _, d, _, s in SEVEN} | {"d2": [0.1, 0.3, 0.2]}  # mean 0.2, on both sides of 0.2
-    code, out, err = run(capsys, world, "--holdout-after", "2026-11-15", "--repeats", "3",
-                         config=scorer_config(table))
+    code, out, err = run(capsys, world, "--holdout-after", "2026-11-15", "--repeats", "3", config=scorer_config(table))
     assert code == 0, err
     lines = out.splitlines()
-    assert ("holdout: chosen on 4 pairs labelled before 2026-11-15 (0 undated left out); on the 3 labelled from "
-            "then on, the single cutoff 0.4 has false-pass rate 1.0000 (1 of 1), false-fail rate 0.0000 (0 of 2), "
-            "and 0 of them (0.0000) fall in the band") in lines
-    assert ("repeats: 3 scores per pair, calibrated on the mean; 1 unstable pair (repeats on both sides of a "
-            "chosen cutoff) goes to review") in lines
+    assert (
+        "holdout: chosen on 4 pairs labelled before 2026-11-15 (0 undated left out); on the 3 labelled from "
+        "then on, the single cutoff 0.4 has false-pass rate 1.0000 (1 of 1), false-fail rate 0.0000 (0 of 2), "
+        "and 0 of them (0.0000) fall in the band"
+    ) in lines
+    assert (
+        "repeats: 3 scores per pair, calibrated on the mean; 1 unstable pair (repeats on both sides of a "
+        "chosen cutoff) goes to review"
+    ) in lines
     cells = [tuple(c.strip() for c in line.strip("│").split("│")) for line in lines if line.startswith("│")]
     # d2 at 0.1, 0.3, 0.2: the single cutoff 0.4 passes none, the low 0.2 two, the high 0.4 none.
     assert (Q1, "d2", "0.2", "0.1-0.3", "0", "2", "0", "yes") in cells
@@ -444,14 +570,27 @@ def _policy(capsys, world, path: Path, *args):
 def test_the_policy_manifest_records_the_scorer_cutoffs_costs_and_build(capsys, seven, tmp_path):
     policy = _policy(capsys, seven, tmp_path / "policy.json")
     assert (policy["policy_version"], policy["scorer"], policy["version"], policy["against"]) == (
-        1, "table", "1", "human")
+        1,
+        "table",
+        "1",
+        "human",
+    )
     assert policy["config"] == {"factory": TABLE, "options": json.loads(scorer_config())}
     assert policy["cutoffs"] == {"single": 0.4, "band": {"low": 0.2, "high": 0.7}, "high": 0.7, "low": 0.2}
     assert policy["costs"] == {"cost_ratio": 1.0, "max_false_pass": 0.05, "max_false_fail": 0.05}
-    assert policy["chosen_on"] == {"build_id": 2, "pairs": 7, "acceptable": 4, "unacceptable": 3, "errors": 0,
-                                   "holdout_after": None}
-    assert policy["rates"] == {"single": {"false_pass_rate": 0.3333, "false_fail_rate": 0.25},
-                               "high": {"false_pass_rate": 0.0}, "low": {"false_fail_rate": 0.0}}
+    assert policy["chosen_on"] == {
+        "build_id": 2,
+        "pairs": 7,
+        "acceptable": 4,
+        "unacceptable": 3,
+        "errors": 0,
+        "holdout_after": None,
+    }
+    assert policy["rates"] == {
+        "single": {"false_pass_rate": 0.3333, "false_fail_rate": 0.25},
+        "high": {"false_pass_rate": 0.0},
+        "low": {"false_fail_rate": 0.0},
+    }
 
 
 def test_check_holds_on_the_labels_the_policy_was_chosen_on(capsys, seven, tmp_path):
@@ -462,14 +601,20 @@ def test_check_holds_on_the_labels_the_policy_was_chosen_on(capsys, seven, tmp_p
     assert code == 0, got.err
     out = json.loads(got.out)
     assert (out["holds"], out["scorer"], out["version"], out["scorer_version"], out["build_id"]) == (
-        True, "table", "1", "1", 2)
+        True,
+        "table",
+        "1",
+        "1",
+        2,
+    )
     assert [(c["name"], c["measured"], c["limit"], c["holds"]) for c in out["checks"][:2]] == [
-        ("false_pass_rate_at_high", 0.0, 0.05, True), ("false_fail_rate_at_low", 0.0, 0.05, True)]
+        ("false_pass_rate_at_high", 0.0, 0.05, True),
+        ("false_fail_rate_at_low", 0.0, 0.05, True),
+    ]
     assert [c["name"] for c in out["checks"][2:]] == ["scorer_version", "scorer_config"]
     code = main(["calibrate", "--check", str(path), *seven.args()])
     assert code == 0
-    assert capsys.readouterr().out.splitlines()[0] == (f"policy {path} (table 1, chosen on build 2) on build 2: "
-                                                       "holds")
+    assert capsys.readouterr().out.splitlines()[0] == (f"policy {path} (table 1, chosen on build 2) on build 2: holds")
 
 
 def test_check_fails_once_todays_labels_pass_an_unacceptable_pair_above_high(capsys, seven, tmp_path):
@@ -485,9 +630,12 @@ def test_check_fails_once_todays_labels_pass_an_unacceptable_pair_above_high(cap
     assert (out["holds"], out["build_id"], out["pairs"], out["unacceptable"]) == (False, 3, 8, 4)
     assert out["high"] == row(0.7, 1, 3, 0.25, 0.75)
     assert [(c["name"], c["measured"], c["holds"]) for c in out["checks"] if not c["holds"]] == [
-        ("false_pass_rate_at_high", 0.25, False)]
-    assert got.err == (f"Error: policy {path} does not hold on build 3: false_pass_rate_at_high 0.2500 (limit "
-                       "0.0500); calibrate again and review the new cutoffs\n")
+        ("false_pass_rate_at_high", 0.25, False)
+    ]
+    assert got.err == (
+        f"Error: policy {path} does not hold on build 3: false_pass_rate_at_high 0.2500 (limit "
+        "0.0500); calibrate again and review the new cutoffs\n"
+    )
 
 
 def test_check_reports_a_scorer_version_other_than_the_policys(capsys, seven, tmp_path):
@@ -498,22 +646,27 @@ def test_check_reports_a_scorer_version_other_than_the_policys(capsys, seven, tm
     out = json.loads(capsys.readouterr().out)
     assert code == 1
     assert [(c["name"], c["measured"], c["limit"]) for c in out["checks"] if not c["holds"]] == [
-        ("scorer_version", "1", "0")]
+        ("scorer_version", "1", "0")
+    ]
 
 
 def test_check_refuses_options_that_choose_a_new_policy(capsys, seven, tmp_path):
-    code = main(["calibrate", "--check", str(tmp_path / "p.json"), "--scorer", "dense", "--bootstrap", "5",
-                 *seven.args()])
+    code = main(
+        ["calibrate", "--check", str(tmp_path / "p.json"), "--scorer", "dense", "--bootstrap", "5", *seven.args()]
+    )
     assert code == 2
-    assert capsys.readouterr().err == ("Error: --check re-measures the stored policy with its own scorer, cutoffs "
-                                       "and costs; drop --scorer, --bootstrap\n")
+    assert capsys.readouterr().err == (
+        "Error: --check re-measures the stored policy with its own scorer, cutoffs "
+        "and costs; drop --scorer, --bootstrap\n"
+    )
 
 
 def test_check_of_a_missing_policy_file_says_which_file(capsys, seven, tmp_path):
     code = main(["calibrate", "--check", str(tmp_path / "p.json"), *seven.args()])
     assert code == 1
-    assert capsys.readouterr().err == (f"Error: policy {tmp_path / 'p.json'} does not exist; pass the file "
-                                       "`calibrate --policy` wrote\n")
+    assert capsys.readouterr().err == (
+        f"Error: policy {tmp_path / 'p.json'} does not exist; pass the file `calibrate --policy` wrote\n"
+    )
 
 
 # --------------------------------------------------------------------------- dense, on the real model
@@ -532,8 +685,9 @@ def test_dense_calibrates_the_cosines_of_the_packaged_model(capsys, seven, model
 
     task = {Q1: Q1_TASK, Q2: Q2_TASK}
     vectors = model.embed([task[q] for q, *_ in SEVEN] + [TEXT[d] for _, d, *_ in SEVEN])
-    cosines = sorted({float(np.dot(vectors[i].astype(np.float64), vectors[i + 7].astype(np.float64)))
-                      for i in range(7)})
+    cosines = sorted(
+        {float(np.dot(vectors[i].astype(np.float64), vectors[i + 7].astype(np.float64))) for i in range(7)}
+    )
     out = run_json(capsys, seven, scorer="dense")
     assert (out["scorer"], out["version"], out["pairs"], out["acceptable"]) == ("dense", "cosine-1", 7, 4)
     got = [c["cutoff"] for c in out["cutoffs"]]

@@ -51,9 +51,11 @@ def test_the_request_is_a_temperature_zero_chat_completion_with_the_prompt(judge
     system, user = seen.body["messages"]
     assert system["role"] == "system" and '"supporting_span"' in system["content"]
     assert user["role"] == "user"
-    assert user["content"] == ("The system being tested: Answers refund questions.\n\n"
-                               "Judge as of 2026-08-01: a passage that is not in force on that date does not "
-                               f"answer.\n\nQuery:\n{QUERY}\n\nPassage:\n{PASSAGE}")
+    assert user["content"] == (
+        "The system being tested: Answers refund questions.\n\n"
+        "Judge as of 2026-08-01: a passage that is not in force on that date does not "
+        f"answer.\n\nQuery:\n{QUERY}\n\nPassage:\n{PASSAGE}"
+    )
     assert "authorization" not in seen.headers
 
 
@@ -87,31 +89,36 @@ _31 = " ".join(["word"] * 31)
 _30 = " ".join(["word"] * 30)
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    ('Sure! {"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"}', "not_json"),
-    ('{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"} Hope this helps.', "not_json"),
-    ('```json\n{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"}\n```', "not_json"),
-    ("The passage is relevant.", "not_json"),
-    ("", "not_json"),
-    ('{"score": NaN, "rationale_summary": "x"}', "not_json"),
-    ('{"score": 1, "score": 2, "supporting_span": "Refunds"}', "not_json"),
-    ('{"score": 0} {"score": 0}', "not_json"),
-    ('[{"score": 0}]', "not_json"),
-    ('{"score": 1.0, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
-    ('{"score": true, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
-    ('{"score": "1", "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
-    ('{"score": 3, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
-    ('{"score": -1, "rationale_summary": "x"}', "bad_score"),
-    ('{"rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
-    (json.dumps({"score": 2, "rationale_summary": _31, "supporting_span": "Refunds"}), "long_rationale"),
-    ('{"score": 0, "rationale_summary": 7}', "long_rationale"),
-    ('{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds are issued within 30 days."}',
-     "hallucinated_span"),
-    ('{"score": 1, "rationale_summary": "x", "supporting_span": "refunds are issued"}', "hallucinated_span"),
-    ('{"score": 2, "rationale_summary": "x", "supporting_span": ""}', "hallucinated_span"),
-    ('{"score": 2, "rationale_summary": "x"}', "hallucinated_span"),
-    ('{"score": 1, "rationale_summary": "x", "supporting_span": ["Refunds"]}', "hallucinated_span"),
-])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('Sure! {"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"}', "not_json"),
+        ('{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"} Hope this helps.', "not_json"),
+        ('```json\n{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds"}\n```', "not_json"),
+        ("The passage is relevant.", "not_json"),
+        ("", "not_json"),
+        ('{"score": NaN, "rationale_summary": "x"}', "not_json"),
+        ('{"score": 1, "score": 2, "supporting_span": "Refunds"}', "not_json"),
+        ('{"score": 0} {"score": 0}', "not_json"),
+        ('[{"score": 0}]', "not_json"),
+        ('{"score": 1.0, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
+        ('{"score": true, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
+        ('{"score": "1", "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
+        ('{"score": 3, "rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
+        ('{"score": -1, "rationale_summary": "x"}', "bad_score"),
+        ('{"rationale_summary": "x", "supporting_span": "Refunds"}', "bad_score"),
+        (json.dumps({"score": 2, "rationale_summary": _31, "supporting_span": "Refunds"}), "long_rationale"),
+        ('{"score": 0, "rationale_summary": 7}', "long_rationale"),
+        (
+            '{"score": 2, "rationale_summary": "x", "supporting_span": "Refunds are issued within 30 days."}',
+            "hallucinated_span",
+        ),
+        ('{"score": 1, "rationale_summary": "x", "supporting_span": "refunds are issued"}', "hallucinated_span"),
+        ('{"score": 2, "rationale_summary": "x", "supporting_span": ""}', "hallucinated_span"),
+        ('{"score": 2, "rationale_summary": "x"}', "hallucinated_span"),
+        ('{"score": 1, "rationale_summary": "x", "supporting_span": ["Refunds"]}', "hallucinated_span"),
+    ],
+)
 def test_a_malformed_answer_is_invalid_with_its_reason(judge_stub, content, reason):
     judge_stub.push(answer(content))
     got = client(judge_stub.url).ask(QUERY, PASSAGE)
@@ -121,15 +128,24 @@ def test_a_malformed_answer_is_invalid_with_its_reason(judge_stub, content, reas
     assert len(judge_stub.requests) == 1  # an invalid answer is never asked again
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (f'  \n{{"score": 2, "rationale_summary": "{_30}", "supporting_span": "Store credit never expires."}}\n ',
-     JudgeAnswer(2, _30, "Store credit never expires.")),
-    ('{"score": 0}', JudgeAnswer(0, "", "")),
-    ('{"score": 0, "rationale_summary": null, "supporting_span": "made up", "confidence": 0.9}',
-     JudgeAnswer(0, "", "made up")),
-    ('{"score": 1, "rationale_summary": "Partly.", "supporting_span": "14 days", "extra": {"a": 1}}',
-     JudgeAnswer(1, "Partly.", "14 days")),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            f'  \n{{"score": 2, "rationale_summary": "{_30}", "supporting_span": "Store credit never expires."}}\n ',
+            JudgeAnswer(2, _30, "Store credit never expires."),
+        ),
+        ('{"score": 0}', JudgeAnswer(0, "", "")),
+        (
+            '{"score": 0, "rationale_summary": null, "supporting_span": "made up", "confidence": 0.9}',
+            JudgeAnswer(0, "", "made up"),
+        ),
+        (
+            '{"score": 1, "rationale_summary": "Partly.", "supporting_span": "14 days", "extra": {"a": 1}}',
+            JudgeAnswer(1, "Partly.", "14 days"),
+        ),
+    ],
+)
 def test_answers_at_the_edges_are_valid(content, expected):
     # 30 words is the limit, not past it; a score-0 span is not checked; other keys are ignored.
     assert validate_answer(content, PASSAGE) == expected
@@ -137,8 +153,10 @@ def test_answers_at_the_edges_are_valid(content, expected):
 
 def test_the_first_reason_that_applies_wins():
     assert validate_answer(json.dumps({"score": 3, "rationale_summary": _31}), PASSAGE).reason == "bad_score"
-    assert validate_answer(json.dumps({"score": 2, "rationale_summary": _31, "supporting_span": "nope"}),
-                           PASSAGE).reason == "long_rationale"
+    assert (
+        validate_answer(json.dumps({"score": 2, "rationale_summary": _31, "supporting_span": "nope"}), PASSAGE).reason
+        == "long_rationale"
+    )
 
 
 def test_a_message_without_text_content_is_not_json(judge_stub):
@@ -193,10 +211,13 @@ def test_connection_refused_is_an_error_after_the_retries(closed_port_url):
         client(closed_port_url).ask(QUERY, PASSAGE)
 
 
-@pytest.mark.parametrize(("url", "model", "message"), [
-    ("127.0.0.1:8080", "m", "is not an http"),
-    ("http://127.0.0.1:8080", "", "--judge-model is empty"),
-])
+@pytest.mark.parametrize(
+    ("url", "model", "message"),
+    [
+        ("127.0.0.1:8080", "m", "is not an http"),
+        ("http://127.0.0.1:8080", "", "--judge-model is empty"),
+    ],
+)
 def test_bad_judge_settings_are_usage_errors(url, model, message):
     with pytest.raises(UsageError, match=message):
         JudgeSettings(url, model)
@@ -204,8 +225,12 @@ def test_bad_judge_settings_are_usage_errors(url, model, message):
 
 # --------------------------------------------------------------------------- health
 def test_health_is_the_share_of_hallucinated_spans_among_answers():
-    answers = [JudgeAnswer(2, "", "x"), InvalidAnswer("hallucinated_span", "", ""),
-               InvalidAnswer("not_json", "", ""), JudgeAnswer(0, "", "")]
+    answers = [
+        JudgeAnswer(2, "", "x"),
+        InvalidAnswer("hallucinated_span", "", ""),
+        InvalidAnswer("not_json", "", ""),
+        JudgeAnswer(0, "", ""),
+    ]
     assert hallucination_share(answers) == 0.25
     assert hallucination_share([]) == 0.0
     assert invalid_counts(answers) == {"not_json": 1, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 1}
@@ -220,8 +245,11 @@ def test_the_probe_passes_when_the_server_lists_the_model(judge_stub):
 
 def test_the_probe_refuses_a_model_the_server_does_not_list(judge_stub):
     judge_stub.models = ["qwen2.5-7b-instruct", "llama3:latest"]
-    with pytest.raises(ScorerError, match=r"does not serve model 'stub-model' \(it serves qwen2.5-7b-instruct, "
-                                          r"llama3:latest\); pass one of those as --judge-model"):
+    with pytest.raises(
+        ScorerError,
+        match=r"does not serve model 'stub-model' \(it serves qwen2.5-7b-instruct, "
+        r"llama3:latest\); pass one of those as --judge-model",
+    ):
         client(judge_stub.url).probe()
 
 

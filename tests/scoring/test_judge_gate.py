@@ -26,10 +26,22 @@ from goldenset_dagster.cli import main
 
 DOC_OF = {text: d for d, text in TEXT.items()}
 GRADE = {"relevant": 2, "partial": 1, "irrelevant": 0}
-ANA = {(Q1, "d1"): "relevant", (Q1, "d2"): "relevant", (Q1, "d3"): "partial", (Q2, "d5"): "irrelevant",
-       (Q2, "d6"): "irrelevant"}
-JUDGE_ONLY = {(Q1, "d4"): "relevant", (Q2, "d7"): "partial", (Q2, "d8"): "irrelevant", (Q3, "d9"): "relevant",
-              (Q3, "p1"): "irrelevant", (Q3, "p2"): "partial", (Q3, "p3"): "relevant"}
+ANA = {
+    (Q1, "d1"): "relevant",
+    (Q1, "d2"): "relevant",
+    (Q1, "d3"): "partial",
+    (Q2, "d5"): "irrelevant",
+    (Q2, "d6"): "irrelevant",
+}
+JUDGE_ONLY = {
+    (Q1, "d4"): "relevant",
+    (Q2, "d7"): "partial",
+    (Q2, "d8"): "irrelevant",
+    (Q3, "d9"): "relevant",
+    (Q3, "p1"): "irrelevant",
+    (Q3, "p2"): "partial",
+    (Q3, "p3"): "relevant",
+}
 JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
 HELD_BACK_WHY = "kappa 0.6875 on 5 shared pairs (needs >= {k:g} on >= {n} pairs); 12 labels held back"
 
@@ -48,28 +60,65 @@ def judged(tmp_path, capsys, judge_stub):
         return good(grade, "As the rubric says.", TEXT[doc][:16] if grade else "")
 
     judge_stub.answer_by(reply)
-    assert main(["judge", "label", "--annotator", "qwen", "--judge-url", judge_stub.url, "--judge-model",
-                 "stub-model", "--labels", str(world.labels), "--rubric", str(RUBRIC), *world.args(),
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "judge",
+                "label",
+                "--annotator",
+                "qwen",
+                "--judge-url",
+                judge_stub.url,
+                "--judge-model",
+                "stub-model",
+                "--labels",
+                str(world.labels),
+                "--rubric",
+                str(RUBRIC),
+                *world.args(),
+                "--json",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     return world
 
 
 def cli_build(world) -> int:
-    return main(["build", "--logs", str(world.logs), "--corpus", str(world.corpus), "--db", str(world.db),
-                 "--labels", str(world.labels), "--rubric", str(RUBRIC)])
+    return main(
+        [
+            "build",
+            "--logs",
+            str(world.logs),
+            "--corpus",
+            str(world.corpus),
+            "--db",
+            str(world.db),
+            "--labels",
+            str(world.labels),
+            "--rubric",
+            str(RUBRIC),
+        ]
+    )
 
 
 def latest(world):
     con = connect(world.db, read_only=True)
     try:
-        build = con.execute("SELECT n_human_labels, n_judge_labels, judge_labels_held_back FROM golden_builds "
-                            "ORDER BY build_id DESC LIMIT 1").fetchone()
-        rows = con.execute("SELECT query_id, doc_id, source, label, grade FROM golden_set WHERE source <> 'log' "
-                           "ORDER BY query_id, doc_id").fetchall()
-        judges = con.execute("SELECT annotator, n, kappa, passed, labels, min_pairs, min_kappa FROM build_judges "
-                             "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC "
-                             "LIMIT 1)").fetchall()
+        build = con.execute(
+            "SELECT n_human_labels, n_judge_labels, judge_labels_held_back FROM golden_builds "
+            "ORDER BY build_id DESC LIMIT 1"
+        ).fetchone()
+        rows = con.execute(
+            "SELECT query_id, doc_id, source, label, grade FROM golden_set WHERE source <> 'log' "
+            "ORDER BY query_id, doc_id"
+        ).fetchall()
+        judges = con.execute(
+            "SELECT annotator, n, kappa, passed, labels, min_pairs, min_kappa FROM build_judges "
+            "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC "
+            "LIMIT 1)"
+        ).fetchall()
     finally:
         con.close()
     return build, {(q, d): (src, lab, g) for q, d, src, lab, g in rows}, judges
@@ -88,8 +137,16 @@ def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_name
     assert rows == {pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()}
     assert judges == [("qwen", 5, 0.6875, False, 12, 50, 0.6)]
     assert status_json(judged, capsys)["judges_held_back"] == [
-        {"annotator": "qwen", "n": 5, "kappa": 0.6875, "min_pairs": 50, "min_kappa": 0.6, "labels": 12,
-         "why": HELD_BACK_WHY.format(k=0.6, n=50)}]
+        {
+            "annotator": "qwen",
+            "n": 5,
+            "kappa": 0.6875,
+            "min_pairs": 50,
+            "min_kappa": 0.6,
+            "labels": 12,
+            "why": HELD_BACK_WHY.format(k=0.6, n=50),
+        }
+    ]
     assert main(["status", "--db", str(judged.db)]) == 0
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert f"judge qwen held back: {HELD_BACK_WHY.format(k=0.6, n=50)}" in text
@@ -103,16 +160,37 @@ def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, c
     assert build == (5, 7, 0)
     assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.6)]
     # ana's five pairs keep her labels, d6 included (the judge says relevant, and its line is later).
-    assert rows == {**{pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()},
-                    **{pair: ("judge", lab, GRADE[lab]) for pair, lab in JUDGE_ONLY.items()}}
+    assert rows == {
+        **{pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()},
+        **{pair: ("judge", lab, GRADE[lab]) for pair, lab in JUDGE_ONLY.items()},
+    }
     assert status_json(judged, capsys)["judges_held_back"] == []
 
 
 def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monkeypatch):
     monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "500")
-    assert main(["build", "--logs", str(judged.logs), "--corpus", str(judged.corpus), "--db", str(judged.db),
-                 "--labels", str(judged.labels), "--rubric", str(RUBRIC),
-                 "--judge-min-pairs", "5", "--judge-min-kappa", "0.68"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--logs",
+                str(judged.logs),
+                "--corpus",
+                str(judged.corpus),
+                "--db",
+                str(judged.db),
+                "--labels",
+                str(judged.labels),
+                "--rubric",
+                str(RUBRIC),
+                "--judge-min-pairs",
+                "5",
+                "--judge-min-kappa",
+                "0.68",
+            ]
+        )
+        == 0
+    )
     build, _, judges = latest(judged)
     assert build == (5, 7, 0)
     assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.68)]

@@ -35,10 +35,12 @@ REPLIES = {
     "p2": answer('```json\n{"score": 0, "rationale_summary": "no", "supporting_span": ""}\n```'),
     "p3": good(0, "No.", ""),
 }
-EXPECTED_JSON = {"scored": 12, "labels_written": 5,
-                 "invalid": {"not_json": 2, "bad_score": 1, "long_rationale": 1, "hallucinated_span": 1,
-                             "no_label_for_grade": 0},
-                 "errors": 2}
+EXPECTED_JSON = {
+    "scored": 12,
+    "labels_written": 5,
+    "invalid": {"not_json": 2, "bad_score": 1, "long_rationale": 1, "hallucinated_span": 1, "no_label_for_grade": 0},
+    "errors": 2,
+}
 
 
 @pytest.fixture
@@ -51,8 +53,26 @@ def queued(tmp_path, capsys):
 
 
 def judge_label(world, stub_url, *args, annotator="qwen", rubric=RUBRIC, timeout="0.5"):
-    return main(["judge", "label", "--annotator", annotator, "--judge-url", stub_url, "--judge-model", "stub-model",
-                 "--timeout", timeout, "--labels", str(world.labels), "--rubric", str(rubric), *world.args(), *args])
+    return main(
+        [
+            "judge",
+            "label",
+            "--annotator",
+            annotator,
+            "--judge-url",
+            stub_url,
+            "--judge-model",
+            "stub-model",
+            "--timeout",
+            timeout,
+            "--labels",
+            str(world.labels),
+            "--rubric",
+            str(rubric),
+            *world.args(),
+            *args,
+        ]
+    )
 
 
 def lines_of(world, annotator="qwen"):
@@ -88,9 +108,12 @@ def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stu
     # grade 2 -> relevant (pass-only rule: the first dimension decides); 1 -> partial (its fail
     # clause names coverage); 0 -> irrelevant (any_fail: answerability comes first).
     assert {d: (x["query_id"], x["label"], x["decided_by"]) for d, x in by_doc.items()} == {
-        "d1": (Q1, "relevant", "answerability"), "d2": (Q1, "partial", "coverage"),
-        "d3": (Q1, "irrelevant", "answerability"), "d4": (Q1, "relevant", "answerability"),
-        "p3": (Q3, "irrelevant", "answerability")}
+        "d1": (Q1, "relevant", "answerability"),
+        "d2": (Q1, "partial", "coverage"),
+        "d3": (Q1, "irrelevant", "answerability"),
+        "d4": (Q1, "relevant", "answerability"),
+        "p3": (Q3, "irrelevant", "answerability"),
+    }
     for line in lines:
         rec = parse_label_line(json.dumps(line).encode(), rubric)
         assert (rec.kind, rec.annotator, rec.rubric, rec.doc_version) == ("judge", "qwen", "support-policies", "v1")
@@ -98,12 +121,13 @@ def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stu
         assert line["ts"].endswith("Z") and len(line["ts"]) == len("2026-12-01T10:00:00.123456Z")
         assert (line["judge_model"], line["judge_prompt_version"]) == ("stub-model", "1")
     assert (by_doc["d1"]["rationale_summary"], by_doc["d1"]["supporting_span"]) == (
-        "It gives the refund window.", "Policy text of d1")
+        "It gives the refund window.",
+        "Policy text of d1",
+    )
     assert by_doc["d3"]["supporting_span"] == ""
 
 
-def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_figure(capsys, queued,
-                                                                                    stub_by_passage):
+def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_figure(capsys, queued, stub_by_passage):
     assert judge_label(queued, stub_by_passage.url) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("judge qwen: asked 12 of 12 queue rows; 5 label lines written to ")
@@ -125,16 +149,27 @@ def test_the_prompt_carries_the_rubrics_task_and_date_and_the_golden_task(capsys
 
 def test_a_score_no_rubric_label_has_is_invalid_no_label_for_grade(capsys, queued, judge_stub, tmp_path):
     rubric = tmp_path / "two-grades.yaml"
-    rubric.write_text("name: support-policies\ntask: Answer policy questions.\ndimensions:\n"
-                      "  answerability: The passage answers it.\nlabels:\n"
-                      "  relevant: {grade: 2, pass: [answerability]}\n"
-                      "  irrelevant: {grade: 0, fail: [answerability]}\n")
+    rubric.write_text(
+        "name: support-policies\ntask: Answer policy questions.\ndimensions:\n"
+        "  answerability: The passage answers it.\nlabels:\n"
+        "  relevant: {grade: 2, pass: [answerability]}\n"
+        "  irrelevant: {grade: 0, fail: [answerability]}\n"
+    )
     judge_stub.answer_by(lambda body: good(1, "Half.", SPAN[DOC_OF[passage_of(body)]]))
     assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == {"scored": 12, "labels_written": 0, "invalid": {
-        "not_json": 0, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 0, "no_label_for_grade": 12},
-        "errors": 0}
+    assert out == {
+        "scored": 12,
+        "labels_written": 0,
+        "invalid": {
+            "not_json": 0,
+            "bad_score": 0,
+            "long_rationale": 0,
+            "hallucinated_span": 0,
+            "no_label_for_grade": 12,
+        },
+        "errors": 0,
+    }
     assert lines_of(queued) == ([], [])
 
 
@@ -151,9 +186,18 @@ def test_an_empty_queue_asks_nothing_and_says_to_pool(tmp_path, capsys, judge_st
     world = make_world(tmp_path / "w")
     assert judge_label(world, judge_stub.url, "--json") == 0
     got = capsys.readouterr()
-    assert json.loads(got.out) == {"scored": 0, "labels_written": 0, "invalid": {
-        "not_json": 0, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 0, "no_label_for_grade": 0},
-        "errors": 0}
+    assert json.loads(got.out) == {
+        "scored": 0,
+        "labels_written": 0,
+        "invalid": {
+            "not_json": 0,
+            "bad_score": 0,
+            "long_rationale": 0,
+            "hallucinated_span": 0,
+            "no_label_for_grade": 0,
+        },
+        "errors": 0,
+    }
     assert "the labelling queue is empty: run `goldenset pool` first" in got.err
     assert judge_stub.requests == [] and judge_stub.probes == []
 
@@ -170,8 +214,10 @@ def test_a_judge_that_cannot_be_reached_exits_1_before_writing_anything(capsys, 
 def test_a_model_the_server_does_not_serve_exits_1(capsys, queued, judge_stub):
     judge_stub.models = ["qwen2.5-7b-instruct"]
     assert judge_label(queued, judge_stub.url) == 1
-    assert capsys.readouterr().err == (f"Error: judge at {judge_stub.url} does not serve model 'stub-model' "
-                                       "(it serves qwen2.5-7b-instruct); pass one of those as --judge-model\n")
+    assert capsys.readouterr().err == (
+        f"Error: judge at {judge_stub.url} does not serve model 'stub-model' "
+        "(it serves qwen2.5-7b-instruct); pass one of those as --judge-model\n"
+    )
     assert judge_stub.requests == []
 
 

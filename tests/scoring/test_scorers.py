@@ -29,8 +29,9 @@ from goldenset.scoring.scorers import (
 DOCS = (
     Document("billing/refunds", "v2", "active", "Refunds are issued to the original card within 14 days.", "Refunds"),
     Document("billing/refunds-old", "v1", "retired", "Refunds are issued within 30 days by cheque.", "Refunds"),
-    Document("billing/invoices", "v1", "active", "Invoices are sent monthly and list every refund and charge.",
-             "Invoices"),
+    Document(
+        "billing/invoices", "v1", "active", "Invoices are sent monthly and list every refund and charge.", "Invoices"
+    ),
     Document("auth/tokens", "v1", "active", "API tokens expire after ninety days; rotate tokens early.", None),
     Document("ops/limits", "v1", "active", "Requests above the rate limit get HTTP 429.", "Rate limits"),
 )
@@ -75,7 +76,9 @@ def test_dense_is_the_cosine_of_the_packaged_model_embeddings(embedder, warehous
 
 def test_a_second_dense_run_scores_nothing_new(embedder, warehouse):
     scorer = build_scorer("dense", ScorerContext(con=warehouse, embedder=embedder))
-    pairs = pairs_of(("refund window?", DOCS[0].text), ("token expiry?", DOCS[3].text), ("refund window?", DOCS[0].text))
+    pairs = pairs_of(
+        ("refund window?", DOCS[0].text), ("token expiry?", DOCS[3].text), ("refund window?", DOCS[0].text)
+    )
     first = score_pairs(warehouse, scorer, pairs)
     # The third pair repeats the first one's texts: one computation serves both.
     assert (first.computed, first.cache_hits, len(first.scored)) == (2, 1, 3)
@@ -97,8 +100,11 @@ def test_bm25_of_an_indexed_document_equals_bm25s_on_the_benchmark_index():
     index.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
     scorer = BM25Scorer(CORPUS)
     for query in ("refund card days", "tokens tokens rotate", "rate limit refund invoices"):
-        tokens = [t for t in bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-                  if t in index.vocab_dict]
+        tokens = [
+            t
+            for t in bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+            if t in index.vocab_dict
+        ]
         expected = index.get_scores(tokens)
         got = [scorer.score(query, t) for t in texts]
         assert got == pytest.approx([float(x) for x in expected], rel=1e-5)
@@ -106,12 +112,15 @@ def test_bm25_of_an_indexed_document_equals_bm25s_on_the_benchmark_index():
 
 
 def test_bm25_of_a_retired_passage_uses_the_corpus_statistics_by_hand():
-    corpus = CorpusSnapshot((
-        Document("a", "v1", "active", "cat sat mat"),
-        Document("b", "v1", "active", "dog sat log"),
-        Document("c", "v1", "active", "cat cat bird"),
-        Document("c", "v0", "retired", "dog cat"),
-    ), "hand")
+    corpus = CorpusSnapshot(
+        (
+            Document("a", "v1", "active", "cat sat mat"),
+            Document("b", "v1", "active", "dog sat log"),
+            Document("c", "v1", "active", "cat cat bird"),
+            Document("c", "v0", "retired", "dog cat"),
+        ),
+        "hand",
+    )
     scorer = BM25Scorer(corpus)
     # N = 3 active documents of 3 tokens each: avgdl = 3. df(cat) = 2: idf = ln(1 + 1.5 / 2.5) = ln 1.6.
     # The passage "dog cat": tf(cat) = 1, dl = 2: 1 / (1 + 1.5 (0.25 + 0.75 * 2 / 3)) = 1 / 2.125.
@@ -130,8 +139,9 @@ def test_bm25_cache_key_holds_the_corpus_fingerprint(warehouse):
     assert key.corpus_fingerprint == CORPUS.fingerprint != ""
     score_pairs(warehouse, scorer, pairs_of(("refund", DOCS[0].text)))
     other = CorpusSnapshot(DOCS[:3], "smaller")
-    run = score_pairs(warehouse, build_scorer("bm25", ScorerContext(corpus=other, con=warehouse)),
-                      pairs_of(("refund", DOCS[0].text)))
+    run = score_pairs(
+        warehouse, build_scorer("bm25", ScorerContext(corpus=other, con=warehouse)), pairs_of(("refund", DOCS[0].text))
+    )
     assert (run.computed, run.cache_hits) == (1, 0)  # another corpus, other statistics: not reused
 
 
@@ -142,13 +152,16 @@ def test_bm25_without_active_documents_cannot_start(warehouse):
 
 
 # --------------------------------------------------------------------------- plug-ins: errors are not scores
-@pytest.mark.parametrize(("name", "options", "reason"), [
-    ("raising", {}, "raised ValueError: boom on purpose"),
-    ("nan", {}, "not a finite number: nan"),
-    ("infinite", {}, "not a finite number: inf"),
-    ("text", {}, "returned str '0.9', not a number"),
-    ("sleepy", {"seconds": 5}, "timed out after 0.3 s"),
-])
+@pytest.mark.parametrize(
+    ("name", "options", "reason"),
+    [
+        ("raising", {}, "raised ValueError: boom on purpose"),
+        ("nan", {}, "not a finite number: nan"),
+        ("infinite", {}, "not a finite number: inf"),
+        ("text", {}, "returned str '0.9', not a number"),
+        ("sleepy", {"seconds": 5}, "timed out after 0.3 s"),
+    ],
+)
 def test_a_failing_plugin_gives_errors_never_scores(warehouse, name, options, reason):
     pairs = pairs_of(("q1", "p1"), ("q2", "p2"))
     start = time.monotonic()
@@ -157,7 +170,9 @@ def test_a_failing_plugin_gives_errors_never_scores(warehouse, name, options, re
     assert run.scored == [] and run.invalid == []
     assert [(e.pair.query_id, e.reason) for e in run.errors] == [("q00", reason), ("q01", reason)]
     assert [(e.query_id, e.doc_id, e.reason) for e in run.error_pairs()] == [
-        ("q00", "d00", reason), ("q01", "d01", reason)]
+        ("q00", "d00", reason),
+        ("q01", "d01", reason),
+    ]
     assert cache_rows(warehouse) == []  # an error is not cached: the next run asks again
 
 
@@ -215,8 +230,12 @@ def test_repeats_score_each_pair_n_times_and_are_cached_by_repeat(warehouse):
 
 def test_progress_is_reported_after_each_pair(warehouse):
     seen = []
-    score_pairs(warehouse, plugin(warehouse, "constant"), pairs_of(("a", "b"), ("c", "d")),
-                progress=lambda done, total: seen.append((done, total)))
+    score_pairs(
+        warehouse,
+        plugin(warehouse, "constant"),
+        pairs_of(("a", "b"), ("c", "d")),
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert seen == [(1, 2), (2, 2)]
 
 
@@ -225,9 +244,12 @@ def test_judge_answers_invalid_answers_and_errors_are_kept_apart(warehouse, judg
     settings = JudgeSettings(judge_stub.url, "stub-model", max_attempts=2, backoff=0.01)
     scorer = build_scorer("judge", ScorerContext(con=warehouse, judge=settings, timeout=5))
     pairs = pairs_of(("refund?", "Refunds take 14 days."), ("tokens?", "Tokens expire."), ("limits?", "HTTP 429."))
-    judge_stub.push(good(2, "It says so.", "Refunds take 14 days."),
-                    good(1, "Partly.", "Tokens never expire."),  # not in the passage
-                    Reply(500, body="down"), Reply(500, body="down"))
+    judge_stub.push(
+        good(2, "It says so.", "Refunds take 14 days."),
+        good(1, "Partly.", "Tokens never expire."),  # not in the passage
+        Reply(500, body="down"),
+        Reply(500, body="down"),
+    )
     run = score_pairs(warehouse, scorer, pairs)
     assert [s.values for s in run.scored] == [(2.0,)]
     assert [(i.pair.query_id, i.reason) for i in run.invalid] == [("q01", "hallucinated_span")]
@@ -235,7 +257,9 @@ def test_judge_answers_invalid_answers_and_errors_are_kept_apart(warehouse, judg
     assert "HTTP 500" in run.errors[0].reason
     assert run.hallucinated_span_share == 0.5  # 1 of 2 answers; the error is not an answer
     assert [(e.query_id, e.reason[:20]) for e in run.error_pairs()] == [
-        ("q01", "invalid answer: hall"), ("q02", "raised ScorerError: ")]
+        ("q01", "invalid answer: hall"),
+        ("q02", "raised ScorerError: "),
+    ]
     # The answer and the invalid answer are cached; only the error is asked again.
     judge_stub.push(good(0))
     again = score_pairs(warehouse, scorer, pairs)
@@ -246,8 +270,11 @@ def test_judge_answers_invalid_answers_and_errors_are_kept_apart(warehouse, judg
 
 # --------------------------------------------------------------------------- building scorers
 def test_a_plugin_whose_factory_raises_could_not_be_built_and_says_why():
-    with pytest.raises(ScorerError, match=r"--scorer 'score_plugins:broken' could not be built: RuntimeError: "
-                                          r"no weights at /models/missing; check its --scorer-config"):
+    with pytest.raises(
+        ScorerError,
+        match=r"--scorer 'score_plugins:broken' could not be built: RuntimeError: "
+        r"no weights at /models/missing; check its --scorer-config",
+    ):
         build_scorer("score_plugins:broken", ScorerContext())
 
 
@@ -257,24 +284,30 @@ def test_dense_scorers_of_one_process_share_one_model():
     assert first.embedder is second.embedder
 
 
-@pytest.mark.parametrize(("spec", "ctx", "message"), [
-    ("cosine", ScorerContext(), "--scorer 'cosine' is not known; use dense, bm25, judge or module:factory"),
-    ("dense", ScorerContext(options={"k": 1}), "--scorer-config is for module:factory scorers"),
-    ("bm25", ScorerContext(), "--scorer bm25 needs a corpus snapshot"),
-    ("judge", ScorerContext(), "--scorer judge needs --judge-url and --judge-model"),
-    ("no_such_module_xyz:f", ScorerContext(), "cannot import 'no_such_module_xyz'"),
-    ("score_plugins:missing", ScorerContext(), "has no 'missing'"),
-    ("score_plugins:nameless", ScorerContext(), "without a string `version`"),
-])
+@pytest.mark.parametrize(
+    ("spec", "ctx", "message"),
+    [
+        ("cosine", ScorerContext(), "--scorer 'cosine' is not known; use dense, bm25, judge or module:factory"),
+        ("dense", ScorerContext(options={"k": 1}), "--scorer-config is for module:factory scorers"),
+        ("bm25", ScorerContext(), "--scorer bm25 needs a corpus snapshot"),
+        ("judge", ScorerContext(), "--scorer judge needs --judge-url and --judge-model"),
+        ("no_such_module_xyz:f", ScorerContext(), "cannot import 'no_such_module_xyz'"),
+        ("score_plugins:missing", ScorerContext(), "has no 'missing'"),
+        ("score_plugins:nameless", ScorerContext(), "without a string `version`"),
+    ],
+)
 def test_a_scorer_that_cannot_be_built_is_a_usage_error(spec, ctx, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build_scorer(spec, ctx)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"repeats": 0}, "--repeats 0 is not a number of repeats"),
-    ({"timeout": 0}, "--timeout 0 must be a positive number"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"repeats": 0}, "--repeats 0 is not a number of repeats"),
+        ({"timeout": 0}, "--timeout 0 must be a positive number"),
+    ],
+)
 def test_bad_repeats_or_timeout_are_usage_errors(warehouse, kwargs, message):
     with pytest.raises(UsageError, match=message):
         score_pairs(warehouse, plugin(warehouse, "constant"), pairs_of(("a", "b")), **kwargs)
@@ -282,50 +315,70 @@ def test_bad_repeats_or_timeout_are_usage_errors(warehouse, kwargs, message):
 
 # --------------------------------------------------------------------------- pairs from the warehouse
 def _load(con, load_id, content, docs):
-    con.execute("INSERT INTO corpus_loads (load_id, loaded_at, fingerprint, content_sha256, source) "
-                "VALUES (?, ?, ?, ?, ?)", [load_id, datetime(2026, 11, load_id), f"fp{load_id}", content, "c"])
+    con.execute(
+        "INSERT INTO corpus_loads (load_id, loaded_at, fingerprint, content_sha256, source) VALUES (?, ?, ?, ?, ?)",
+        [load_id, datetime(2026, 11, load_id), f"fp{load_id}", content, "c"],
+    )
     for doc_id, version, status, text in docs:
-        con.execute("INSERT INTO corpus_documents (content_sha256, doc_id, version, status, text) "
-                    "VALUES (?, ?, ?, ?, ?)", [content, doc_id, version, status, text])
+        con.execute(
+            "INSERT INTO corpus_documents (content_sha256, doc_id, version, status, text) VALUES (?, ?, ?, ?, ?)",
+            [content, doc_id, version, status, text],
+        )
 
 
 def test_the_passage_comes_from_the_latest_snapshot_holding_the_version_active_else_retired(warehouse):
     _load(warehouse, 1, "c1", [("r", "v1", "active", "v1 as first loaded"), ("s", "v1", "retired", "s old")])
-    _load(warehouse, 2, "c2", [("r", "v1", "retired", "v1 retired later"), ("r", "v2", "active", "v2 text"),
-                               ("s", "v1", "retired", "s retired again")])
+    _load(
+        warehouse,
+        2,
+        "c2",
+        [
+            ("r", "v1", "retired", "v1 retired later"),
+            ("r", "v2", "active", "v2 text"),
+            ("s", "v1", "retired", "s retired again"),
+        ],
+    )
     _load(warehouse, 3, "c3", [("r", "v2", "active", "v2 text, reloaded")])
     got = passages(warehouse, [("r", "v1"), ("r", "v2"), ("s", "v1"), ("t", "v1")])
-    assert got == {("r", "v1"): "v1 as first loaded", ("r", "v2"): "v2 text, reloaded",
-                   ("s", "v1"): "s retired again"}
+    assert got == {("r", "v1"): "v1 as first loaded", ("r", "v2"): "v2 text, reloaded", ("s", "v1"): "s retired again"}
 
 
 def test_golden_pairs_read_human_or_log_rows_with_their_passages(warehouse):
     _load(warehouse, 1, "c1", [("d1", "v1", "active", "text one"), ("d2", "v1", "active", "text two")])
     warehouse.execute("INSERT INTO golden_builds (build_id, built_at, labels_build_id) VALUES (1, now(), 1)")
     rows = [  # query_id, doc_id, doc_version, verdict, source, grade
-        ("q1", "d1", "v1", None, "human", 2), ("q1", "d2", "v1", None, "human", 0),
-        ("q2", "d2", "v9", None, "human", 1), ("q3", "d1", "v1", "helped", "log", 1),
+        ("q1", "d1", "v1", None, "human", 2),
+        ("q1", "d2", "v1", None, "human", 0),
+        ("q2", "d2", "v9", None, "human", 1),
+        ("q3", "d1", "v1", "helped", "log", 1),
         ("q3", "d2", "v1", "noise", "log", 0),
     ]
     for qid, did, ver, verdict, source, grade in rows:
         warehouse.execute(
             "INSERT INTO build_labels (build_id, query_id, project, task, doc_id, doc_version, verdict, "
             "judged_at, source, grade) VALUES (1, ?, 'p', ?, ?, ?, ?, ?, ?, ?)",
-            [qid, f"task {qid}", did, ver, verdict, datetime(2026, 11, 2), source, grade])
+            [qid, f"task {qid}", did, ver, verdict, datetime(2026, 11, 2), source, grade],
+        )
     human, missing = golden_pairs(warehouse, "human")
     assert [(p.query_id, p.doc_id, p.query, p.passage, p.acceptable) for p in human] == [
-        ("q1", "d1", "task q1", "text one", True), ("q1", "d2", "task q1", "text two", False)]
+        ("q1", "d1", "task q1", "text one", True),
+        ("q1", "d2", "task q1", "text two", False),
+    ]
     assert [(e.query_id, e.reason) for e in missing] == [("q2", "no loaded corpus snapshot holds d2 at version v9")]
     log, _ = golden_pairs(warehouse, "log")
     assert [(p.query_id, p.doc_id, p.acceptable, p.labelled_at) for p in log] == [
-        ("q3", "d1", True, datetime(2026, 11, 2)), ("q3", "d2", False, datetime(2026, 11, 2))]
+        ("q3", "d1", True, datetime(2026, 11, 2)),
+        ("q3", "d2", False, datetime(2026, 11, 2)),
+    ]
 
 
 def test_traffic_is_accepted_serves_per_project(warehouse):
     for line, (serve_id, project) in enumerate([("s1", "a"), ("s2", "a"), ("s3", "b"), ("s1", "b")], start=1):
-        warehouse.execute("INSERT INTO log_serves (source_file, dt, file_name, line, serve_id, project) "
-                          "VALUES ('dt=2026-11-01/x.jsonl', '2026-11-01', 'x.jsonl', ?, ?, ?)",
-                          [line, serve_id, project])
+        warehouse.execute(
+            "INSERT INTO log_serves (source_file, dt, file_name, line, serve_id, project) "
+            "VALUES ('dt=2026-11-01/x.jsonl', '2026-11-01', 'x.jsonl', ?, ?, ?)",
+            [line, serve_id, project],
+        )
     # s1's second line is a duplicate: only its first (project a) is accepted.
     assert project_traffic(warehouse) == {"a": 2, "b": 1}
 
@@ -340,8 +393,8 @@ def test_a_read_only_run_uses_the_cache_without_adding_to_it(warehouse):
 
 def test_a_policy_names_the_scorer_that_rebuilds_it():
     assert policy_scorer({"scorer": "dense", "config": {"model": "m"}}) == ("dense", {})
-    assert policy_scorer({"scorer": "plugin", "config": {"factory": "score_plugins:constant",
-                                                         "options": {"value": 1}}}) == (
-        "score_plugins:constant", {"value": 1})
+    assert policy_scorer(
+        {"scorer": "plugin", "config": {"factory": "score_plugins:constant", "options": {"value": 1}}}
+    ) == ("score_plugins:constant", {"value": 1})
     with pytest.raises(UsageError, match="policy scorer 'mystery' is neither built in"):
         policy_scorer({"scorer": "mystery", "config": {}})

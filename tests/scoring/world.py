@@ -42,10 +42,37 @@ Q3 = query_id("billing", normalise_task(Q3_TASK))
 DAY = "2026-11-28"
 BUILT_AT = datetime(2026, 11, 29, 2, 0, 0)
 
-DOCS = ("r1", "r2", "r3", "a1", "a2", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "p1", "p2", "p3",
-        "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8")
-TEXT = {d: f"Policy text of {d}: refunds within {10 + i} days; tokens expire after {30 + i} days."
-        for i, d in enumerate(DOCS)}
+DOCS = (
+    "r1",
+    "r2",
+    "r3",
+    "a1",
+    "a2",
+    "d1",
+    "d2",
+    "d3",
+    "d4",
+    "d5",
+    "d6",
+    "d7",
+    "d8",
+    "d9",
+    "p1",
+    "p2",
+    "p3",
+    "b1",
+    "b2",
+    "b3",
+    "b4",
+    "b5",
+    "b6",
+    "b7",
+    "b8",
+)
+TEXT = {
+    d: f"Policy text of {d}: refunds within {10 + i} days; tokens expire after {30 + i} days."
+    for i, d in enumerate(DOCS)
+}
 
 # (query, doc, label, score): the seven pairs of the unit tests' SEVEN, scores 0.1 .. 0.7.
 SEVEN = (
@@ -57,8 +84,7 @@ SEVEN = (
     (Q2, "d6", "irrelevant", 0.6),
     (Q2, "d7", "relevant", 0.7),
 )
-SCORES = {"r1": 0.9, "r2": 0.15, "r3": 0.55, "a1": 0.45, "a2": 0.65, "d9": 0.8,
-          **{d: s for _, d, _, s in SEVEN}}
+SCORES = {"r1": 0.9, "r2": 0.15, "r3": 0.55, "a1": 0.45, "a2": 0.65, "d9": 0.8, **{d: s for _, d, _, s in SEVEN}}
 ADMISSIBLE = {"relevant": "answerability", "partial": "coverage", "irrelevant": "authority"}
 
 
@@ -83,22 +109,37 @@ class World:
 
 
 def write_world_logs(logs: Path) -> None:
-    write_log(logs, DAY, "part-0001.jsonl", [
-        serve("s1", f"{DAY}T10:00:00Z", Q1_TASK, [ranked("r1", 1), ranked("r2", 2)], project="billing"),
-        serve("s2", f"{DAY}T10:01:00Z", Q2_TASK, [ranked("a1", 1), ranked("a2", 2)], project="auth"),
-        serve("s3", f"{DAY}T10:02:00Z", Q3_TASK, [ranked("r3", 1)], project="billing"),
-        verdict("s1", "r1", "helped", f"{DAY}T11:00:00Z"),
-        verdict("s1", "r2", "noise", f"{DAY}T11:00:01Z"),
-        verdict("s2", "a1", "helped", f"{DAY}T11:00:02Z"),
-        verdict("s2", "a2", "wrong", f"{DAY}T11:00:03Z"),
-        verdict("s3", "r3", "helped", f"{DAY}T11:00:04Z"),
-    ])
+    write_log(
+        logs,
+        DAY,
+        "part-0001.jsonl",
+        [
+            serve("s1", f"{DAY}T10:00:00Z", Q1_TASK, [ranked("r1", 1), ranked("r2", 2)], project="billing"),
+            serve("s2", f"{DAY}T10:01:00Z", Q2_TASK, [ranked("a1", 1), ranked("a2", 2)], project="auth"),
+            serve("s3", f"{DAY}T10:02:00Z", Q3_TASK, [ranked("r3", 1)], project="billing"),
+            verdict("s1", "r1", "helped", f"{DAY}T11:00:00Z"),
+            verdict("s1", "r2", "noise", f"{DAY}T11:00:01Z"),
+            verdict("s2", "a1", "helped", f"{DAY}T11:00:02Z"),
+            verdict("s2", "a2", "wrong", f"{DAY}T11:00:03Z"),
+            verdict("s3", "r3", "helped", f"{DAY}T11:00:04Z"),
+        ],
+    )
 
 
-def label_line(query: str, doc_id: str, label: str, ts: str, annotator: str = "ana", kind: str | None = None,
-               version: str = "v1") -> dict:
-    line = {"event": "label", "query_id": query, "doc_id": doc_id, "doc_version": version, "label": label,
-            "decided_by": ADMISSIBLE[label], "annotator": annotator, "rubric": RUBRIC_NAME, "ts": ts}
+def label_line(
+    query: str, doc_id: str, label: str, ts: str, annotator: str = "ana", kind: str | None = None, version: str = "v1"
+) -> dict:
+    line = {
+        "event": "label",
+        "query_id": query,
+        "doc_id": doc_id,
+        "doc_version": version,
+        "label": label,
+        "decided_by": ADMISSIBLE[label],
+        "annotator": annotator,
+        "rubric": RUBRIC_NAME,
+        "ts": ts,
+    }
     if kind is not None:
         line["kind"] = kind
     return line
@@ -115,8 +156,10 @@ def write_labels(labels: Path, lines: list[dict], name: str = "page-ana.jsonl", 
 
 def seven_lines(ts_of=None) -> list[dict]:
     """ana's labels of SEVEN; ts_of(i) gives line i's ts (default 2026-11-29T09:00:0iZ)."""
-    return [label_line(q, d, lab, ts_of(i) if ts_of else f"2026-11-29T09:00:0{i}Z")
-            for i, (q, d, lab, _) in enumerate(SEVEN)]
+    return [
+        label_line(q, d, lab, ts_of(i) if ts_of else f"2026-11-29T09:00:0{i}Z")
+        for i, (q, d, lab, _) in enumerate(SEVEN)
+    ]
 
 
 def make_world(tmp: Path, lines: list[dict] | None = None) -> World:
