@@ -3,7 +3,7 @@
 import dagster as dg
 
 from goldenset.labelling.ingest import ingest_labels
-from goldenset.status import label_partition_stats, rejected_sample
+from goldenset.status import label_partition_stats, partition_samples
 from goldenset_dagster.assets import raise_for
 from goldenset_dagster.assets.serve_log import sample_md
 from goldenset_dagster.partitions import days
@@ -37,7 +37,7 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         try:
             reports = {r.dt: r for r in ingest_labels(con, labels.root, rubric, keys)}
             stats = label_partition_stats(con, keys)
-            samples = {dt: rejected_sample(con, [dt], limit=10, labels=True) for dt in keys if stats[dt].rejected}
+            samples = partition_samples(con, [dt for dt in keys if stats[dt].rejected], labels=True)
         finally:
             con.close()
     except Exception as exc:

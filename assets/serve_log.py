@@ -5,7 +5,7 @@ import warnings
 import dagster as dg
 
 from goldenset.ingest import ingest_all
-from goldenset.status import partition_stats, rejected_sample
+from goldenset.status import partition_samples, partition_stats
 from goldenset_dagster.assets import raise_for
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LogSource, WarehouseResource
@@ -36,7 +36,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         try:
             reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
             stats = partition_stats(con, keys)
-            samples = {dt: rejected_sample(con, [dt], limit=10) for dt in keys if stats[dt].rejected}
+            samples = partition_samples(con, [dt for dt in keys if stats[dt].rejected])
         finally:
             con.close()
     except Exception as exc:

@@ -358,7 +358,7 @@ class _Batch:
             con.executemany(
                 "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "
                 "? AS content_sha256, ? AS size_bytes, ? AS mtime, ? AS lines_total, ? AS lines_read, "
-                "? AS lines_rejected, ? AS ingested_at, ? AS verified_at",
+                "? AS lines_rejected, ? AS ingested_at, ? AS verified_at, ? AS serves, ? AS verdicts",
                 [
                     [
                         fs.todo.file.source_file,
@@ -372,6 +372,8 @@ class _Batch:
                         per_file_rejects[no],
                         now,
                         now,
+                        serves[no],
+                        verdicts[no],
                     ]
                     for no, fs in enumerate(files)
                 ],

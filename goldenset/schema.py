@@ -67,6 +67,8 @@ LOG_FILES = Relation(
         C("lines_read", "BIGINT", "non-blank lines read"),
         C("lines_rejected", "BIGINT", "lines quarantined at ingest (duplicates across files are found at build)"),
         C("ingested_at", "TIMESTAMP", "when this content was ingested (UTC)"),
+        C("serves", "BIGINT", "valid serve lines of this content"),
+        C("verdicts", "BIGINT", "valid verdict lines of this content"),
         C("verified_at", "TIMESTAMP", "when the file was last read and found to hold this content (UTC)"),
     ),
     public=False,
@@ -820,6 +822,10 @@ PUBLIC = tuple(r for r in RELATIONS if r.public)
 _BACKFILL = {
     ("golden_builds", "labels_build_id"): "UPDATE golden_builds SET labels_build_id = build_id",
     ("build_labels", "source"): "UPDATE build_labels SET source = 'log'",
+    ("log_files", "serves"): "UPDATE log_files f SET serves = (SELECT count(*) FROM log_serves s "
+                             "WHERE s.source_file = f.source_file)",
+    ("log_files", "verdicts"): "UPDATE log_files f SET verdicts = (SELECT count(*) FROM log_verdicts v "
+                               "WHERE v.source_file = f.source_file)",
     ("benchmark_runs", "labels_build_id"): "UPDATE benchmark_runs r SET labels_build_id = "
     "(SELECT labels_build_id FROM golden_builds b WHERE b.build_id = r.build_id)",
     ("build_labels", "grade"): "UPDATE build_labels SET grade = relevance",

@@ -12,6 +12,7 @@ from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError
 from goldenset.export import build_manifest
 from goldenset.ingest import utcnow
+from goldenset.schema import KNOWN_VERSIONS_SQL
 from goldenset.snapshots import active_signature_of
 
 
@@ -190,20 +191,18 @@ class PartitionStats:
 
 
 def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
-    """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason."""
+    """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason.
+
+    Read from log_files (counted per file at ingest) and log_rejects: cheap at any size.
+    """
     files = {
-        d: (n, lines)
-        for d, n, lines in con.execute(
-            "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
+        d: (n, lines, serves, verdicts)
+        for d, n, lines, serves, verdicts in con.execute(
+            "SELECT dt, count(*), coalesce(sum(lines_total), 0), coalesce(sum(serves), 0), "
+            "coalesce(sum(verdicts), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
             [dts],
         ).fetchall()
     }
-    serves = dict(
-        con.execute("SELECT dt, count(*) FROM log_serves WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall()
-    )
-    verdicts = dict(
-        con.execute("SELECT dt, count(*) FROM log_verdicts WHERE list_contains(?, dt) GROUP BY dt", [dts]).fetchall()
-    )
     reasons: dict[str, dict[str, int]] = {}
     for d, reason, n in con.execute(
         "SELECT dt, reason, count(*) FROM log_rejects WHERE list_contains(?, dt) GROUP BY dt, reason "
@@ -211,17 +210,37 @@ def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
         [dts],
     ).fetchall():
         reasons.setdefault(d, {})[reason] = n
-    return {
-        d: PartitionStats(
-            d,
-            files.get(d, (0, 0))[0],
-            int(files.get(d, (0, 0))[1]),
-            serves.get(d, 0),
-            verdicts.get(d, 0),
-            reasons.get(d, {}),
-        )
-        for d in dts
-    }
+    out = {}
+    for d in dts:
+        n, lines, serves, verdicts = files.get(d, (0, 0, 0, 0))
+        out[d] = PartitionStats(d, n, int(lines), int(serves), int(verdicts), reasons.get(d, {}))
+    return out
+
+
+_SAMPLE_SQL = """
+SELECT dt, PREFIX || source_file, line, reason, left(raw, 120) FROM TABLE WHERE list_contains(?, dt)
+QUALIFY row_number() OVER (PARTITION BY dt ORDER BY rejected_at DESC, source_file, line) <= ?
+ORDER BY dt, rejected_at DESC, source_file, line
+"""
+# Two constant statements: table names are never spliced into SQL at run time.
+_SAMPLES = {
+    False: _SAMPLE_SQL.replace("PREFIX", "''").replace("TABLE", "log_rejects"),
+    True: _SAMPLE_SQL.replace("PREFIX", "'labels/'").replace("TABLE", "label_rejects"),
+}
+
+
+def partition_samples(con, dts: list[str], limit: int = 10, *, labels: bool = False) -> dict[str, list[tuple]]:
+    """Up to `limit` lines quarantined at ingest per day, (source_file, line, reason, raw prefix), in one query.
+
+    From log_rejects (or label_rejects), not the rejected_records view: the view finds
+    conflicting duplicate serves with a window over every serve, which at millions of
+    serves costs seconds per call; those lines are listed by `goldenset rejects`.
+    """
+    rows = con.execute(_SAMPLES[labels], [dts, limit]).fetchall()
+    out: dict[str, list[tuple]] = {}
+    for d, *rest in rows:
+        out.setdefault(d, []).append(tuple(rest))
+    return out
 
 
 @dataclass(frozen=True)
@@ -256,9 +275,14 @@ def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]
     ).fetchall():
         annotators.setdefault(d, {})[who] = n
     reasons: dict[str, dict[str, int]] = {}
+    # Not the rejected_records view: its duplicate-serve window costs seconds on a big log.
     for d, reason, n in con.execute(
-        "SELECT regexp_extract(source_file, '^labels/dt=([^/]*)', 1) AS dt, reason, count(*) "
-        "FROM rejected_records WHERE starts_with(source_file, 'labels/') GROUP BY ALL ORDER BY ALL"
+        f"""SELECT dt, reason, count(*) FROM label_rejects WHERE list_contains(?, dt) GROUP BY ALL
+            UNION ALL
+            SELECT dt, 'unknown_document_version', count(*) FROM human_labels
+            WHERE list_contains(?, dt) AND (doc_id, doc_version) NOT IN ({KNOWN_VERSIONS_SQL}) GROUP BY ALL
+            ORDER BY ALL""",
+        [dts, dts],
     ).fetchall():
         reasons.setdefault(d, {})[reason] = n
     return {
