@@ -26,8 +26,9 @@ class PoolConfig(dg.Config):
 def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: EmbedderResource, labels: LabelSource):
     """Stale labels first, then successors of superseded documents, then what the rankers found unlabelled.
 
-    Runs only when the labelling loop is in use (a LABELS directory exists); without it
-    the queue is left as it is and the materialization says so.
+    Its own job (`pool_labelling_queue`), not the nightly refresh: the pool asks every
+    ranker about every golden query. Runs only when the labelling loop is in use (a
+    LABELS directory exists); without it the queue is left as it is and says so.
     """
     if not labels.exists():
         return dg.MaterializeResult(metadata={"note": f"no LABELS directory at {labels.root}: nothing pooled"})

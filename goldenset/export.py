@@ -43,6 +43,7 @@ def build_manifest(con, build: BuildRecord) -> dict:
     )
     return {
         "build_id": build.build_id,
+        "labels_build_id": build.labels_build_id,
         "built_at": _iso(build.built_at),
         "trigger": build.trigger,
         "computation": build.computation,
@@ -75,6 +76,12 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     out = Path(out)
     _prepare(out)
     manifest = build_manifest(con, build)
+    held = _exported_labels(out)
+    if held is not None and held[0] == build.labels_build_id:
+        # The folder already holds these labels over this snapshot (a repeat build shares
+        # both): only the manifest, which names the build, is written again.
+        _write_all(out, {"manifest.json": [_manifest_text(manifest, *held[1:])]})
+        return ExportResult(out, build_id, *held[1:])
     labels = con.execute(
         # The grade, so human labels keep their scale; a log-only set exports 1 and 0 as before.
         "SELECT query_id, doc_id, grade FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id, doc_id",
@@ -107,10 +114,30 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
                 ["query-id\tcorpus-id\tscore\n"], (f"{q}\t{d}\t{g}\n" for q, d, g in labels)
             ),
             "qrels.trec": (f"{q} 0 {d} {g}\n" for q, d, g in labels),
-            "manifest.json": [json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"],
+            "manifest.json": [_manifest_text(manifest, len(queries), len(labels), len(docs))],
         },
     )
     return ExportResult(out, build_id, len(queries), len(labels), len(docs))
+
+
+def _manifest_text(manifest: dict, queries: int, labels: int, documents: int) -> str:
+    exported = {"queries": queries, "labels": labels, "documents": documents}
+    return json.dumps({**manifest, "exported": exported}, indent=1, ensure_ascii=False) + "\n"
+
+
+_DATA_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels.trec")
+
+
+def _exported_labels(out: Path) -> tuple[int, int, int, int] | None:
+    """(labels_build_id, queries, labels, documents) of the export in `out`, if it is whole."""
+    try:
+        old = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        held = (int(old["labels_build_id"]), *(int(old["exported"][k]) for k in ("queries", "labels", "documents")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not all((out / name).is_file() for name in _DATA_FILES):
+        return None
+    return held
 
 
 def _staged(target: Path) -> Path:

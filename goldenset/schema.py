@@ -482,12 +482,13 @@ WHERE (h.doc_id, h.doc_version) NOT IN ("""
 UNION ALL
 SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_at,
        'serve_id ' || s.serve_id || ' was first accepted with other content'
-FROM (
-  SELECT *, first_value(content_key) OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS first_key,
-         row_number() OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS rn
-  FROM log_serves
-) s JOIN log_files f ON f.source_file = s.source_file
-WHERE s.rn > 1 AND s.content_key <> s.first_key
+FROM log_serves s
+-- The first line of each serve_id seen more than once, by (dt, file name, line): an
+-- aggregate over narrow columns, so the raw lines are only read for the conflicts.
+JOIN (SELECT serve_id, arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line}) AS first_key
+      FROM log_serves GROUP BY serve_id HAVING count(*) > 1) d USING (serve_id)
+JOIN log_files f ON f.source_file = s.source_file
+WHERE s.content_key <> d.first_key
 """,
 )
 ACCEPTED_SERVES = Relation(

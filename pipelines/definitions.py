@@ -13,7 +13,7 @@ from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, r
 from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
-from goldenset_dagster.jobs import rebuild_golden_set, refresh_golden_set
+from goldenset_dagster.jobs import pool_labelling_queue, rebuild_golden_set, refresh_golden_set
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_golden_set
@@ -39,7 +39,7 @@ def build_definitions() -> dg.Definitions:
             golden_set_export,
             *BENCHMARK_ASSETS,
         ],
-        jobs=[refresh_golden_set, rebuild_golden_set, *BENCHMARK_JOBS],
+        jobs=[refresh_golden_set, rebuild_golden_set, pool_labelling_queue, *BENCHMARK_JOBS],
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],
         resources={

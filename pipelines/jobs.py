@@ -1,4 +1,4 @@
-"""Jobs: the whole refresh (ingest, snapshot, build, queue, export) and a rebuild without logs."""
+"""Jobs: the whole refresh (ingest, snapshot, build, queue, export), a rebuild without logs, the labelling pool."""
 
 from __future__ import annotations
 
@@ -12,14 +12,22 @@ from goldenset_dagster.assets.serve_log import serve_log
 
 refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
-    selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, labelling_queue, golden_set_export],
+    selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
     description="Ingest new and changed log and label files, snapshot the corpus, rebuild the golden set. "
     "Run it over every day at once (partition range tags): one run, not one per day.",
 )
 rebuild_golden_set = dg.define_asset_job(
     "rebuild_golden_set",
-    selection=[corpus_snapshot, golden_set, relabel_queue, labelling_queue, golden_set_export],
+    selection=[corpus_snapshot, golden_set, relabel_queue, golden_set_export],
     description="Snapshot the corpus and rebuild from what is already ingested (no log days yet).",
+)
+# The pool asks every ranker about every golden query: its cost grows with the golden set,
+# not with the night's new lines, so it is not part of the nightly refresh. Run it when a
+# labelling round starts (this job, or `goldenset pool`).
+pool_labelling_queue = dg.define_asset_job(
+    "pool_labelling_queue",
+    selection=[labelling_queue],
+    description="Pool the rankers over the latest build's golden queries into the labelling queue.",
 )
 
 

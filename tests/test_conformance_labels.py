@@ -171,9 +171,22 @@ def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
     assert "(human" in table and "disagreements by" in table and "decided_by" in table
 
 
-def test_a_build_with_labels_refreshes_the_labelling_queue(tmp_path):
+def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(tmp_path, monkeypatch):
+    import dagster as dg
+
+    from goldenset_dagster.definitions import build_definitions
+
     assert _cli_build(tmp_path) == 0
     assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
+    con = connect(tmp_path / "g.duckdb", read_only=True)
+    assert con.execute("SELECT count(*) FROM pool_runs").fetchone() == (0,)  # a build does not pool
+    con.close()
+    for env, value in (("GOLDENSET_DB", tmp_path / "g.duckdb"), ("GOLDENSET_LABELS", DATA / "labels"),
+                       ("GOLDENSET_RUBRIC", DATA / "rubric.yaml")):
+        monkeypatch.setenv(env, str(value))
+    with dg.instance_for_test() as instance:
+        result = build_definitions().resolve_job_def("pool_labelling_queue").execute_in_process(instance=instance)
+    assert result.success
     con = connect(tmp_path / "g.duckdb", read_only=True)
     ((pool_id, build_id),) = con.execute("SELECT pool_id, build_id FROM pool_runs").fetchall()
     assert build_id == 2
@@ -182,3 +195,5 @@ def test_a_build_with_labels_refreshes_the_labelling_queue(tmp_path):
     # never queued as stale; its successor d5 already has a golden row.
     assert ("stale", "d2") not in queue and ("stale", "d4") not in queue
     assert all(reason == "pooled" for reason, _ in queue)
+    metadata = result.asset_materializations_for_node("labelling_queue")[0].metadata
+    assert metadata["queue_size"].value == len(queue)

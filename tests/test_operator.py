@@ -167,3 +167,19 @@ def test_rubric_check_through_the_program_exits_1_on_an_open_rubric_and_0_on_a_c
     assert "-> no label" in capsys.readouterr().out
     assert main(["rubric", "check", str(data / "support-policies.yaml")]) == 0
     assert capsys.readouterr().out.strip() == "closed: 32 assignments, 3 labels"
+
+
+def test_exporting_a_repeat_build_rewrites_only_the_manifest(tmp_path):
+    db = tmp_path / "g.duckdb"
+    args = ["--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)]
+    assert _build(*args) == 0
+    out = tmp_path / "out"
+    assert main(["export", "--out", str(out), "--db", str(db)]) == 0
+    before = {p.name: p.stat().st_ino for p in (out / "corpus.jsonl", out / "qrels.trec", out / "qrels" / "test.tsv")}
+    assert _build(*args) == 0  # a repeat: same input, same labels
+    assert main(["export", "--out", str(out), "--db", str(db)]) == 0
+    after = {p.name: p.stat().st_ino for p in (out / "corpus.jsonl", out / "qrels.trec", out / "qrels" / "test.tsv")}
+    assert after == before
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["build_id"], manifest["labels_build_id"], manifest["computation"]) == (2, 1, "repeat")
+    assert manifest["exported"] == {"queries": 1, "labels": 3, "documents": 6}

@@ -26,6 +26,8 @@ MANIFEST_FIELDS = {
     "counts",
     "labels_by_source",
     "funnel",
+    "labels_build_id",
+    "exported",
 }
 CONTRACT_COUNTS = {
     "n_queries",
@@ -109,6 +111,8 @@ def _assert_export_is_build(world, out, build_id: int, labels_of: int, corpus_ro
     assert m["counts"]["n_queries"] == len(queries)
     assert m["counts"]["n_helped"] + m["counts"]["n_noise"] + m["counts"]["n_wrong"] == len(labels)
     assert m["labels_by_source"] == {"log": len(labels), "human": 0, "judge": 0}
+    assert m["labels_build_id"] == build["labels_build_id"]
+    assert m["exported"] == {"queries": len(queries), "labels": len(labels), "documents": len(files["corpus"])}
     funnel = _query(
         world.db,
         "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
