@@ -14,7 +14,6 @@ from goldenset.bench.gates import utcnow
 from goldenset.bench.retriever import REFERENCE
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
-from goldenset.bench.service import run_and_store
 from goldenset.errors import ComponentDown, GoldenSetTooOld, UsageError
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
@@ -114,6 +113,9 @@ def retrieval_benchmark(
             allow_degraded=config.allow_degraded,
             index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
         )
+        # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
+        from goldenset.bench.service import run_and_store
+
         result = run_and_store(
             db,
             Path(corpus_source.path),

@@ -111,15 +111,20 @@ SELECT * FROM _j3 WHERE query_id IN (SELECT query_id FROM _j3 WHERE verdict = 'h
 # belongs to one query, the sums over queries are the build's funnel.
 _QUERY_STATS = """
 CREATE OR REPLACE TEMP TABLE _qs AS
-WITH js AS (
-  SELECT query_id, count(*) AS judged, count(DISTINCT serve_id) AS judged_serves,
+WITH ps AS (
+  -- per (query, serve) first, so that serve counts are plain counts, not count(DISTINCT)
+  SELECT query_id, serve_id, count(*) AS judged,
          count(*) FILTER (WHERE channel = 'always') AS always_dropped,
          count(*) FILTER (WHERE channel = 'ranked') AS ranked,
-         count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked') AS ranked_serves,
          count(*) FILTER (WHERE channel = 'ranked' AND NOT active) AS retired_dropped,
-         count(*) FILTER (WHERE channel = 'ranked' AND active) AS active,
-         count(DISTINCT serve_id) FILTER (WHERE channel = 'ranked' AND active) AS active_serves
-  FROM _j GROUP BY query_id),
+         count(*) FILTER (WHERE channel = 'ranked' AND active) AS active
+  FROM _j GROUP BY query_id, serve_id),
+js AS (
+  SELECT query_id, sum(judged) AS judged, count(*) AS judged_serves, sum(always_dropped) AS always_dropped,
+         sum(ranked) AS ranked, count(*) FILTER (WHERE ranked > 0) AS ranked_serves,
+         sum(retired_dropped) AS retired_dropped, sum(active) AS active,
+         count(*) FILTER (WHERE active > 0) AS active_serves
+  FROM ps GROUP BY query_id),
 r AS (SELECT query_id, count(*) AS repeats_left, bool_or(verdict = 'helped') AS positive
       FROM _j3 GROUP BY query_id),
 rd AS (SELECT j.query_id, count(*) AS repeats_dropped
@@ -127,15 +132,16 @@ rd AS (SELECT j.query_id, count(*) AS repeats_dropped
 k AS (SELECT query_id, count(*) AS kept FROM _j4 GROUP BY query_id),
 u AS (SELECT i.query_id, count(*) AS unjudged
       FROM _items i ANTI JOIN _wv v ON v.serve_id = i.serve_id AND v.doc_id = i.doc_id GROUP BY i.query_id),
+sq AS (SELECT DISTINCT serve_id, query_id FROM _items),
 us AS (SELECT s.query_id, count(*) AS unserved
-       FROM log_verdicts v JOIN (SELECT DISTINCT serve_id, query_id FROM _items) s ON s.serve_id = v.serve_id
+       FROM log_verdicts v JOIN sq s ON s.serve_id = v.serve_id
        ANTI JOIN _items i ON i.serve_id = v.serve_id AND i.doc_id = v.doc_id GROUP BY s.query_id),
 ids AS (SELECT query_id FROM js UNION SELECT query_id FROM u UNION SELECT query_id FROM us)
 SELECT ids.query_id,
-       coalesce(judged, 0) AS judged, coalesce(judged_serves, 0) AS judged_serves,
-       coalesce(always_dropped, 0) AS always_dropped, coalesce(ranked, 0) AS ranked,
-       coalesce(ranked_serves, 0) AS ranked_serves, coalesce(retired_dropped, 0) AS retired_dropped,
-       coalesce(active, 0) AS active, coalesce(active_serves, 0) AS active_serves,
+       coalesce(judged, 0)::BIGINT AS judged, coalesce(judged_serves, 0) AS judged_serves,
+       coalesce(always_dropped, 0)::BIGINT AS always_dropped, coalesce(ranked, 0)::BIGINT AS ranked,
+       coalesce(ranked_serves, 0) AS ranked_serves, coalesce(retired_dropped, 0)::BIGINT AS retired_dropped,
+       coalesce(active, 0)::BIGINT AS active, coalesce(active_serves, 0) AS active_serves,
        coalesce(repeats_dropped, 0) AS repeats_dropped, coalesce(repeats_left, 0) AS repeats_left,
        CASE WHEN coalesce(positive, false) THEN 0 ELSE coalesce(repeats_left, 0) END AS no_positive_dropped,
        coalesce(kept, 0) AS kept, coalesce(unjudged, 0) AS unjudged, coalesce(unserved, 0) AS unserved

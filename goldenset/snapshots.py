@@ -27,28 +27,42 @@ class StoredSnapshot:
     previous_fingerprint: str | None
 
 
-def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> StoredSnapshot:
-    """Make the corpus file the current snapshot, reading it only if it may have changed.
+def unchanged_load(con, path: str | Path) -> tuple[int, str, str] | None:
+    """(load_id, fingerprint, content_sha256) of the last good read, if `path` is still that file.
 
-    A file with the size and mtime of the last good read, not written in the tick it was
-    read, is that snapshot still; anything else is read and validated in full.
+    Still that file: the same path, size and mtime, and not written in the mtime tick it
+    was read in (a same-size rewrite in one tick would otherwise go unseen).
     """
     stat = stat_signature(path)
     last = con.execute(
         "SELECT load_id, fingerprint, content_sha256, source, size_bytes, mtime, loaded_at "
         "FROM corpus_loads ORDER BY load_id DESC LIMIT 1"
     ).fetchall()
-    if stat is not None and last:
-        load_id, fp, sha, source, size, mtime, loaded_at = last[0]
-        fresh = stat[1] < loaded_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
-        if source == str(Path(path)) and (size, mtime) == stat and fresh:
-            active, retired = con.execute(
-                "SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'retired') "
-                "FROM corpus_documents WHERE content_sha256 = ?",
-                [sha],
-            ).fetchall()[0]
-            return StoredSnapshot(load_id, fp, sha, active, retired, False, 0.0, fp)
-    return store_snapshot(con, read_corpus(path), now=now, stat=stat)
+    if stat is None or not last:
+        return None
+    load_id, fp, sha, source, size, mtime, loaded_at = last[0]
+    fresh = stat[1] < loaded_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
+    if Path(source).resolve() == Path(path).resolve() and (size, mtime) == stat and fresh:
+        return load_id, fp, sha
+    return None
+
+
+def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> StoredSnapshot:
+    """Make the corpus file the current snapshot, reading it only if it may have changed.
+
+    A file unchanged since the last good read (see `unchanged_load`) is that snapshot
+    still; anything else is read and validated in full.
+    """
+    same = unchanged_load(con, path)
+    if same is not None:
+        load_id, fp, sha = same
+        active, retired = con.execute(
+            "SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'retired') "
+            "FROM corpus_documents WHERE content_sha256 = ?",
+            [sha],
+        ).fetchall()[0]
+        return StoredSnapshot(load_id, fp, sha, active, retired, False, 0.0, fp)
+    return store_snapshot(con, read_corpus(path), now=now, stat=stat_signature(path))
 
 
 def store_snapshot(

@@ -13,7 +13,7 @@ from goldenset.errors import CorpusError
 from goldenset.export import build_manifest
 from goldenset.ingest import utcnow
 from goldenset.schema import KNOWN_VERSIONS_SQL
-from goldenset.snapshots import active_signature_of
+from goldenset.snapshots import active_signature_of, unchanged_load
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,12 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
     build = load_build(con)
     manifest = build_manifest(con, build)
     corpus = CorpusStatus(build.corpus_fingerprint)
-    if corpus_path is not None:
+    same = unchanged_load(con, corpus_path) if corpus_path is not None else None
+    if same is not None and same[2] == build.corpus_content_sha256:
+        # The file is the snapshot the build used, by the same test the build applies: no
+        # need to read and fingerprint it again.
+        corpus = CorpusStatus(build.corpus_fingerprint, build.corpus_fingerprint, 0.0)
+    elif corpus_path is not None:
         try:
             current = read_corpus(corpus_path)
         except CorpusError as exc:
@@ -133,24 +138,18 @@ def funnel_steps(con, build_id: int) -> list[FunnelStep]:
     ]
 
 
-def rejected_sample(con, partitions: list[str] | None = None, limit: int = 20, *, labels: bool = False) -> list[tuple]:
-    """(source_file, line, reason, raw prefix) of rejected lines, newest first, optionally of some days.
+def rejected_sample(con, limit: int = 20) -> list[tuple]:
+    """(source_file, line, reason, raw prefix) of the newest lines quarantined at ingest, log and label files.
 
-    `labels` picks the label files' rejects (source_file under `labels/`) instead of the log's.
+    Conflicting duplicate serves (found at build time) and label lines of unknown versions
+    are left out: `goldenset rejects` lists every row of rejected_records.
     """
-    prefix = "labels/" if labels else ""
-    if partitions is None:
-        return con.execute(
-            "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
-            "WHERE starts_with(source_file, 'labels/') = ? "
-            "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
-            [labels, limit],
-        ).fetchall()
     return con.execute(
-        "SELECT source_file, line, reason, left(raw, 120) FROM rejected_records "
-        "WHERE list_contains(?, regexp_extract(source_file, '^(labels/)?(dt=[^/]*)', 0)) "
+        "SELECT source_file, line, reason, left(raw, 120) FROM ("
+        "SELECT source_file, line, reason, raw, rejected_at FROM log_rejects UNION ALL "
+        "SELECT 'labels/' || source_file, line, reason, raw, rejected_at FROM label_rejects) "
         "ORDER BY rejected_at DESC, source_file, line LIMIT ?",
-        [[f"{prefix}dt={p}" for p in partitions], limit],
+        [limit],
     ).fetchall()
 
 

@@ -17,6 +17,7 @@ from goldenset.errors import GoldensetError, InputError
 from goldenset.labelling.rubric import load_rubric
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
+from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect
 from goldenset_dagster.instance import get_instance
@@ -73,13 +74,17 @@ def run_refresh(
     logs = Path(paths.logs)
     if logs.exists() and not logs.is_dir():
         raise InputError(f"--logs {logs} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
-    read_corpus(paths.corpus)
-    # Wait for a writer here, with a word to the user, rather than fail inside a step.
-    con = connect(paths.db, read_only=False, wait=wait, notify=notify)
-    try:
-        ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
-    finally:
-        con.close()
+    ingested, corpus_known = 0, False
+    if Path(paths.db).exists():
+        # Wait for a writer here, with a word to the user, rather than fail inside a step.
+        con = connect(paths.db, read_only=False, wait=wait, notify=notify)
+        try:
+            ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
+            corpus_known = unchanged_load(con, paths.corpus) is not None
+        finally:
+            con.close()
+    if not corpus_known:  # an unchanged corpus file is the last good snapshot: no need to read it again
+        read_corpus(paths.corpus)
     days = list_partitions(logs)
     if not ingested or days:
         # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
