@@ -132,7 +132,13 @@ def _exported_labels(out: Path) -> tuple[int, int, int, int] | None:
     """(labels_build_id, queries, labels, documents) of the export in `out`, if it is whole."""
     try:
         old = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-        held = (int(old["labels_build_id"]), *(int(old["exported"][k]) for k in ("queries", "labels", "documents")))
+        exported = old["exported"]
+        held = (
+            int(old["labels_build_id"]),
+            int(exported["queries"]),
+            int(exported["labels"]),
+            int(exported["documents"]),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not all((out / name).is_file() for name in _DATA_FILES):

@@ -181,8 +181,11 @@ def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(tm
     con = connect(tmp_path / "g.duckdb", read_only=True)
     assert con.execute("SELECT count(*) FROM pool_runs").fetchone() == (0,)  # a build does not pool
     con.close()
-    for env, value in (("GOLDENSET_DB", tmp_path / "g.duckdb"), ("GOLDENSET_LABELS", DATA / "labels"),
-                       ("GOLDENSET_RUBRIC", DATA / "rubric.yaml")):
+    for env, value in (
+        ("GOLDENSET_DB", tmp_path / "g.duckdb"),
+        ("GOLDENSET_LABELS", DATA / "labels"),
+        ("GOLDENSET_RUBRIC", DATA / "rubric.yaml"),
+    ):
         monkeypatch.setenv(env, str(value))
     with dg.instance_for_test() as instance:
         result = build_definitions().resolve_job_def("pool_labelling_queue").execute_in_process(instance=instance)
