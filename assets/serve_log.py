@@ -4,7 +4,9 @@ import warnings
 
 import dagster as dg
 
+from goldenset import progress
 from goldenset.ingest import ingest_all
+from goldenset.staging import load_staged, stage_partition
 from goldenset.status import partition_samples, partition_stats
 from goldenset_dagster.assets import raise_for
 from goldenset_dagster.partitions import days
@@ -32,9 +34,20 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
     """
     keys = list(context.partition_keys)
     try:
+        staging = logs.staging
+        if staging is not None:
+            # Days the stage_serve_log job has staged are up to date and cost a stat of
+            # each file here; any other is staged now, in this process.
+            with progress.step("staging log days", total=len(keys)) as advance:
+                for dt in keys:
+                    stage_partition(logs.root, dt, staging, threads=logs.duckdb_threads())
+                    advance(1)
         con = warehouse.connect()
         try:
-            reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
+            if staging is not None:
+                reports = {r.dt: r for r in load_staged(con, staging, keys)}
+            else:
+                reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
             stats = partition_stats(con, keys)
             samples = partition_samples(con, [dt for dt in keys if stats[dt].rejected])
         finally:

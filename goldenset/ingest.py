@@ -43,7 +43,7 @@ _DELETE = (
     "DELETE FROM log_files WHERE list_contains(?, source_file)",
 )
 # The serves that replaced files held before: an incremental build recomputes their queries.
-_MARK_REPLACED = (
+MARK_DIRTY = (
     "INSERT INTO log_dirty SELECT serve_id, query_id FROM log_serves WHERE list_contains(?, source_file)",
     "INSERT INTO log_dirty SELECT serve_id, NULL FROM log_verdicts WHERE list_contains(?, source_file)",
 )
@@ -172,6 +172,11 @@ def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionRepo
 # transaction. Larger batches amortise DuckDB's per-statement cost; this bound (with
 # DuckDB's memory limit) keeps a backfill's memory flat. A larger file is a batch alone.
 BATCH_BYTES = 256 << 20
+
+
+def changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list[_Todo]:
+    """The files of day `dt` that ingestion would read now (new, or changed), counting the rest in `report`."""
+    return _changed_files(con, Path(root), dt, rehash, report, _known_files(con))
 
 
 def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
@@ -346,7 +351,7 @@ class _Batch:
         replaced = [fs.todo.file.source_file for fs in files if fs.todo.was_known]
         with transaction(con):
             if replaced:
-                for mark in _MARK_REPLACED:
+                for mark in MARK_DIRTY:
                     con.execute(mark, [replaced])
                 for delete in _DELETE:
                     con.execute(delete, [replaced])

@@ -33,7 +33,9 @@ _PLACES: dict[str, tuple[str, str]] = {
     "exports": ("GOLDENSET_EXPORT_DIR", "export"),
     "reports": ("GOLDENSET_REPORTS", "reports"),
     "bench_index": ("GOLDENSET_BENCH_INDEX", "bench-index"),
+    "staging": ("GOLDENSET_STAGING", "staging"),
 }
+ENV_INGEST_WORKERS = "GOLDENSET_INGEST_WORKERS"
 
 
 def _checkout_root() -> Path | None:
@@ -96,6 +98,22 @@ def lock_timeout(flag: float | None = None) -> float:
 
             raise UsageError(f"{ENV_LOCK_TIMEOUT} must be a number of seconds, got {value!r}") from None
     return DEFAULT_LOCK_TIMEOUT
+
+
+def ingest_workers(flag: int | None = None) -> int:
+    """Processes that stage log days in parallel (GOLDENSET_INGEST_WORKERS); 0 ingests straight into the warehouse."""
+    value: int | str | None = flag if flag is not None else os.environ.get(ENV_INGEST_WORKERS)
+    if value is None or value == "":
+        return 0
+    try:
+        workers = int(value)
+    except ValueError:
+        workers = -1
+    if workers < 0:
+        from goldenset.errors import UsageError
+
+        raise UsageError(f"{ENV_INGEST_WORKERS} (or --workers) must be a whole number >= 0, got {value!r}")
+    return workers
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,13 @@ def build(
             help="... and a Cohen's kappa against it of at least this (else GOLDENSET_JUDGE_MIN_KAPPA, else 0.6)."
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Stage log days as Parquet in this many parallel processes before loading them "
+            "(else GOLDENSET_INGEST_WORKERS, else 0: ingest straight into the warehouse)."
+        ),
+    ] = None,
     wait: WaitOpt = None,
     trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
 ) -> None:
@@ -76,6 +83,7 @@ def build(
             "judge_min_kappa": gate.min_kappa,
         },
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
+        workers=settings.ingest_workers(workers),
     )
     for warning in result.warnings:
         err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)

@@ -18,6 +18,7 @@ from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, Wa
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_golden_set
 from goldenset_dagster.sensors import corpus_reindex_sensor
+from goldenset_dagster.staging import stage_serve_log
 
 
 def _path(name: str) -> str | dg.EnvVar:
@@ -39,12 +40,12 @@ def build_definitions() -> dg.Definitions:
             golden_set_export,
             *BENCHMARK_ASSETS,
         ],
-        jobs=[refresh_golden_set, rebuild_golden_set, pool_labelling_queue, *BENCHMARK_JOBS],
+        jobs=[refresh_golden_set, rebuild_golden_set, pool_labelling_queue, stage_serve_log, *BENCHMARK_JOBS],
         schedules=[nightly_golden_set],
         sensors=[corpus_reindex_sensor],
         resources={
             "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
-            "logs": LogSource(path=_path("logs")),
+            "logs": LogSource(path=_path("logs"), staging_path=_path("staging"), workers=settings.ingest_workers()),
             "corpus_source": CorpusSource(path=_path("corpus")),
             "labels": LabelSource(path=_path("labels"), rubric_path=_path("rubric")),
             "embedder": EmbedderResource(model_path=os.environ.get("GOLDENSET_DENSE_MODEL", "")),

@@ -45,7 +45,7 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _environment(paths: Paths, wait: float) -> None:
+def _environment(paths: Paths, wait: float, workers: int = 0) -> None:
     # The code location reads its paths from the environment when it is loaded, so the
     # flags of this command travel the same way the UI's would.
     values = {
@@ -59,6 +59,8 @@ def _environment(paths: Paths, wait: float) -> None:
         if value is not None:
             os.environ[env] = str(Path(value).resolve())
     os.environ[settings.ENV_LOCK_TIMEOUT] = str(wait)
+    if workers:
+        os.environ[settings.ENV_INGEST_WORKERS] = str(workers)
 
 
 def run_refresh(
@@ -67,8 +69,13 @@ def run_refresh(
     golden_set_config: dict | None = None,
     wait: float = settings.DEFAULT_LOCK_TIMEOUT,
     notify: Callable[[str], None] | None = None,
+    workers: int = 0,
 ) -> RefreshResult:
-    """Ingest, snapshot and build in one in-process run; return the resulting status."""
+    """Ingest, snapshot and build in one in-process run; return the resulting status.
+
+    With `workers` above 0 the log days are first staged as Parquet by the
+    stage_serve_log job in up to that many processes, and the refresh loads them.
+    """
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
     logs = Path(paths.logs)
@@ -97,7 +104,7 @@ def run_refresh(
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
         load_rubric(paths.rubric or settings.default_path("rubric")).require_closed()
         days = sorted(set(days) | set(list_partitions(labels)))
-    _environment(paths, wait)
+    _environment(paths, wait, workers)
     from goldenset_dagster.definitions import build_definitions  # reads the variables just set
 
     defs = build_definitions()
@@ -105,6 +112,8 @@ def run_refresh(
         for freed in reclaim_dead_runs(instance):
             (notify or progress.notice)(freed)
         keys = register_days(instance, days) if days else []
+        if workers and list_partitions(logs):
+            _stage_in_parallel(instance, workers)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         try:
             job.execute_in_process(
@@ -131,6 +140,24 @@ def run_refresh(
         return RefreshResult(status, warnings)
     finally:
         con.close()
+
+
+def _stage_in_parallel(instance: dg.DagsterInstance, workers: int) -> None:
+    """Run stage_serve_log on the multiprocess executor; a failed day is one error line."""
+    from goldenset_dagster.staging import run_config, stage_job_from_location
+
+    with dg.execute_job(
+        dg.reconstructable(stage_job_from_location),
+        instance=instance,
+        run_config=run_config(workers),
+        tags={**_process_tags(), "goldenset/step": "staging"},
+    ) as result:
+        if result.success:
+            return
+        failures = [e for e in result.all_events if e.is_step_failure]
+        data = failures[0].step_failure_data if failures else None
+        message = data.error.message.strip() if data is not None and data.error is not None else ""
+        raise GoldensetError(f"staging the log days failed: {message.splitlines()[-1] if message else 'see the run'}")
 
 
 # An in-process run holds its `duckdb` pool slot in the instance; a process killed mid-run

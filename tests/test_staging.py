@@ -1,0 +1,232 @@
+"""Staged ingestion (Parquet per log day, loaded by the one writer) holds exactly what direct ingestion holds.
+
+The reference is the direct path, `ingest_all` into the warehouse, which the
+conformance, property and reliability tests pin to the contract: staging must give
+the same rows in every log table, through changes, appends, deletions and crashes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pyarrow.dataset as pads
+import pytest
+
+from goldenset.demo import write_demo_data
+from goldenset.ingest import ingest_all
+from goldenset.logfiles import list_partitions
+from goldenset.staging import STAGED_TABLES, load_staged, stage_partition, staged_days
+from goldenset.warehouse import connect
+from goldenset_dagster.cli import main
+from tests.helpers import ranked, serve, verdict, write_log
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Columns stamped with the time of ingestion differ between two ingestions of the same file.
+_WHEN = {
+    "log_rejects": "* EXCLUDE (rejected_at)",
+    "log_files": "* EXCLUDE (ingested_at, verified_at)",
+}
+_TABLES = (*STAGED_TABLES, "log_dirty")
+
+
+def _differences(direct: Path, staged: Path) -> dict[str, tuple[int, int, int]]:
+    """Per table: (rows, rows only in direct, rows only in staged), as multisets."""
+    con = duckdb.connect(str(direct), read_only=True)
+    con.execute("ATTACH ? AS s (READ_ONLY)", [str(staged)])
+    out = {}
+    for table in _TABLES:
+        cols = _WHEN.get(table, "*")
+        rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        only_d = con.execute(
+            f"SELECT count(*) FROM (SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM s.{table})"
+        ).fetchall()[0][0]
+        only_s = con.execute(
+            f"SELECT count(*) FROM (SELECT {cols} FROM s.{table} EXCEPT ALL SELECT {cols} FROM {table})"
+        ).fetchall()[0][0]
+        out[table] = (rows, only_d, only_s)
+    con.close()
+    return out
+
+
+def _assert_same(direct: Path, staged: Path) -> None:
+    diffs = _differences(direct, staged)
+    assert diffs["log_serves"][0] > 0
+    assert {t: d[1:] for t, d in diffs.items()} == {t: (0, 0) for t in _TABLES}, diffs
+
+
+def _direct(db: Path, logs: Path) -> None:
+    con = connect(db)
+    try:
+        ingest_all(con, logs)
+    finally:
+        con.close()
+
+
+def _staged(db: Path, logs: Path, staging: Path):
+    days = list_partitions(logs)
+    written = [stage_partition(logs, dt, staging).written for dt in days]
+    con = connect(db)
+    try:
+        return written, load_staged(con, staging, days)
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def demo_logs(tmp_path) -> Path:
+    """The demo's logs: 6 days with every malformed kind, gzip files, conflicting and repeated serves."""
+    return write_demo_data(tmp_path / "demo", days=6, end=date(2026, 11, 28)).logs
+
+
+def test_staged_days_hold_what_direct_ingestion_holds(tmp_path, demo_logs):
+    _direct(tmp_path / "d.duckdb", demo_logs)
+    written, reports = _staged(tmp_path / "s.duckdb", demo_logs, tmp_path / "staging")
+    assert all(written)
+    _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
+    # The per-day reports count what was loaded, and add up to the warehouse.
+    con = connect(tmp_path / "s.duckdb", read_only=True)
+    serves, rejects = con.execute(
+        "SELECT (SELECT count(*) FROM log_serves), (SELECT count(*) FROM log_rejects)"
+    ).fetchone()
+    con.close()
+    assert sum(r.serves for r in reports) == serves
+    assert sum(r.rejected for r in reports) == rejects > 0
+    assert sum(sum(r.reasons.values()) for r in reports) == rejects
+
+
+def test_an_unchanged_day_is_not_written_again_nor_loaded(tmp_path, demo_logs):
+    staging = tmp_path / "staging"
+    _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    generations = {p.resolve() for p in (staging / "log_files").iterdir()}
+    written, reports = _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    assert written == [False] * len(written)
+    assert [r.files_ingested for r in reports] == [0] * len(reports)
+    assert {p.resolve() for p in (staging / "log_files").iterdir()} == generations
+    assert staged_days(staging) == list_partitions(demo_logs)
+
+
+def _day(root: Path, dt: str, name: str, n: int, tag: str) -> Path:
+    records = []
+    for i in range(n):
+        sid = f"{tag}-{dt}-{i}"
+        records.append(serve(sid, f"{dt}T10:00:0{i % 10}Z", f"task {tag} {i % 3}", [ranked(f"d{i % 4}", 1)]))
+        records.append(verdict(sid, f"d{i % 4}", "helped" if i % 2 else "noise", f"{dt}T11:00:00Z"))
+    return write_log(root, dt, name, records)
+
+
+def test_changed_appended_and_deleted_files_end_as_direct_ingestion_ends(tmp_path):
+    logs = tmp_path / "logs"
+    for dt in ("2026-11-01", "2026-11-02", "2026-11-03"):
+        _day(logs, dt, "part-0001.jsonl", 6, "a")
+    broken = logs / "dt=2026-11-02" / "part-0002.jsonl"
+    broken.write_bytes(b'{"event": "serve"\n\xff\xfe not text\n\n')
+    direct, staged, staging = tmp_path / "d.duckdb", tmp_path / "s.duckdb", tmp_path / "staging"
+    _direct(direct, logs)
+    _staged(staged, logs, staging)
+    _assert_same(direct, staged)
+
+    # A file rewritten, a file added, a file deleted (its rows stay: the warehouse is the record).
+    _day(logs, "2026-11-01", "part-0001.jsonl", 9, "b")
+    os.utime(logs / "dt=2026-11-01" / "part-0001.jsonl", (1, 1))
+    with gzip.open(logs / "dt=2026-11-02" / "part-0003.jsonl.gz", "wt") as fh:
+        fh.write(
+            '{"event": "verdict", "serve_id": "a-2026-11-02-1", "doc_id": "d1", "verdict": "wrong", '
+            '"ts": "2026-11-02T12:00:00Z"}\n'
+        )
+    (logs / "dt=2026-11-03" / "part-0001.jsonl").unlink()
+    _direct(direct, logs)
+    written, reports = _staged(staged, logs, staging)
+    assert written == [True, True, False]
+    assert [r.files_ingested for r in reports] == [1, 1, 0]
+    _assert_same(direct, staged)
+
+
+def test_other_engines_read_the_staged_tables_as_hive_partitions(tmp_path, demo_logs):
+    staging = tmp_path / "staging"
+    _, reports = _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    dataset = pads.dataset(staging / "log_serves", format="parquet", partitioning="hive")
+    table = dataset.to_table(columns=["serve_id", "dt"])
+    assert table.num_rows == sum(r.serves for r in reports)
+    assert sorted(set(table.column("dt").to_pylist())) == list_partitions(demo_logs)
+    con = duckdb.connect()
+    n = con.execute(
+        "SELECT count(*) FROM read_parquet(?, hive_partitioning = true)",
+        [str(staging / "log_serve_items" / "*" / "*.parquet")],
+    ).fetchall()[0][0]
+    assert (
+        n
+        == connect(tmp_path / "s.duckdb", read_only=True)
+        .execute("SELECT count(*) FROM log_serve_items")
+        .fetchall()[0][0]
+    )
+
+
+def _stage_in_child(logs: Path, dt: str, staging: Path, failpoint: str) -> int:
+    code = (
+        "import sys; from pathlib import Path; from goldenset.staging import stage_partition; "
+        "stage_partition(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))"
+    )
+    env = {**os.environ, "GOLDENSET_FAILPOINT": failpoint}
+    return subprocess.run([sys.executable, "-c", code, str(logs), dt, str(staging)], env=env, cwd=ROOT).returncode
+
+
+def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp_path):
+    logs, staging = tmp_path / "logs", tmp_path / "staging"
+    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
+    _staged(tmp_path / "s.duckdb", logs, staging)
+    before = (staging / "log_files" / "dt=2026-11-01").resolve()
+    _day(logs, "2026-11-01", "part-0002.jsonl", 5, "b")
+    assert _stage_in_child(logs, "2026-11-01", staging, "staging.before_switch") == -9
+    assert (staging / "log_files" / "dt=2026-11-01").resolve() == before
+    con = connect(tmp_path / "s.duckdb")
+    try:
+        assert [r.files_ingested for r in load_staged(con, staging, ["2026-11-01"])] == [0]
+    finally:
+        con.close()
+    # The next staging finishes the job, and the load then matches direct ingestion.
+    _direct(tmp_path / "d.duckdb", logs)
+    _staged(tmp_path / "s.duckdb", logs, staging)
+    _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
+
+
+def test_a_load_killed_mid_transaction_commits_nothing(tmp_path):
+    logs, staging = tmp_path / "logs", tmp_path / "staging"
+    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
+    stage_partition(logs, "2026-11-01", staging)
+    connect(tmp_path / "s.duckdb").close()
+    code = (
+        "import sys; from pathlib import Path; from goldenset.staging import load_staged; "
+        "from goldenset.warehouse import connect; "
+        "load_staged(connect(sys.argv[1]), Path(sys.argv[2]), ['2026-11-01'])"
+    )
+    env = {**os.environ, "GOLDENSET_FAILPOINT": "staging.mid_load"}
+    rc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.duckdb"), str(staging)], env=env, cwd=ROOT)
+    assert rc.returncode == -9
+    con = connect(tmp_path / "s.duckdb", read_only=True)
+    assert con.execute("SELECT (SELECT count(*) FROM log_serves) + (SELECT count(*) FROM log_files)").fetchone() == (0,)
+    con.close()
+
+
+def test_build_with_workers_publishes_the_golden_set_of_a_direct_build(tmp_path, monkeypatch):
+    data = write_demo_data(tmp_path / "demo", days=4, end=date(2026, 11, 28))
+    rows = {}
+    for name, extra in (("direct", []), ("staged", ["--workers", "2"])):
+        monkeypatch.setenv("GOLDENSET_HOME", str(tmp_path / name))
+        db = tmp_path / name / "g.duckdb"
+        argv = ["build", "--logs", str(data.logs), "--corpus", str(data.corpus_before), "--db", str(db), *extra]
+        assert main(argv) == 0
+        con = connect(db, read_only=True)
+        rows[name] = con.execute(
+            "SELECT query_id, doc_id, doc_version, verdict, relevance, serve_id, judged_at, stale_reason FROM golden_set ORDER BY ALL"
+        ).fetchall()
+        con.close()
+    assert rows["staged"] and rows["staged"] == rows["direct"]
+    # The staging ran as its own Dagster job, on the multiprocess executor, before the refresh.
+    assert staged_days(tmp_path / "staged" / "staging") == list_partitions(data.logs)
