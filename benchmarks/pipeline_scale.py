@@ -13,7 +13,10 @@ on the same files:
 3. the same again (unchanged rebuild);
 4. after one new day (nightly on top of --days days);
 5. after the days up to --history-days (a backfill, reported but not a target),
-   then one more new day (nightly on top of --history-days days).
+   then one more new day (nightly on top of --history-days days);
+6. with --staged (the default): the full build of the --days days again, each on a
+   fresh warehouse and home, staged as Parquet by 1 and then 2 worker processes
+   (`build --workers N`), the scale-out path's backfill.
 
 It prints wall time and peak RSS of each, the ratios the scale targets are stated
 in (full / script, unchanged / full, nightly / full, nightly at --history-days /
@@ -97,6 +100,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--gzip-every", type=int, default=0, help="gzip every k-th day's main file (0: none)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/goldenset-bench"))
     ap.add_argument("--tiny", action="store_true", help="a few thousand items over 3 days: seconds, for CI")
+    ap.add_argument(
+        "--staged",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the full build staged by 1 and 2 worker processes",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated data and databases")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -151,10 +160,22 @@ def main(argv: list[str] | None = None) -> dict:
     full = timed("full", build, work, env)
     labels = labels_in(db)
     script_labels = labels_in(base_db)
+    staged: dict[int, Run] = {}
+    staged_labels: dict[int, int] = {}
+    if args.staged:
+        for workers in (1, 2):
+            home = work / f"home-staged-{workers}"
+            staged_db = work / f"staged-{workers}.duckdb"
+            staged_env = {**env, "GOLDENSET_HOME": str(home)}
+            argv_staged = [*build[:-1], str(staged_db), "--workers", str(workers)]
+            staged[workers] = timed(f"staged_{workers}", argv_staged, work, staged_env)
+            staged_labels[workers] = labels_in(staged_db)
+            shutil.rmtree(home / "staging", ignore_errors=True)
+            staged_db.unlink()
     unchanged = timed("unchanged", build, work, env)
     move_days(pool, logs, range(args.days, args.days + 1))
     nightly = timed("nightly", build, work, env)
-    runs = [script, full, unchanged, nightly]
+    runs = [script, full, *staged.values(), unchanged, nightly]
     backfill = nightly_h = None
     if history:
         move_days(pool, logs, range(args.days + 1, history))
@@ -170,6 +191,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(
         f"full build               {full.seconds:8.1f} s   {gb(full)}   ratio to script {full.seconds / script.seconds:.2f}"
     )
+    for workers, r in staged.items():
+        print(
+            f"full, staged x{workers} proc    {r.seconds:8.1f} s   {gb(r)}   ratio to script "
+            f"{r.seconds / script.seconds:.2f}, to direct {r.seconds / full.seconds:.2f}"
+        )
+    if len(staged) == 2:
+        print(f"staged speed-up 2 procs  {staged[1].seconds / staged[2].seconds:.2f}x over 1 process")
     print(
         f"unchanged rebuild        {unchanged.seconds:8.1f} s   {gb(unchanged)}   "
         f"{100 * unchanged.seconds / full.seconds:.1f}% of full"
@@ -189,6 +217,10 @@ def main(argv: list[str] | None = None) -> dict:
         f"script {1e6 * script.seconds / items:.2f} us"
     )
     print(f"golden set labels        build {labels:,}, script {script_labels:,}")
+    for workers, n in staged_labels.items():
+        print(
+            f"                         staged x{workers} {n:,}" + ("" if n == labels else "  (DIFFERS from the build)")
+        )
     result = {
         "items": items,
         "days": args.days,
@@ -197,6 +229,7 @@ def main(argv: list[str] | None = None) -> dict:
         "docs": docs,
         "labels": labels,
         "script_labels": script_labels,
+        "staged_labels": {str(k): v for k, v in staged_labels.items()},
         "runs": {r.name: {k: v for k, v in asdict(r).items() if k != "output"} for r in runs},
     }
     if args.json:

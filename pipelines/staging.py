@@ -1,9 +1,10 @@
 """The stage_serve_log job: every log day staged as Parquet in parallel processes.
 
 Staging never opens the warehouse, so its steps run at once on Dagster's
-multiprocess executor (one process per day, up to `max_concurrent`), outside the
-`duckdb` pool; the `serve_log` asset of the refresh then loads the staged days as
-the single writer. Run it before the refresh (`goldenset build --workers N` does).
+multiprocess executor, outside the `duckdb` pool: the days are dealt round-robin
+into one share per worker (a step process costs about a second to start, so one per
+day would spend a backfill starting processes), and each share is one step. The
+`serve_log` asset of the refresh then loads the staged days as the single writer. Run it before the refresh (`goldenset build --workers N` does).
 """
 
 import dagster as dg
@@ -15,40 +16,39 @@ from goldenset_dagster.resources import LogSource
 JOB_NAME = "stage_serve_log"
 
 
-def _mapping_key(dt: str) -> str:
-    return "dt_" + "".join(c if c.isalnum() else "_" for c in dt)
+def shares(days: list[str], workers: int) -> list[list[str]]:
+    """The days dealt round-robin into at most `workers` non-empty shares."""
+    n = max(1, min(workers, len(days)))
+    return [days[i::n] for i in range(n)] if days else []
 
 
-@dg.op(out=dg.DynamicOut(str), description="Every dt= folder of LOGS, one output each.")
+@dg.op(out=dg.DynamicOut(list), description="The dt= folders of LOGS, dealt into one share per worker.")
 def log_days(logs: LogSource):
-    for dt in logs.partitions():
-        yield dg.DynamicOutput(dt, mapping_key=_mapping_key(dt))
+    for i, share in enumerate(shares(logs.partitions(), logs.workers)):
+        yield dg.DynamicOutput(share, mapping_key=f"share_{i}")
 
 
-@dg.op(description="Validate one log day into Parquet under the staging folder; unchanged days are left as they are.")
-def stage_log_day(context: dg.OpExecutionContext, logs: LogSource, dt: str) -> None:
+@dg.op(description="Validate log days into Parquet under the staging folder; unchanged days are left as they are.")
+def stage_log_days(context: dg.OpExecutionContext, logs: LogSource, days: list) -> None:
     staging = logs.staging
     if staging is None:
         raise dg.Failure(
             description="staging needs GOLDENSET_INGEST_WORKERS (or --workers) above 0", allow_retries=False
         )
-    try:
-        day = stage_partition(logs.root, dt, staging, threads=logs.duckdb_threads())
-    except GoldensetError as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    rep = day.report
-    context.add_output_metadata(
-        {
-            "dt": dt,
-            "written": day.written,
-            "files_seen": rep.files_seen,
-            "files_ingested": rep.files_ingested,
-            "lines_read": rep.lines_read,
-            "serves": rep.serves,
-            "verdicts": rep.verdicts,
-            "rejected": rep.rejected,
-        }
-    )
+    written = []
+    for dt in days:
+        try:
+            day = stage_partition(logs.root, dt, staging, threads=logs.duckdb_threads())
+        except GoldensetError as exc:
+            raise dg.Failure(description=f"dt={dt}: {exc}", allow_retries=False) from exc
+        rep = day.report
+        context.log.info(
+            f"dt={dt}: {'staged' if day.written else 'unchanged'}, {rep.files_ingested} of {rep.files_seen} "
+            f"files read, {rep.serves} serves, {rep.verdicts} verdicts, {rep.rejected} rejected"
+        )
+        if day.written:
+            written.append(dt)
+    context.add_output_metadata({"days": len(days), "days_written": len(written), "written": ", ".join(written)})
 
 
 @dg.job(
@@ -58,7 +58,7 @@ def stage_log_day(context: dg.OpExecutionContext, logs: LogSource, dt: str) -> N
     "the refresh's serve_log then loads them.",
 )
 def stage_serve_log():
-    log_days().map(stage_log_day)
+    log_days().map(stage_log_days)
 
 
 def run_config(workers: int) -> dict:

@@ -17,6 +17,9 @@ FIGURES = {
     "served items": rf"served items +{NUMBER} \({NUMBER} serves x 5, 3 days, {NUMBER} GB of logs",
     "script": rf"baseline SQL script +{NUMBER} s +peak RSS +{NUMBER} GB",
     "full": rf"full build +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}",
+    "staged 1": rf"full, staged x1 proc +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}, to direct {NUMBER}",
+    "staged 2": rf"full, staged x2 proc +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}, to direct {NUMBER}",
+    "staged speed-up": rf"staged speed-up 2 procs +{NUMBER}x over 1 process",
     "unchanged": rf"unchanged rebuild +{NUMBER} s +peak RSS +{NUMBER} GB +{NUMBER}% of full",
     "nightly": rf"nightly on +3 days +{NUMBER} s +peak RSS +{NUMBER} GB +{NUMBER}% of full",
     "backfill": rf"backfill to +6 days +{NUMBER} s +peak RSS +{NUMBER} GB",
@@ -48,9 +51,20 @@ def test_tiny_benchmark_prints_every_figure(tmp_path):
     missing = [name for name, pattern in FIGURES.items() if not re.search(pattern, proc.stdout)]
     assert not missing, f"figures missing: {missing}\n{proc.stdout}"
     result = json.loads(figures.read_text())
-    assert set(result["runs"]) == {"script", "full", "unchanged", "nightly", "backfill", "nightly_history"}
+    assert set(result["runs"]) == {
+        "script",
+        "full",
+        "staged_1",
+        "staged_2",
+        "unchanged",
+        "nightly",
+        "backfill",
+        "nightly_history",
+    }
     assert all(r["seconds"] > 0 and r["peak_rss_bytes"] > 0 for r in result["runs"].values())
     assert result["labels"] > 0 and result["script_labels"] > 0
+    # Staged ingestion publishes the same golden set as direct ingestion.
+    assert result["staged_labels"] == {"1": result["labels"], "2": result["labels"]}
     assert not work.exists(), "the generated data is deleted unless --keep"
 
 
