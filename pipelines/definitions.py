@@ -16,7 +16,7 @@ from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.jobs import pool_labelling_queue, rebuild_golden_set, refresh_golden_set
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
-from goldenset_dagster.schedules import nightly_golden_set
+from goldenset_dagster.schedules import nightly_golden_set, nightly_staged_golden_set, refresh_after_staging
 from goldenset_dagster.sensors import corpus_reindex_sensor
 from goldenset_dagster.staging import stage_serve_log
 
@@ -41,8 +41,8 @@ def build_definitions() -> dg.Definitions:
             *BENCHMARK_ASSETS,
         ],
         jobs=[refresh_golden_set, rebuild_golden_set, pool_labelling_queue, stage_serve_log, *BENCHMARK_JOBS],
-        schedules=[nightly_golden_set],
-        sensors=[corpus_reindex_sensor],
+        schedules=[nightly_golden_set, nightly_staged_golden_set],
+        sensors=[corpus_reindex_sensor, refresh_after_staging],
         resources={
             "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
             "logs": LogSource(path=_path("logs"), staging_path=_path("staging"), workers=settings.ingest_workers()),

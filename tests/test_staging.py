@@ -230,3 +230,64 @@ def test_build_with_workers_publishes_the_golden_set_of_a_direct_build(tmp_path,
     assert rows["staged"] and rows["staged"] == rows["direct"]
     # The staging ran as its own Dagster job, on the multiprocess executor, before the refresh.
     assert staged_days(tmp_path / "staged" / "staging") == list_partitions(data.logs)
+
+
+def test_the_daemon_path_stages_on_schedule_and_the_sensor_starts_the_refresh(tmp_path, monkeypatch):
+    import dagster as dg
+
+    from goldenset_dagster.definitions import build_definitions
+    from goldenset_dagster.resources import LabelSource, LogSource
+    from goldenset_dagster.schedules import nightly_staged_golden_set, refresh_after_staging
+
+    data = write_demo_data(tmp_path / "demo", days=3, end=date(2026, 11, 28))
+    db = tmp_path / "g.duckdb"
+    monkeypatch.setenv("GOLDENSET_LOGS", str(data.logs))
+    monkeypatch.setenv("GOLDENSET_CORPUS", str(data.corpus_before))
+    monkeypatch.setenv("GOLDENSET_DB", str(db))
+    staging = tmp_path / "staging"
+    logs = LogSource(path=str(data.logs), staging_path=str(staging), workers=2)
+    labels = LabelSource(path=str(tmp_path / "no-labels"))
+    with dg.instance_for_test() as instance:
+        # Without workers the staged schedule stands aside.
+        off = nightly_staged_golden_set(
+            dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(data.logs))})
+        )
+        assert isinstance(off, dg.SkipReason) and "GOLDENSET_INGEST_WORKERS" in off.skip_message
+        on = nightly_staged_golden_set(dg.build_schedule_context(instance=instance, resources={"logs": logs}))
+        assert on.run_config == {"execution": {"config": {"max_concurrent": 2}}}
+
+        monkeypatch.setenv("GOLDENSET_STAGING", str(staging))
+        monkeypatch.setenv("GOLDENSET_INGEST_WORKERS", "2")
+        defs = build_definitions()
+        staged = defs.resolve_job_def("stage_serve_log").execute_in_process(instance=instance)
+        assert staged.success and staged_days(staging) == list_partitions(data.logs)
+        ctx = dg.build_run_status_sensor_context(
+            sensor_name="refresh_after_staging",
+            dagster_instance=instance,
+            dagster_run=staged.dagster_run,
+            dagster_event=staged.get_run_success_event(),
+            resources={"logs": logs, "labels": labels},
+        )
+        request = refresh_after_staging(ctx)
+        assert request.tags["dagster/asset_partition_range_start"] == "2026-11-26"
+        assert request.tags["dagster/asset_partition_range_end"] == "2026-11-28"
+        refresh = defs.resolve_job_def("refresh_golden_set").execute_in_process(
+            instance=instance, run_config=request.run_config, tags=request.tags
+        )
+        assert refresh.success
+    con = connect(db, read_only=True)
+    try:
+        # The refresh loaded the staged days: the warehouse holds every staged serve.
+        loaded = con.execute("SELECT count(*) FROM log_serves").fetchall()[0][0]
+        staged_serves = con.execute(
+            "SELECT count(*) FROM read_parquet(?)", [str(staging / "log_serves" / "*" / "*.parquet")]
+        ).fetchall()[0][0]
+        assert loaded == staged_serves > 0
+        # ... and loaded them, not read the logs again: each file's ingestion time is the staged one.
+        assert con.execute(
+            "SELECT count(*) FROM log_files w JOIN read_parquet(?) s USING (source_file, ingested_at)",
+            [str(staging / "log_files" / "*" / "*.parquet")],
+        ).fetchall()[0][0] == len(list(data.logs.rglob("*.jsonl*")))
+        assert con.execute("SELECT count(*) FROM golden_set").fetchall()[0][0] > 0
+    finally:
+        con.close()
