@@ -42,15 +42,30 @@ STAGED_TABLES = ("log_serves", "log_serve_items", "log_verdicts", "log_rejects",
 GENERATIONS = ".generations"
 PART = "part.parquet"
 
+# Constant statements, one per table: table names are never spliced into SQL at run time.
+# As Hive lays tables out, `dt` lives in the folder name (dt=...), not in the files; the
+# statements that read a day's file put it back as a parameter.
 _LOAD_SQL = {
-    # Constant statements: table names are never spliced into SQL at run time.
-    "log_serves": "INSERT INTO log_serves BY NAME SELECT * FROM read_parquet(?) WHERE list_contains(?, source_file)",
-    "log_serve_items": "INSERT INTO log_serve_items BY NAME SELECT * FROM read_parquet(?) "
+    "log_serves": "INSERT INTO log_serves BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false) "
     "WHERE list_contains(?, source_file)",
-    "log_verdicts": "INSERT INTO log_verdicts BY NAME SELECT * FROM read_parquet(?) WHERE list_contains(?, source_file)",
-    "log_rejects": "INSERT INTO log_rejects BY NAME SELECT * FROM read_parquet(?) WHERE list_contains(?, source_file)",
-    "log_files": "INSERT INTO log_files BY NAME SELECT * FROM read_parquet(?) WHERE list_contains(?, source_file)",
+    "log_serve_items": "INSERT INTO log_serve_items BY NAME SELECT * FROM read_parquet(?, hive_partitioning = false) "
+    "WHERE list_contains(?, source_file)",
+    "log_verdicts": "INSERT INTO log_verdicts BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false) "
+    "WHERE list_contains(?, source_file)",
+    "log_rejects": "INSERT INTO log_rejects BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false) "
+    "WHERE list_contains(?, source_file)",
+    "log_files": "INSERT INTO log_files BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false) "
+    "WHERE list_contains(?, source_file)",
 }
+_READ_BACK_SQL = {
+    "log_serves": "INSERT INTO log_serves BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false)",
+    "log_serve_items": "INSERT INTO log_serve_items BY NAME SELECT * FROM read_parquet(?, hive_partitioning = false)",
+    "log_verdicts": "INSERT INTO log_verdicts BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false)",
+    "log_rejects": "INSERT INTO log_rejects BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false)",
+    "log_files": "INSERT INTO log_files BY NAME SELECT *, ?::VARCHAR AS dt FROM read_parquet(?, hive_partitioning = false)",
+}
+# log_serve_items has no dt column (an item belongs to its serve's day).
+_WITHOUT_DT = frozenset({"log_serve_items"})
 _DELETE_SQL = {
     "log_serves": "DELETE FROM log_serves WHERE list_contains(?, source_file)",
     "log_serve_items": "DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
@@ -58,20 +73,22 @@ _DELETE_SQL = {
     "log_rejects": "DELETE FROM log_rejects WHERE list_contains(?, source_file)",
     "log_files": "DELETE FROM log_files WHERE list_contains(?, source_file)",
 }
-_STAGED_FROM = {
-    "log_serves": "INSERT INTO log_serves BY NAME SELECT * FROM read_parquet(?)",
-    "log_serve_items": "INSERT INTO log_serve_items BY NAME SELECT * FROM read_parquet(?)",
-    "log_verdicts": "INSERT INTO log_verdicts BY NAME SELECT * FROM read_parquet(?)",
-    "log_rejects": "INSERT INTO log_rejects BY NAME SELECT * FROM read_parquet(?)",
-    "log_files": "INSERT INTO log_files BY NAME SELECT * FROM read_parquet(?)",
-}
 _COPY_SQL = {
-    "log_serves": "COPY log_serves TO ? (FORMAT parquet, COMPRESSION zstd)",
+    "log_serves": "COPY (SELECT * EXCLUDE (dt) FROM log_serves) TO ? (FORMAT parquet, COMPRESSION zstd)",
     "log_serve_items": "COPY log_serve_items TO ? (FORMAT parquet, COMPRESSION zstd)",
-    "log_verdicts": "COPY log_verdicts TO ? (FORMAT parquet, COMPRESSION zstd)",
-    "log_rejects": "COPY log_rejects TO ? (FORMAT parquet, COMPRESSION zstd)",
-    "log_files": "COPY log_files TO ? (FORMAT parquet, COMPRESSION zstd)",
+    "log_verdicts": "COPY (SELECT * EXCLUDE (dt) FROM log_verdicts) TO ? (FORMAT parquet, COMPRESSION zstd)",
+    "log_rejects": "COPY (SELECT * EXCLUDE (dt) FROM log_rejects) TO ? (FORMAT parquet, COMPRESSION zstd)",
+    "log_files": "COPY (SELECT * EXCLUDE (dt) FROM log_files) TO ? (FORMAT parquet, COMPRESSION zstd)",
 }
+
+
+def _dt_args(table: str, dt: str) -> list[str]:
+    return [] if table in _WITHOUT_DT else [dt]
+
+
+def _read_back(con: duckdb.DuckDBPyConnection, table: str, dt: str, part: Path) -> None:
+    """Every row of one staged file into `table` (of the day's in-memory database)."""
+    con.execute(_READ_BACK_SQL[table], [*_dt_args(table, dt), str(part)])
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,7 @@ def stage_partition(
     try:
         files_now = day_link(staging, "log_files", dt) / PART
         if files_now.is_file():
-            con.execute(_STAGED_FROM["log_files"], [str(files_now)])
+            _read_back(con, "log_files", dt, files_now)
         # What changed is decided from the file table alone, before any row is read back.
         probe = PartitionReport(dt)
         if not changed_files(con, root, dt, rehash, probe) and files_now.is_file() and not rehash:
@@ -128,7 +145,7 @@ def stage_partition(
             generation = files_now.resolve().parent.name
             for table in STAGED_TABLES[:-1]:
                 part = staging / GENERATIONS / table / generation / PART
-                con.execute(_STAGED_FROM[table], [str(part)])
+                _read_back(con, table, dt, part)
         report = ingest_all(con, root, [dt], rehash=rehash)[0]
         _write_generation(con, staging, dt)
         return StagedDay(report, written=True)
@@ -195,12 +212,14 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
         parts = {t: str(staging / GENERATIONS / t / generation / PART) for t in STAGED_TABLES}
         staged = con.execute(
             "SELECT s.source_file, s.lines_read, s.serves, s.verdicts, s.lines_rejected, w.source_file IS NOT NULL "
-            "FROM read_parquet(?) s LEFT JOIN log_files w ON w.source_file = s.source_file "
+            "FROM read_parquet(?, hive_partitioning = false) s LEFT JOIN log_files w ON w.source_file = s.source_file "
             "WHERE w.source_file IS NULL OR w.content_sha256 IS DISTINCT FROM s.content_sha256 "
             "OR w.ingested_at IS DISTINCT FROM s.ingested_at OR w.lines_total IS DISTINCT FROM s.lines_total",
             [parts["log_files"]],
         ).fetchall()
-        report.files_seen = con.execute("SELECT count(*) FROM read_parquet(?)", [parts["log_files"]]).fetchall()[0][0]
+        report.files_seen = con.execute(
+            "SELECT count(*) FROM read_parquet(?, hive_partitioning = false)", [parts["log_files"]]
+        ).fetchall()[0][0]
         report.files_unchanged = report.files_seen - len(staged)
         if not staged:
             continue
@@ -213,7 +232,7 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
                 for table in STAGED_TABLES:
                     con.execute(_DELETE_SQL[table], [replaced])
             for table in STAGED_TABLES:
-                con.execute(_LOAD_SQL[table], [parts[table], files])
+                con.execute(_LOAD_SQL[table], [*_dt_args(table, dt), parts[table], files])
             failpoints.hit("staging.mid_load")
             for mark in MARK_DIRTY:  # the new serves and verdicts: their queries are rebuilt
                 con.execute(mark, [files])
@@ -224,7 +243,7 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
             report.verdicts += verdicts or 0
             report.rejected += rejected or 0
         for reason, n in con.execute(
-            "SELECT reason, count(*) FROM read_parquet(?) WHERE list_contains(?, source_file) GROUP BY ALL",
+            "SELECT reason, count(*) FROM read_parquet(?, hive_partitioning = false) WHERE list_contains(?, source_file) GROUP BY ALL",
             [parts["log_rejects"], files],
         ).fetchall():
             report.reasons[reason] = n
