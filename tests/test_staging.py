@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -166,52 +164,6 @@ def test_other_engines_read_the_staged_tables_as_hive_partitions(tmp_path, demo_
         .execute("SELECT count(*) FROM log_serve_items")
         .fetchall()[0][0]
     )
-
-
-def _stage_in_child(logs: Path, dt: str, staging: Path, failpoint: str) -> int:
-    code = (
-        "import sys; from pathlib import Path; from goldenset.staging import stage_partition; "
-        "stage_partition(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))"
-    )
-    env = {**os.environ, "GOLDENSET_FAILPOINT": failpoint}
-    return subprocess.run([sys.executable, "-c", code, str(logs), dt, str(staging)], env=env, cwd=ROOT).returncode
-
-
-def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp_path):
-    logs, staging = tmp_path / "logs", tmp_path / "staging"
-    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
-    _staged(tmp_path / "s.duckdb", logs, staging)
-    before = (staging / "log_files" / "dt=2026-11-01").resolve()
-    _day(logs, "2026-11-01", "part-0002.jsonl", 5, "b")
-    assert _stage_in_child(logs, "2026-11-01", staging, "staging.before_switch") == -9
-    assert (staging / "log_files" / "dt=2026-11-01").resolve() == before
-    con = connect(tmp_path / "s.duckdb")
-    try:
-        assert [r.files_ingested for r in load_staged(con, staging, ["2026-11-01"])] == [0]
-    finally:
-        con.close()
-    # The next staging finishes the job, and the load then matches direct ingestion.
-    _direct(tmp_path / "d.duckdb", logs)
-    _staged(tmp_path / "s.duckdb", logs, staging)
-    _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
-
-
-def test_a_load_killed_mid_transaction_commits_nothing(tmp_path):
-    logs, staging = tmp_path / "logs", tmp_path / "staging"
-    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
-    stage_partition(logs, "2026-11-01", staging)
-    connect(tmp_path / "s.duckdb").close()
-    code = (
-        "import sys; from pathlib import Path; from goldenset.staging import load_staged; "
-        "from goldenset.warehouse import connect; "
-        "load_staged(connect(sys.argv[1]), Path(sys.argv[2]), ['2026-11-01'])"
-    )
-    env = {**os.environ, "GOLDENSET_FAILPOINT": "staging.mid_load"}
-    rc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.duckdb"), str(staging)], env=env, cwd=ROOT)
-    assert rc.returncode == -9
-    con = connect(tmp_path / "s.duckdb", read_only=True)
-    assert con.execute("SELECT (SELECT count(*) FROM log_serves) + (SELECT count(*) FROM log_files)").fetchone() == (0,)
-    con.close()
 
 
 def test_build_with_workers_publishes_the_golden_set_of_a_direct_build(tmp_path, monkeypatch):
