@@ -6,7 +6,7 @@ import dagster as dg
 
 from goldenset import progress
 from goldenset.ingest import ingest_all
-from goldenset.staging import load_staged, stage_partition
+from goldenset.staging import load_staged, stage_partitions
 from goldenset.status import partition_samples, partition_stats
 from goldenset_dagster.assets import raise_for
 from goldenset_dagster.partitions import days
@@ -38,10 +38,8 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         if staging is not None:
             # Days the stage_serve_log job has staged are up to date and cost a stat of
             # each file here; any other is staged now, in this process.
-            with progress.step("staging log days", total=len(keys)) as advance:
-                for dt in keys:
-                    stage_partition(logs.root, dt, staging, threads=logs.duckdb_threads())
-                    advance(1)
+            with progress.step("staging log days", total=len(keys)):
+                stage_partitions(logs.root, keys, staging, threads=logs.duckdb_threads())
         con = warehouse.connect()
         try:
             if staging is not None:

@@ -112,7 +112,11 @@ def staged_days(staging: Path) -> list[str]:
     return sorted(p.name[3:] for p in root.iterdir() if p.name.startswith("dt=") and (p / PART).is_file())
 
 
+_DAY_TABLES = (*STAGED_TABLES, "log_dirty")
+
+
 def _day_connection(staging: Path, threads: int | None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding the log tables only: what one day is staged in."""
     con = duckdb.connect(":memory:")
     _memory_settings(con)
     if not os.environ.get("GOLDENSET_DUCKDB_TEMP_DIRECTORY"):
@@ -120,8 +124,20 @@ def _day_connection(staging: Path, threads: int | None) -> duckdb.DuckDBPyConnec
         con.execute("SET temp_directory = ?", [str(staging / ".tmp")])
     if threads:
         con.execute("SET threads = ?", [threads])
-    schema.create_all(con)
+    for rel in schema.RELATIONS:
+        if rel.name in _DAY_TABLES:
+            con.execute(rel.ddl())
     return con
+
+
+_CLEAR_SQL = {
+    "log_serves": "DELETE FROM log_serves",
+    "log_serve_items": "DELETE FROM log_serve_items",
+    "log_verdicts": "DELETE FROM log_verdicts",
+    "log_rejects": "DELETE FROM log_rejects",
+    "log_files": "DELETE FROM log_files",
+    "log_dirty": "DELETE FROM log_dirty",
+}
 
 
 def stage_partition(
@@ -131,26 +147,42 @@ def stage_partition(
 
     Never opens the warehouse. Safe to run for different days at the same time.
     """
+    return stage_partitions(root, [dt], staging, rehash=rehash, threads=threads)[0]
+
+
+def stage_partitions(
+    root: Path, dts: list[str], staging: Path, *, rehash: bool = False, threads: int | None = None
+) -> list[StagedDay]:
+    """Stage each of the days `dts` in turn, in one in-memory database emptied between days."""
     staging = Path(staging)
     con = _day_connection(staging, threads)
     try:
-        files_now = day_link(staging, "log_files", dt) / PART
-        if files_now.is_file():
-            _read_back(con, "log_files", dt, files_now)
-        # What changed is decided from the file table alone, before any row is read back.
-        probe = PartitionReport(dt)
-        if not changed_files(con, root, dt, rehash, probe) and files_now.is_file() and not rehash:
-            return StagedDay(probe, written=False)
-        if files_now.is_file():
-            generation = files_now.resolve().parent.name
-            for table in STAGED_TABLES[:-1]:
-                part = staging / GENERATIONS / table / generation / PART
-                _read_back(con, table, dt, part)
-        report = ingest_all(con, root, [dt], rehash=rehash)[0]
-        _write_generation(con, staging, dt)
-        return StagedDay(report, written=True)
+        out = []
+        for dt in dts:
+            for table in _DAY_TABLES:
+                con.execute(_CLEAR_SQL[table])
+            out.append(_stage_day(con, Path(root), dt, staging, rehash))
+        return out
     finally:
         con.close()
+
+
+def _stage_day(con: duckdb.DuckDBPyConnection, root: Path, dt: str, staging: Path, rehash: bool) -> StagedDay:
+    files_now = day_link(staging, "log_files", dt) / PART
+    if files_now.is_file():
+        _read_back(con, "log_files", dt, files_now)
+    # What changed is decided from the file table alone, before any row is read back.
+    probe = PartitionReport(dt)
+    if not changed_files(con, root, dt, rehash, probe) and files_now.is_file() and not rehash:
+        return StagedDay(probe, written=False)
+    if files_now.is_file():
+        generation = files_now.resolve().parent.name
+        for table in STAGED_TABLES[:-1]:
+            part = staging / GENERATIONS / table / generation / PART
+            _read_back(con, table, dt, part)
+    report = ingest_all(con, root, [dt], rehash=rehash)[0]
+    _write_generation(con, staging, dt)
+    return StagedDay(report, written=True)
 
 
 def _write_generation(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) -> None:
@@ -193,58 +225,85 @@ def _fsync_dir(path: Path) -> None:
         _fsync(path)
 
 
+# Staged days committed together, up to this many bytes of Parquet a transaction (a
+# transaction's commit costs about 0.1 s; a day a transaction would pay it every day).
+LOAD_BATCH_BYTES = 256 << 20
+
+
+@dataclass
+class _DayLoad:
+    dt: str
+    parts: dict[str, str]
+    files: list[str]  # staged files the warehouse does not hold at this content
+    replaced: list[str]  # ... of which the warehouse holds an earlier version
+    report: PartitionReport
+    size: int
+
+
+def _plan_day(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) -> _DayLoad | None:
+    files_part = day_link(staging, "log_files", dt) / PART
+    if not files_part.is_file():
+        return None
+    generation = files_part.resolve().parent.name
+    parts = {t: str(staging / GENERATIONS / t / generation / PART) for t in STAGED_TABLES}
+    rows = con.execute(
+        "SELECT s.source_file, s.lines_read, s.serves, s.verdicts, s.lines_rejected, w.source_file IS NOT NULL, "
+        "w.source_file IS NULL OR w.content_sha256 IS DISTINCT FROM s.content_sha256 "
+        "OR w.ingested_at IS DISTINCT FROM s.ingested_at OR w.lines_total IS DISTINCT FROM s.lines_total "
+        "FROM read_parquet(?, hive_partitioning = false) s LEFT JOIN log_files w ON w.source_file = s.source_file",
+        [parts["log_files"]],
+    ).fetchall()
+    report = PartitionReport(dt, files_seen=len(rows))
+    staged = [r for r in rows if r[6]]
+    report.files_unchanged = len(rows) - len(staged)
+    for _, lines_read, serves, verdicts, rejected, _, _ in staged:
+        report.lines_read += lines_read or 0
+        report.serves += serves or 0
+        report.verdicts += verdicts or 0
+        report.rejected += rejected or 0
+    size = sum(os.path.getsize(part) for part in parts.values()) if staged else 0
+    return _DayLoad(dt, parts, [r[0] for r in staged], [r[0] for r in staged if r[5]], report, size)
+
+
 def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -> list[PartitionReport]:
     """Load the staged days `dts` into the warehouse: each staged file the warehouse does not
-    hold at that content replaces that file's rows, one transaction per day.
+    hold at that content replaces that file's rows; whole days are committed together, up to
+    LOAD_BATCH_BYTES of Parquet a transaction.
 
     Rows of files the warehouse holds and the staged day does not (a file deleted from
     LOGS before it was staged) stay, as with direct ingestion.
     """
     staging = Path(staging)
-    reports = []
-    for dt in dts:
-        report = PartitionReport(dt)
-        reports.append(report)
-        files_part = day_link(staging, "log_files", dt) / PART
-        if not files_part.is_file():
-            continue
-        generation = files_part.resolve().parent.name
-        parts = {t: str(staging / GENERATIONS / t / generation / PART) for t in STAGED_TABLES}
-        staged = con.execute(
-            "SELECT s.source_file, s.lines_read, s.serves, s.verdicts, s.lines_rejected, w.source_file IS NOT NULL "
-            "FROM read_parquet(?, hive_partitioning = false) s LEFT JOIN log_files w ON w.source_file = s.source_file "
-            "WHERE w.source_file IS NULL OR w.content_sha256 IS DISTINCT FROM s.content_sha256 "
-            "OR w.ingested_at IS DISTINCT FROM s.ingested_at OR w.lines_total IS DISTINCT FROM s.lines_total",
-            [parts["log_files"]],
-        ).fetchall()
-        report.files_seen = con.execute(
-            "SELECT count(*) FROM read_parquet(?, hive_partitioning = false)", [parts["log_files"]]
-        ).fetchall()[0][0]
-        report.files_unchanged = report.files_seen - len(staged)
-        if not staged:
-            continue
-        files = [r[0] for r in staged]
-        replaced = [r[0] for r in staged if r[5]]
+    plans = {dt: _plan_day(con, staging, dt) for dt in dts}
+    todo = [plan for plan in plans.values() if plan is not None and plan.files]
+    batches: list[list[_DayLoad]] = []
+    for plan in todo:
+        if not batches or sum(d.size for d in batches[-1]) + plan.size > LOAD_BATCH_BYTES:
+            batches.append([])
+        batches[-1].append(plan)
+    for batch in batches:
         with transaction(con):
-            if replaced:
-                for mark in MARK_DIRTY:
-                    con.execute(mark, [replaced])
-                for table in STAGED_TABLES:
-                    con.execute(_DELETE_SQL[table], [replaced])
-            for table in STAGED_TABLES:
-                con.execute(_LOAD_SQL[table], [*_dt_args(table, dt), parts[table], files])
-            failpoints.hit("staging.mid_load")
-            for mark in MARK_DIRTY:  # the new serves and verdicts: their queries are rebuilt
-                con.execute(mark, [files])
-        report.files_ingested = len(files)
-        for _, lines_read, serves, verdicts, rejected, _ in staged:
-            report.lines_read += lines_read or 0
-            report.serves += serves or 0
-            report.verdicts += verdicts or 0
-            report.rejected += rejected or 0
-        for reason, n in con.execute(
-            "SELECT reason, count(*) FROM read_parquet(?, hive_partitioning = false) WHERE list_contains(?, source_file) GROUP BY ALL",
-            [parts["log_rejects"], files],
-        ).fetchall():
-            report.reasons[reason] = n
-    return reports
+            for day in batch:
+                _load_day(con, day)
+        for day in batch:
+            day.report.files_ingested = len(day.files)
+            for reason, n in con.execute(
+                "SELECT reason, count(*) FROM read_parquet(?, hive_partitioning = false) "
+                "WHERE list_contains(?, source_file) GROUP BY ALL",
+                [day.parts["log_rejects"], day.files],
+            ).fetchall():
+                day.report.reasons[reason] = n
+    return [plan.report if plan is not None else PartitionReport(dt) for dt, plan in plans.items()]
+
+
+def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad) -> None:
+    if day.replaced:
+        for mark in MARK_DIRTY:
+            con.execute(mark, [day.replaced])
+        for table in STAGED_TABLES:
+            con.execute(_DELETE_SQL[table], [day.replaced])
+    for table in STAGED_TABLES:
+        con.execute(_LOAD_SQL[table], [*_dt_args(table, day.dt), day.parts[table], day.files])
+    failpoints.hit("staging.mid_load")
+    for mark in MARK_DIRTY:  # the new serves and verdicts: their queries are rebuilt
+        con.execute(mark, [day.files])

@@ -10,7 +10,7 @@ day would spend a backfill starting processes), and each share is one step. The
 import dagster as dg
 
 from goldenset.errors import GoldensetError
-from goldenset.staging import stage_partition
+from goldenset.staging import stage_partitions
 from goldenset_dagster.resources import LogSource
 
 JOB_NAME = "stage_serve_log"
@@ -35,19 +35,19 @@ def stage_log_days(context: dg.OpExecutionContext, logs: LogSource, days: list) 
         raise dg.Failure(
             description="staging needs GOLDENSET_INGEST_WORKERS (or --workers) above 0", allow_retries=False
         )
+    try:
+        staged = stage_partitions(logs.root, list(days), staging, threads=logs.duckdb_threads())
+    except GoldensetError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     written = []
-    for dt in days:
-        try:
-            day = stage_partition(logs.root, dt, staging, threads=logs.duckdb_threads())
-        except GoldensetError as exc:
-            raise dg.Failure(description=f"dt={dt}: {exc}", allow_retries=False) from exc
+    for day in staged:
         rep = day.report
         context.log.info(
-            f"dt={dt}: {'staged' if day.written else 'unchanged'}, {rep.files_ingested} of {rep.files_seen} "
+            f"dt={rep.dt}: {'staged' if day.written else 'unchanged'}, {rep.files_ingested} of {rep.files_seen} "
             f"files read, {rep.serves} serves, {rep.verdicts} verdicts, {rep.rejected} rejected"
         )
         if day.written:
-            written.append(dt)
+            written.append(rep.dt)
     context.add_output_metadata({"days": len(days), "days_written": len(written), "written": ", ".join(written)})
 
 
