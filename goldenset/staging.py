@@ -6,7 +6,7 @@ with exactly the rules of `ingest` (it runs `ingest_all` against an in-memory Du
 that holds what was staged of that day before) and writes that day's rows as Parquet;
 it never opens the warehouse, so any number of days stage at once, in separate
 processes. `load_staged` is the single-writer step: it replaces the rows of each
-staged file whose content the warehouse does not hold yet, one transaction per day.
+staged file whose content the warehouse does not hold yet, whole days committed together.
 
 Layout, one folder per table, hive-partitioned by `dt`:
 
