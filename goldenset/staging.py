@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,6 +211,25 @@ def _write_generation(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) ->
     _fsync_dir(staging / "log_files")
     for folder in old:
         shutil.rmtree(folder, ignore_errors=True)
+    _remove_abandoned(staging, dt, generation)
+
+
+# A generation no link names, older than this, was left by a staging process that died
+# before its switch. A younger one may belong to a process still writing it.
+ABANDONED_SECONDS = 3600.0
+
+
+def _remove_abandoned(staging: Path, dt: str, current: str) -> None:
+    """Delete this day's generations that no link names and that are past ABANDONED_SECONDS."""
+    now = time.time()
+    for table in STAGED_TABLES:
+        root = staging / GENERATIONS / table
+        for folder in root.glob(f"{dt}-*"):
+            if folder.name == current:
+                continue
+            with contextlib.suppress(OSError):
+                if now - folder.stat().st_mtime > ABANDONED_SECONDS:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fsync(path: Path) -> None:

@@ -36,10 +36,20 @@ def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp
         assert [r.files_ingested for r in load_staged(con, staging, ["2026-11-01"])] == [0]
     finally:
         con.close()
+    # The dead process's generation is named by no link; past an hour, the next staging of
+    # the day removes it (a younger one may belong to a process still writing).
+    generations = staging / ".generations" / "log_files"
+    current = before.name
+    (abandoned,) = [g for g in generations.iterdir() if g.name != current]
     # The next staging finishes the job, and the load then matches direct ingestion.
+    for folder in (staging / ".generations").glob("*/" + abandoned.name):
+        os.utime(folder, (1, 1))
     _direct(tmp_path / "d.duckdb", logs)
     _staged(tmp_path / "s.duckdb", logs, staging)
     _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
+    now = (staging / "log_files" / "dt=2026-11-01").resolve().name
+    assert [g.name for g in generations.iterdir()] == [now]
+    assert list((staging / ".generations").glob("*/" + abandoned.name)) == []
 
 
 def test_a_load_killed_mid_transaction_commits_nothing(tmp_path):
