@@ -38,7 +38,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         if staging is not None:
             # Days the stage_serve_log job has staged are up to date and cost a stat of
             # each file here; any other is staged now, in this process.
-            with progress.step("staging log days", total=len(keys)):
+            with progress.step("staging log days"):
                 stage_partitions(logs.root, keys, staging, threads=logs.duckdb_threads())
         con = warehouse.connect()
         try:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import orjson
 
 from goldenset import failpoints
@@ -127,12 +128,12 @@ _QRELS_TREC = (
 class _Copy:
     """A file DuckDB writes itself: `sql` with `params`, then the file's path."""
 
-    con: object
+    con: duckdb.DuckDBPyConnection
     sql: str
     params: list
 
     def write(self, path: Path) -> None:
-        self.con.execute(self.sql, [*self.params, str(path)])  # type: ignore[attr-defined]
+        self.con.execute(self.sql, [*self.params, str(path)])
 
 
 def _json_line(record: dict) -> str:

@@ -35,7 +35,7 @@ _LINE_BITS = 32  # a line key is (file number << 32) | line number
 _LINE_MASK = (1 << _LINE_BITS) - 1
 
 # Constant statements, one per table: table names are never spliced into SQL at run time.
-_DELETE = (
+DELETE_FILES = (  # one per log table, in the order of staging.STAGED_TABLES
     "DELETE FROM log_serves WHERE list_contains(?, source_file)",
     "DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
     "DELETE FROM log_verdicts WHERE list_contains(?, source_file)",
@@ -198,8 +198,15 @@ def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: 
         report = PartitionReport(dt)
         reports.append(report)
         todo.extend(_changed_files(con, root, dt, rehash, report, known))
+    ingest_files(con, todo)
+    return reports
+
+
+def ingest_files(con, todo: list[_Todo]) -> None:
+    """Read the files `changed_files` found and replace their rows, in batches of whole files
+    of up to BATCH_BYTES of text, one transaction each; their reports are updated."""
     if not todo:
-        return reports
+        return
     with progress.step("ingesting files", total=len(todo)) as advance:
         batch = _Batch(con)
         try:
@@ -212,7 +219,6 @@ def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: 
                 advance(batch.commit())
         finally:
             batch.discard()
-    return reports
 
 
 @dataclass
@@ -353,7 +359,7 @@ class _Batch:
             if replaced:
                 for mark in MARK_DIRTY:
                     con.execute(mark, [replaced])
-                for delete in _DELETE:
+                for delete in DELETE_FILES:
                     con.execute(delete, [replaced])
             for insert in _INSERT[:4]:
                 con.execute(insert)

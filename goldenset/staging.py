@@ -2,7 +2,7 @@
 
 DuckDB allows one writing process, so ingesting straight into the warehouse runs one
 day after another. Staging splits the work: `stage_partition` reads one day's files
-with exactly the rules of `ingest` (it runs `ingest_all` against an in-memory DuckDB
+with exactly the rules of `ingest` (its `changed_files` and `ingest_files`, against an in-memory DuckDB
 that holds what was staged of that day before) and writes that day's rows as Parquet;
 it never opens the warehouse, so any number of days stage at once, in separate
 processes. `load_staged` is the single-writer step: it replaces the rows of each
@@ -35,8 +35,8 @@ from pathlib import Path
 import duckdb
 
 from goldenset import failpoints, schema
-from goldenset.ingest import MARK_DIRTY, PartitionReport, changed_files, ingest_all
-from goldenset.warehouse import _memory_settings, transaction
+from goldenset.ingest import DELETE_FILES, MARK_DIRTY, PartitionReport, changed_files, ingest_files
+from goldenset.warehouse import memory_settings, transaction
 
 # The tables a day's ingestion writes, the file table last (it names the generation).
 STAGED_TABLES = ("log_serves", "log_serve_items", "log_verdicts", "log_rejects", "log_files")
@@ -67,13 +67,6 @@ _READ_BACK_SQL = {
 }
 # log_serve_items has no dt column (an item belongs to its serve's day).
 _WITHOUT_DT = frozenset({"log_serve_items"})
-_DELETE_SQL = {
-    "log_serves": "DELETE FROM log_serves WHERE list_contains(?, source_file)",
-    "log_serve_items": "DELETE FROM log_serve_items WHERE list_contains(?, source_file)",
-    "log_verdicts": "DELETE FROM log_verdicts WHERE list_contains(?, source_file)",
-    "log_rejects": "DELETE FROM log_rejects WHERE list_contains(?, source_file)",
-    "log_files": "DELETE FROM log_files WHERE list_contains(?, source_file)",
-}
 _COPY_SQL = {
     "log_serves": "COPY (SELECT * EXCLUDE (dt) FROM log_serves) TO ? (FORMAT parquet, COMPRESSION zstd)",
     "log_serve_items": "COPY log_serve_items TO ? (FORMAT parquet, COMPRESSION zstd)",
@@ -119,7 +112,7 @@ _DAY_TABLES = (*STAGED_TABLES, "log_dirty")
 def _day_connection(staging: Path, threads: int | None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB holding the log tables only: what one day is staged in."""
     con = duckdb.connect(":memory:")
-    _memory_settings(con)
+    memory_settings(con)
     if not os.environ.get("GOLDENSET_DUCKDB_TEMP_DIRECTORY"):
         # An in-memory database spills next to the working directory by default; keep it home.
         con.execute("SET temp_directory = ?", [str(staging / ".tmp")])
@@ -173,15 +166,16 @@ def _stage_day(con: duckdb.DuckDBPyConnection, root: Path, dt: str, staging: Pat
     if files_now.is_file():
         _read_back(con, "log_files", dt, files_now)
     # What changed is decided from the file table alone, before any row is read back.
-    probe = PartitionReport(dt)
-    if not changed_files(con, root, dt, rehash, probe) and files_now.is_file() and not rehash:
-        return StagedDay(probe, written=False)
+    report = PartitionReport(dt)
+    todo = changed_files(con, root, dt, rehash, report)
+    if not todo and files_now.is_file() and not rehash:
+        return StagedDay(report, written=False)
     if files_now.is_file():
         generation = files_now.resolve().parent.name
         for table in STAGED_TABLES[:-1]:
             part = staging / GENERATIONS / table / generation / PART
             _read_back(con, table, dt, part)
-    report = ingest_all(con, root, [dt], rehash=rehash)[0]
+    ingest_files(con, todo)
     _write_generation(con, staging, dt)
     return StagedDay(report, written=True)
 
@@ -320,8 +314,8 @@ def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad) -> None:
     if day.replaced:
         for mark in MARK_DIRTY:
             con.execute(mark, [day.replaced])
-        for table in STAGED_TABLES:
-            con.execute(_DELETE_SQL[table], [day.replaced])
+        for delete in DELETE_FILES:
+            con.execute(delete, [day.replaced])
     for table in STAGED_TABLES:
         con.execute(_LOAD_SQL[table], [*_dt_args(table, day.dt), day.parts[table], day.files])
     failpoints.hit("staging.mid_load")

@@ -64,7 +64,7 @@ def connect(
             raise InputError(
                 f"warehouse {path} is not a DuckDB file or is damaged: {str(exc).splitlines()[0]}"
             ) from None
-    _memory_settings(con)
+    memory_settings(con)
     if not read_only:
         schema.create_all(con)
     return con
@@ -77,7 +77,7 @@ def connect(
 DEFAULT_MEMORY_LIMIT = 2 << 30
 
 
-def _memory_settings(con: duckdb.DuckDBPyConnection) -> None:
+def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
     """Memory limit, spill directory and insertion order, from GOLDENSET_DUCKDB_* or the defaults.
 
     GOLDENSET_DUCKDB_MEMORY_LIMIT (e.g. `2GB`; default the smaller of 2 GiB and 80% of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -43,8 +44,6 @@ class LogSource(dg.ConfigurableResource):
 
     def duckdb_threads(self) -> int:
         """DuckDB threads per staging process: the machine's cores shared among the workers."""
-        import os
-
         return max(1, (os.cpu_count() or 1) // max(1, self.workers))
 
     def partitions(self) -> list[str]:
