@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset import progress, settings
+from goldenset.commands.options import CorpusOpt, DbOpt, WaitOpt
 from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.settings import resolve_paths
 
@@ -35,27 +36,6 @@ app = typer.Typer(
 )
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
-
-LogsOpt = Annotated[
-    str | None, typer.Option("--logs", help="Serve-log directory (else GOLDENSET_LOGS, else HOME/logs).")
-]
-CorpusOpt = Annotated[
-    str | None, typer.Option("--corpus", help="Corpus snapshot file (else GOLDENSET_CORPUS, else HOME/corpus.jsonl).")
-]
-DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-LabelsOpt = Annotated[
-    str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
-]
-RubricOpt = Annotated[
-    str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
-]
-WaitOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--wait",
-        help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-    ),
-]
 
 
 def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):

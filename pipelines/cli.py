@@ -15,9 +15,10 @@ import typer
 
 from goldenset import settings
 from goldenset.checks import BuildChecks
-from goldenset.cli import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt, err, out, print_status
 from goldenset.cli import app as library_app
+from goldenset.cli import err, out, print_status
 from goldenset.cli import main as run_app
+from goldenset.commands.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
 from goldenset.labelling.merge import JudgeGate
 from goldenset.settings import resolve_paths
 

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt
 from goldenset.errors import UsageError
 from goldenset.settings import resolve_paths
 
@@ -25,7 +26,6 @@ bench_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
 CorpusOpt = Annotated[
     str | None,
     typer.Option(

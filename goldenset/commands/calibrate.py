@@ -27,6 +27,7 @@ import typer
 from rich.table import Table
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError, NoBuild, UsageError
 
 app = typer.Typer(
@@ -166,34 +167,9 @@ def calibrate_cmd(
         str | None,
         typer.Option("--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer."),
     ] = None,
-    judge_url: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-url",
-            metavar="URL",
-            envvar="GOLDENSET_JUDGE_URL",
-            show_envvar=True,
-            help="OpenAI-compatible server of --scorer judge (API key: GOLDENSET_JUDGE_API_KEY).",
-        ),
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-model",
-            metavar="M",
-            envvar="GOLDENSET_JUDGE_MODEL",
-            show_envvar=True,
-            help="Model name the judge server serves.",
-        ),
-    ] = None,
-    rubric: Annotated[
-        str | None,
-        typer.Option(
-            "--rubric",
-            metavar="FILE",
-            help="Rubric YAML whose task and as_of the judge is told (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).",
-        ),
-    ] = None,
+    judge_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
+    rubric: RubricOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -207,16 +183,8 @@ def calibrate_cmd(
         typer.Option("--policy", metavar="OUT.json", help="Write the chosen cutoffs as a policy manifest here."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
-    db: Annotated[
-        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
-    ] = None,
-    wait: Annotated[
-        float | None,
-        typer.Option(
-            "--wait",
-            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-        ),
-    ] = None,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
 ) -> None:
     """Calibrate a scorer on the latest build's labels, or re-check a stored policy (--check)."""
     from goldenset.scoring.calibrate import Costs

@@ -18,6 +18,7 @@ import typer
 from rich.table import Table
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError, UsageError
 
 app = typer.Typer(
@@ -48,26 +49,8 @@ def label_cmd(
             "LABELS/dt=<UTC today>/judge-NAME.jsonl.",
         ),
     ],
-    judge_url: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-url",
-            metavar="URL",
-            envvar="GOLDENSET_JUDGE_URL",
-            show_envvar=True,
-            help="OpenAI-compatible server (API key: GOLDENSET_JUDGE_API_KEY).",
-        ),
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-model",
-            metavar="M",
-            envvar="GOLDENSET_JUDGE_MODEL",
-            show_envvar=True,
-            help="Model name the server serves.",
-        ),
-    ] = None,
+    judge_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
     timeout: Annotated[
         float,
         typer.Option(
@@ -75,26 +58,10 @@ def label_cmd(
         ),
     ] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
-    labels: Annotated[
-        str | None,
-        typer.Option("--labels", metavar="DIR", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels)."),
-    ] = None,
-    rubric: Annotated[
-        str | None,
-        typer.Option(
-            "--rubric", metavar="FILE", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml)."
-        ),
-    ] = None,
-    db: Annotated[
-        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
-    ] = None,
-    wait: Annotated[
-        float | None,
-        typer.Option(
-            "--wait",
-            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-        ),
-    ] = None,
+    labels: LabelsOpt = None,
+    rubric: RubricOpt = None,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
 ) -> None:
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
     from goldenset.cli import reading

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import UsageError
 
 if TYPE_CHECKING:
@@ -86,22 +87,10 @@ def serve(
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on; the page has no login, so keep it on loopback.")
     ] = "127.0.0.1",
-    db: Annotated[
-        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
-    ] = None,
-    labels: Annotated[
-        str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
-    ] = None,
-    rubric: Annotated[
-        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
-    ] = None,
-    wait: Annotated[
-        float | None,
-        typer.Option(
-            "--wait",
-            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-        ),
-    ] = None,
+    db: DbOpt = None,
+    labels: LabelsOpt = None,
+    rubric: RubricOpt = None,
+    wait: WaitOpt = None,
 ) -> None:
     """Walk the labelling queue in a local web page; each submission appends one label line to LABELS."""
     # Imported here: Starlette, Jinja2 and uvicorn cost every other command's start-up otherwise.

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError
 
 app = typer.Typer(
@@ -47,12 +48,8 @@ def import_cmd(
             "Label Studio's user email, sanitised, or the lines' own annotator.",
         ),
     ] = None,
-    labels: Annotated[
-        str | None, typer.Option("--labels", help="Label-file directory (else GOLDENSET_LABELS, else HOME/labels).")
-    ] = None,
-    rubric: Annotated[
-        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
-    ] = None,
+    labels: LabelsOpt = None,
+    rubric: RubricOpt = None,
 ) -> None:
     """Turn a Label Studio export or label JSONL into label lines; print each rejected item with its reason."""
     from goldenset.labelling.labelstudio import import_labels
@@ -75,19 +72,9 @@ def agreement_cmd(
         bool,
         typer.Option("--details", help="With --json: add the breakdown of disagreements by decided_by and by project."),
     ] = False,
-    db: Annotated[
-        str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")
-    ] = None,
-    rubric: Annotated[
-        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
-    ] = None,
-    wait: Annotated[
-        float | None,
-        typer.Option(
-            "--wait",
-            help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-        ),
-    ] = None,
+    db: DbOpt = None,
+    rubric: RubricOpt = None,
+    wait: WaitOpt = None,
 ) -> None:
     """Cohen's kappa between annotators and against the agent's verdicts, and the pairs people disagree on."""
     import json

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset import settings
+from goldenset.commands.options import DbOpt, RubricOpt, WaitOpt
 from goldenset.errors import NoBuild
 
 app = typer.Typer(
@@ -30,15 +31,6 @@ app = typer.Typer(
     # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
-
-DbOpt = Annotated[str | None, typer.Option("--db", help="DuckDB file (else GOLDENSET_DB, else HOME/goldenset.duckdb).")]
-WaitOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--wait",
-        help="Seconds to wait for another process writing the DuckDB file (else GOLDENSET_LOCK_TIMEOUT, else 30).",
-    ),
-]
 
 
 def _connect(db: str | None, wait: float | None, *, read_only: bool):
@@ -118,9 +110,7 @@ def export(
     fmt: Annotated[
         str, typer.Option("--format", help="jsonl (one task a line) or label-studio (tasks JSON + labelling config).")
     ] = "jsonl",
-    rubric: Annotated[
-        str | None, typer.Option("--rubric", help="Rubric YAML file (else GOLDENSET_RUBRIC, else HOME/rubric.yaml).")
-    ] = None,
+    rubric: RubricOpt = None,
     db: DbOpt = None,
     wait: WaitOpt = None,
 ) -> None:
