@@ -149,6 +149,8 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample) ->
         **{k: v for k, v in counts.items()},
         "history_versions_opened": result.history.get("versions_opened", 0),
         "history_versions_closed": result.history.get("versions_closed", 0),
+        "queries_recomputed": result.recomputed_queries,
+        "queries_folded": result.folded_queries,
         "near_duplicate_merges_list": dg.MetadataValue.json(
             [
                 {"project": m.project, "task": m.task_norm, "into": m.merged_into, "cosine": round(m.cosine, 4)}

@@ -12,14 +12,22 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from goldenset import failpoints, history
+from goldenset import delta, failpoints, history
 from goldenset.builds import BuildRecord, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.ingest import utcnow
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.merge import JudgeGate, merge_labels
-from goldenset.schema import WINNING_VERDICT
+from goldenset.schema import (
+    ACCEPTED_LINE,
+    LABEL_ROW_COLUMNS,
+    WINNING_VERDICT,
+    held_by,
+    log_label_row,
+    same_label_row,
+    stale_reason,
+)
 from goldenset.snapshots import require_current
 
 TRIGGERS = ("schedule", "reindex", "manual")
@@ -42,6 +50,10 @@ class BuildResult:
     funnel: list[FunnelStep]
     checks: list[CheckOutcome]
     history: dict[str, int] = field(default_factory=dict)
+    # Queries this build ran through the four filters, and queries it folded new lines
+    # into (goldenset.delta); both 0 for a repeat.
+    recomputed_queries: int = 0
+    folded_queries: int = 0
 
     @property
     def build_id(self) -> int:
@@ -56,8 +68,22 @@ SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
        i.doc_id, i.doc_version, i.channel
 FROM accepted_serves s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
 """
-# An incremental build stages only the serves of the queries that new lines touched.
-_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + "\nWHERE s.query_id IN (SELECT query_id FROM _scope)\n"
+# An incremental build stages only the serves of the queries it recomputes (those new
+# lines touched that goldenset.delta does not fold).
+_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + "\nWHERE s.query_id IN (SELECT query_id FROM _recompute)\n"
+# When the fold takes most of them, few remain: which line of a serve_id is accepted
+# depends on that serve_id's lines alone, so only the lines of their serve_ids are ranked.
+_STAGE_ITEMS_FEW = f"""
+CREATE OR REPLACE TEMP TABLE _items AS
+SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
+       i.doc_id, i.doc_version, i.channel
+FROM (SELECT l.* FROM log_serves l
+      SEMI JOIN (SELECT DISTINCT serve_id FROM log_serves WHERE query_id IN (SELECT query_id FROM _recompute)) k
+        ON k.serve_id = l.serve_id
+      {ACCEPTED_LINE}) s
+JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+WHERE s.query_id IN (SELECT query_id FROM _recompute)
+"""
 _SCOPE = """
 CREATE OR REPLACE TEMP TABLE _scope AS
 SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
@@ -157,21 +183,18 @@ SELECT coalesce(sum(judged), 0), coalesce(sum(judged_serves), 0),
        coalesce(sum(unjudged), 0), coalesce(sum(unserved), 0)
 FROM query_stats
 """
-_INSERT_LABELS = """
-INSERT INTO build_labels BY NAME
-SELECT ? AS build_id, j.query_id, q.project, q.task, j.doc_id, j.doc_version, j.verdict,
-       CASE WHEN j.verdict = 'helped' THEN 1 ELSE 0 END AS relevance, j.serve_id, j.judged_at,
-       CASE WHEN j.superseded_by IS NOT NULL THEN 'superseded'
-            WHEN j.current_version <> j.doc_version THEN 'version_changed' END AS stale_reason,
-       'log' AS source, CASE WHEN j.verdict = 'helped' THEN 1 ELSE 0 END AS grade
-FROM _j4 j JOIN _qtask q USING (query_id)
-"""
+# The log labels a build recomputed (every query, or the queries new lines touched).
+_NEW_LOG_LABELS = (
+    "CREATE OR REPLACE TEMP TABLE _newlog AS SELECT "
+    + log_label_row("j", "q", stale_reason("j"))
+    + " FROM _j4 j JOIN _qtask q USING (query_id)"
+)
+_LINE_COUNTS = "SELECT (SELECT coalesce(sum(lines_total), 0) FROM log_files), (SELECT count(*) FROM log_rejects)"
+# Over all logs; an incremental build moves the previous build's by what its lines changed.
 _SIDE_COUNTS = """
 SELECT
   (SELECT count(*) FROM log_verdicts v ANTI JOIN (SELECT DISTINCT serve_id FROM log_serves) s
      ON s.serve_id = v.serve_id),
-  (SELECT coalesce(sum(lines_total), 0) FROM log_files),
-  (SELECT count(*) FROM log_rejects),
   (SELECT count(*) FROM rejected_records WHERE reason = 'conflicting_duplicate_serve')
 """
 _LABEL_COUNTS = """
@@ -179,8 +202,7 @@ SELECT count(DISTINCT query_id), count(DISTINCT project),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'helped'),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'noise'),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'wrong'), count(*) FILTER (WHERE stale_reason IS NOT NULL)
-FROM build_labels WHERE build_id = ? AND NOT coalesce(overridden, false)
-"""
+FROM build_labels l WHERE NOT coalesce(l.overridden, false) AND """ + held_by("$build")
 
 
 def build_golden_set(
@@ -219,6 +241,7 @@ def build_golden_set(
             # Same log content, snapshot and merges: the same labels. Point at them instead
             # of computing and storing them again; this is what keeps a no-change night cheap.
             computation, labels_build = "repeat", previous.labels_build_id
+            recomputed = folded = 0
             funnel, counts = _repeat(con, labels_build)
         else:
             # Only new log lines since the last build, the same snapshot and no merging: the
@@ -238,9 +261,13 @@ def build_golden_set(
                 build_id,
                 content_sha,
                 query_map or [],
-                carry_from=previous.labels_build_id if incremental and previous else None,
+                previous=previous if incremental else None,
                 gate=gate,
             )
+            recomputed, folded = con.execute(
+                "SELECT (SELECT count(DISTINCT query_id) FROM _j), "
+                + ("(SELECT count(*) FROM _delta)" if incremental else "0")
+            ).fetchone()
         con.execute("DELETE FROM log_dirty")
         record = BuildRecord(
             build_id=build_id,
@@ -258,10 +285,10 @@ def build_golden_set(
             **counts,
         )
         missing = con.execute(
-            "SELECT count(*) FROM build_labels b WHERE b.build_id = ? AND NOT EXISTS ("
-            "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = ? AND d.doc_id = b.doc_id "
+            "SELECT count(*) FROM build_labels l WHERE " + held_by("$build") + " AND NOT EXISTS ("
+            "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
             "AND d.status = 'active')",
-            [labels_build, content_sha],
+            {"build": labels_build, "sha": content_sha},
         ).fetchall()[0][0]
         outcomes = evaluate_checks(checks, funnel, record, missing)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
@@ -285,9 +312,12 @@ def build_golden_set(
         raise
     finally:
         con.execute("DROP VIEW IF EXISTS _j2")
-        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map", "_agent"):
+        con.execute("DROP VIEW IF EXISTS _log")
+        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map", "_agent", "_newlog"):
             con.execute("DROP TABLE IF EXISTS " + t)
-    return BuildResult(record, funnel, outcomes, hist)
+        for t in ("_final", "_merged", "_mwin", *delta.TEMPS, *delta.TEMPS_KEPT):
+            con.execute("DROP TABLE IF EXISTS " + t)
+    return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
 
 
 def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None) -> str:
@@ -359,13 +389,20 @@ def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
 
 
 def _compute(
-    con, build_id: int, content_sha: str, query_map, carry_from: int | None = None, gate: JudgeGate | None = None
+    con,
+    build_id: int,
+    content_sha: str,
+    query_map,
+    previous: BuildRecord | None = None,
+    gate: JudgeGate | None = None,
 ) -> tuple[list[FunnelStep], dict]:
     """Run the four filters and store the build's labels; return the funnel and counts.
 
-    With `carry_from`, only the queries in log_dirty are recomputed; every other query's
-    labels and statistics are carried over from that build unchanged.
+    With `previous` (an incremental build), only the queries in log_dirty are computed
+    again (recomputed, or folded by goldenset.delta); every other query's labels and
+    statistics are carried over from that build unchanged.
     """
+    carry_from = previous.labels_build_id if previous is not None else None
     con.execute("CREATE OR REPLACE TEMP TABLE _query_map (project VARCHAR, task_norm VARCHAR, query_id VARCHAR)")
     if query_map:
         con.executemany("INSERT INTO _query_map VALUES (?, ?, ?)", query_map)
@@ -373,38 +410,50 @@ def _compute(
         con.execute(_STAGE_ITEMS)
     else:
         con.execute(_SCOPE)
-        con.execute(_STAGE_ITEMS_SCOPED)
+        con.execute(_STAGE_ITEMS_FEW if delta.plan(con) else _STAGE_ITEMS_SCOPED)
     con.execute(_STAGE_VERDICTS)
     con.execute(_STAGE_JUDGMENTS, [content_sha])
     for stmt in (_FILTERED, _REPEATS, _QUERY_TASK, _NO_POSITIVE, _QUERY_STATS):
         con.execute(stmt)
+    if carry_from is not None:
+        delta.fold(con, content_sha)  # before query_stats and build_labels change
     if carry_from is None:
         con.execute("DELETE FROM query_stats")
     else:
         con.execute("DELETE FROM query_stats WHERE query_id IN (SELECT query_id FROM _scope)")
-        # Every query's log labels are carried over (those a human label replaced too: the
-        # merge below is recomputed from scratch for every build).
-        con.execute(
-            "INSERT INTO build_labels BY NAME SELECT ? AS build_id, * EXCLUDE (build_id, overridden), "
-            "false AS overridden FROM build_labels "
-            "WHERE build_id = ? AND source = 'log' AND query_id NOT IN (SELECT query_id FROM _scope)",
-            [build_id, carry_from],
-        )
     con.execute("INSERT INTO query_stats BY NAME SELECT * FROM _qs")
-    con.execute(_INSERT_LABELS, [build_id])
+    con.execute(_NEW_LOG_LABELS)
+    if carry_from is not None:
+        con.execute("INSERT INTO _newlog BY NAME SELECT * FROM _dlabels")
+    # The build's log labels: those just computed, and for an incremental build every
+    # other query's as the previous build held them (those a human label replaced too:
+    # the merge is recomputed from scratch for every build).
+    held_over = (
+        ""
+        if carry_from is None
+        else " UNION ALL SELECT " + ", ".join(_NEW_LOG_COLUMNS) + " FROM build_labels l "
+        "WHERE l.valid_to_build IS NULL AND l.source = 'log' AND l.query_id NOT IN (SELECT query_id FROM _scope)"
+    )
+    con.execute("CREATE OR REPLACE TEMP VIEW _log AS SELECT * FROM _newlog" + held_over)
     # The agent's labels after filters 1-3, for agreement: this build's for the queries it
     # recomputed, the carried build's for the others.
     con.execute("CREATE OR REPLACE TEMP TABLE _agent AS SELECT query_id, doc_id, doc_version, verdict FROM _j3")
     if carry_from is not None:
+        con.execute("INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM _dj3")
         con.execute(
             "INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels "
             "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)",
             [carry_from],
         )
-    merged = merge_labels(con, build_id, content_sha, gate or JudgeGate(), "SELECT * FROM _agent")
+    merged = merge_labels(con, build_id, content_sha, gate or JudgeGate(), "SELECT * FROM _agent", "_log")
+    _store_labels(con, build_id, incremental=carry_from is not None)
     funnel, unjudged, unserved = _funnel(con)
-    orphans, lines_read, lines_rejected, conflicts = con.execute(_SIDE_COUNTS).fetchall()[0]
-    labels = con.execute(_LABEL_COUNTS, [build_id]).fetchall()[0]
+    lines_read, lines_rejected = con.execute(_LINE_COUNTS).fetchone()
+    side = None
+    if previous is not None:
+        side = delta.side_counts(con, previous.orphan_verdicts, previous.conflicting_serves)
+    orphans, conflicts = side if side is not None else con.execute(_SIDE_COUNTS).fetchone()
+    labels = con.execute(_LABEL_COUNTS, {"build": build_id}).fetchall()[0]
     counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels, strict=True))
     counts.update(
         unjudged_items=unjudged,
@@ -421,6 +470,64 @@ def _compute(
     )
     counts.update(_label_line_counts(con, content_sha))
     return funnel, counts
+
+
+_NEW_LOG_COLUMNS = tuple(c for c in LABEL_ROW_COLUMNS if c != "overridden")
+
+
+def _store_labels(con, build_id: int, *, incremental: bool) -> None:
+    """Make the open rows of build_labels this build's labels, writing only what changed.
+
+    The build's rows that differ from the open ones are `_final`: the log labels it
+    recomputed, with whether a merged label replaced them; every merged (human, judge)
+    label; and held-over log labels whose replacement by a merged label began or ended.
+    An open row in that domain that `_final` does not hold identically is closed at this
+    build; a `_final` row with no identical open row is opened at it. Everything else
+    stays open untouched.
+    """
+    cols = ", ".join(_NEW_LOG_COLUMNS)
+    held_over = (
+        ""
+        if not incremental
+        else f"""
+UNION ALL
+SELECT {", ".join("l." + c for c in _NEW_LOG_COLUMNS)}, NOT coalesce(l.overridden, false) AS overridden
+FROM build_labels l
+WHERE l.valid_to_build IS NULL AND l.source = 'log' AND l.query_id NOT IN (SELECT query_id FROM _scope)
+  AND coalesce(l.overridden, false) <> ((l.query_id, l.doc_id) IN (SELECT query_id, doc_id FROM _mwin))"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _final AS
+SELECT {cols}, (query_id, doc_id) IN (SELECT query_id, doc_id FROM _mwin) AS overridden FROM _newlog
+UNION ALL
+SELECT {cols}, false AS overridden FROM _merged{held_over}"""
+    )
+    # The open rows in that domain: all of them for a full build; for an incremental one
+    # those of the touched queries, every merged row, and held-over rows `_final` restates.
+    domain = (
+        ""
+        if not incremental
+        else " AND (o.source <> 'log' OR o.query_id IN (SELECT query_id FROM _scope)"
+        " OR (o.query_id, o.doc_id) IN (SELECT query_id, doc_id FROM _final WHERE source = 'log'))"
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _open AS SELECT o.rowid AS row_no, "
+        + ", ".join("o." + c for c in LABEL_ROW_COLUMNS)
+        + " FROM build_labels o WHERE o.valid_to_build IS NULL"
+        + domain
+    )
+    con.execute(
+        "UPDATE build_labels SET valid_to_build = ? WHERE rowid IN ("
+        "SELECT o.row_no FROM _open o ANTI JOIN _final f ON " + same_label_row("f", "o") + ")",
+        [build_id],
+    )
+    con.execute(
+        f"INSERT INTO build_labels BY NAME SELECT ? AS valid_from_build, NULL::BIGINT AS valid_to_build, "
+        f"{', '.join('f.' + c for c in LABEL_ROW_COLUMNS)} FROM _final f ANTI JOIN _open o ON "
+        + same_label_row("f", "o"),
+        [build_id],
+    )
+    con.execute("DROP TABLE _open")
 
 
 def _label_line_counts(con, content_sha: str) -> dict[str, int]:

@@ -6,32 +6,53 @@ closed, and one that comes back opens a new version.
 
 from __future__ import annotations
 
+from goldenset.schema import held_by
+
 # A version is identified by what the contract says makes one (section 7.3).
 _SAME_VERSION = """
 b.query_id = h.query_id AND b.doc_id = h.doc_id AND b.source = h.source
 AND b.verdict IS NOT DISTINCT FROM h.verdict AND b.label IS NOT DISTINCT FROM h.label
 AND b.doc_version = h.doc_version AND b.stale_reason IS NOT DISTINCT FROM h.stale_reason
 """
+# Only pairs whose label rows this build opened or closed can change version: every
+# other pair's rows, and so its history, are the previous build's.
+_CHANGED = """
+CREATE OR REPLACE TEMP TABLE _hchanged AS
+SELECT DISTINCT query_id, doc_id FROM build_labels WHERE valid_from_build = $build OR valid_to_build = $build
+"""
+# The rows of those pairs the build holds (a replaced log label is not a version).
+_HELD = f"""
+CREATE OR REPLACE TEMP TABLE _hheld AS
+SELECT b.* FROM build_labels b SEMI JOIN _hchanged c ON c.query_id = b.query_id AND c.doc_id = b.doc_id
+WHERE NOT coalesce(b.overridden, false) AND {held_by("$build", "b")}
+"""
 # Open versions that the new build no longer holds identically are closed...
 _CLOSE = f"""
-UPDATE label_history h SET valid_to_build = ?
-WHERE h.valid_to_build IS NULL AND NOT EXISTS (
-  SELECT 1 FROM build_labels b WHERE b.build_id = ? AND NOT coalesce(b.overridden, false) AND {_SAME_VERSION})
+UPDATE label_history h SET valid_to_build = $build
+WHERE h.valid_to_build IS NULL AND (h.query_id, h.doc_id) IN (SELECT query_id, doc_id FROM _hchanged)
+  AND NOT EXISTS (SELECT 1 FROM _hheld b WHERE {_SAME_VERSION})
 """
 # ...and labels with no identical open version start one.
 _OPEN = """
 INSERT INTO label_history BY NAME
-SELECT b.query_id, b.doc_id, b.verdict, b.doc_version, b.stale_reason, b.build_id AS valid_from_build,
+SELECT b.query_id, b.doc_id, b.verdict, b.doc_version, b.stale_reason, $build AS valid_from_build,
        NULL AS valid_to_build, b.source, b.label
-FROM build_labels b
-WHERE b.build_id = ? AND NOT coalesce(b.overridden, false) AND NOT EXISTS (
-  SELECT 1 FROM label_history h
-  WHERE h.valid_to_build IS NULL AND h.query_id = b.query_id AND h.doc_id = b.doc_id)
+FROM _hheld b
+ANTI JOIN (SELECT h.query_id, h.doc_id FROM label_history h
+           SEMI JOIN _hchanged c ON c.query_id = h.query_id AND c.doc_id = h.doc_id
+           WHERE h.valid_to_build IS NULL) h ON h.query_id = b.query_id AND h.doc_id = b.doc_id
 """
 
 
 def record_build(con, build_id: int) -> dict[str, int]:
     """Fold build `build_id`'s labels into label_history (inside the caller's transaction)."""
-    closed = con.execute(_CLOSE, [build_id, build_id]).fetchall()[0][0]
-    opened = con.execute(_OPEN, [build_id]).fetchall()[0][0]
+    params = {"build": build_id}
+    con.execute(_CHANGED, params)
+    con.execute(_HELD, params)
+    try:
+        closed = con.execute(_CLOSE, params).fetchall()[0][0]
+        opened = con.execute(_OPEN, params).fetchall()[0][0]
+    finally:
+        con.execute("DROP TABLE IF EXISTS _hchanged")
+        con.execute("DROP TABLE IF EXISTS _hheld")
     return {"versions_closed": int(closed), "versions_opened": int(opened)}

@@ -43,9 +43,11 @@ DELETE_FILES = (  # one per log table, in the order of staging.STAGED_TABLES
     "DELETE FROM log_files WHERE list_contains(?, source_file)",
 )
 # The serves that replaced files held before: an incremental build recomputes their queries.
+# Parameters: whether the lines are being removed (before a replaced file's rows are
+# deleted) or were just added, and the files.
 MARK_DIRTY = (
-    "INSERT INTO log_dirty SELECT serve_id, query_id FROM log_serves WHERE list_contains(?, source_file)",
-    "INSERT INTO log_dirty SELECT serve_id, NULL FROM log_verdicts WHERE list_contains(?, source_file)",
+    "INSERT INTO log_dirty SELECT serve_id, query_id, source_file, ? FROM log_serves WHERE list_contains(?, source_file)",
+    "INSERT INTO log_dirty SELECT serve_id, NULL, source_file, ? FROM log_verdicts WHERE list_contains(?, source_file)",
 )
 _INSERT = (
     f"""INSERT INTO log_serves BY NAME
@@ -67,8 +69,10 @@ _INSERT = (
                 ELSE (r.key & {_LINE_MASK})::INTEGER END AS line,
            r.reason, r.detail, r.raw, r.rejected_at
     FROM _batch_rejects r JOIN _batch_files f ON f.file_no = r.key >> {_LINE_BITS}""",
-    "INSERT INTO log_dirty SELECT serve_id, query_id FROM _s",
-    "INSERT INTO log_dirty SELECT serve_id, NULL FROM _v",
+    f"""INSERT INTO log_dirty SELECT s.serve_id, s.query_id, f.source_file, false
+    FROM _s s JOIN _batch_files f ON f.file_no = s.key >> {_LINE_BITS}""",
+    f"""INSERT INTO log_dirty SELECT v.serve_id, NULL, f.source_file, false
+    FROM _v v JOIN _batch_files f ON f.file_no = v.key >> {_LINE_BITS}""",
 )
 # A chunk of whole lines, split and numbered in DuckDB; a trailing \r is not part of a
 # line, and empty lines are blank (other blank lines are found with the fallback).
@@ -358,7 +362,7 @@ class _Batch:
         with transaction(con):
             if replaced:
                 for mark in MARK_DIRTY:
-                    con.execute(mark, [replaced])
+                    con.execute(mark, [True, replaced])
                 for delete in DELETE_FILES:
                     con.execute(delete, [replaced])
             for insert in _INSERT[:4]:

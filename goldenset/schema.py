@@ -150,6 +150,10 @@ LOG_DIRTY = Relation(
     (
         C("serve_id", "VARCHAR", "serve whose lines or verdicts were added, replaced or removed"),
         C("query_id", "VARCHAR", "query of a serve line added or removed (null for verdict lines)"),
+        C("source_file", "VARCHAR", "file the line was added to or removed from"),
+        # Queries whose only change is added lines are folded into the labels they held
+        # (goldenset.delta); a removed line sends its query through the whole recompute.
+        C("removed", "BOOLEAN", "the line was removed (its file replaced); null (older warehouses) counts as removed"),
     ),
     public=False,
 )
@@ -269,11 +273,15 @@ FILTER_FUNNEL = Relation(
     ),
     primary_key=("build_id", "step"),
 )
+# A label row is stored once and held by every build from the one that computed it up
+# to (not including) the first computed build that no longer holds it identically, so a
+# nightly writes only what changed and the warehouse grows with changes, not with builds.
 BUILD_LABELS = Relation(
     "build_labels",
-    "label stored by a build that computed its labels",
+    "label row, with the run of builds that hold it",
     (
-        C("build_id", "BIGINT", "build"),
+        C("valid_from_build", "BIGINT", "first build holding this row"),
+        C("valid_to_build", "BIGINT", "first computed build not holding it (null while the latest holds it)"),
         C("query_id", "VARCHAR", "stable query id"),
         C("project", "VARCHAR", "project"),
         C("task", "VARCHAR", "task text of the query's latest serve"),
@@ -292,30 +300,78 @@ BUILD_LABELS = Relation(
         # A log label a human (or judge) label replaced stays, flagged, so that an incremental
         # build can carry every query's log labels over; the public views leave it out.
         C("overridden", "BOOLEAN", "a log label replaced by a human or judge label (left out of golden_set)"),
+        # What the nightly fold (goldenset.delta) orders a previous winner by.
+        C("serve_ts", "TIMESTAMP", "the winning serve's ts (log rows; null for human and judge rows)"),
     ),
     public=False,
 )
-_LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden"))
+_INTERVAL = ("valid_from_build", "valid_to_build")
+# What a label row says (everything but its run of builds): two builds hold the same
+# row when all of these are equal.
+LABEL_ROW_COLUMNS = tuple(c.name for c in BUILD_LABELS.columns if c.name not in _INTERVAL)
+_INTERNAL = ("overridden", "serve_ts")  # kept out of the public views
+_LABEL_COLUMNS = ", ".join(c for c in LABEL_ROW_COLUMNS if c not in _INTERNAL)
+
+
+def held_by(build: str, alias: str = "l") -> str:
+    """SQL: build_labels row `alias` is held by the build whose labels are `build` (an SQL expression).
+
+    `build` is a labels build id (golden_builds.labels_build_id): a repeat build holds
+    the rows of the build it repeats.
+    """
+    return (
+        f"{alias}.valid_from_build <= {build} AND ({alias}.valid_to_build IS NULL OR {alias}.valid_to_build > {build})"
+    )
+
+
+def stale_reason(alias: str) -> str:
+    """SQL: section 3's stale reason of the version `alias`.doc_version, given the snapshot's
+    `alias`.current_version and `alias`.superseded_by of its document."""
+    return (
+        f"CASE WHEN {alias}.superseded_by IS NOT NULL THEN 'superseded' "
+        f"WHEN {alias}.current_version <> {alias}.doc_version THEN 'version_changed' END"
+    )
+
+
+def log_label_row(j: str, q: str, stale: str) -> str:
+    """SQL select list: a log label row from judgment `j` (the repeats winner), the query's
+    project and task in `q`, and the stale reason expression `stale`."""
+    helped = f"CASE WHEN {j}.verdict = 'helped' THEN 1 ELSE 0 END"
+    return (
+        f"{j}.query_id, {q}.project, {q}.task, {j}.doc_id, {j}.doc_version, {j}.verdict, {helped} AS relevance, "
+        f"{j}.serve_id, {j}.judged_at, {stale} AS stale_reason, 'log' AS source, NULL::VARCHAR AS label, "
+        f"{helped} AS grade, NULL::VARCHAR AS decided_by, NULL::INTEGER AS annotators, {j}.serve_ts"
+    )
+
+
+def same_label_row(a: str, b: str, columns: tuple[str, ...] = LABEL_ROW_COLUMNS) -> str:
+    """SQL: label rows `a` and `b` say the same (nulls equal)."""
+    return " AND ".join(f"{a}.{c} IS NOT DISTINCT FROM {b}.{c}" for c in columns)
+
+
 # An unchanged rebuild stores no labels of its own: it points at the build it repeats.
 GOLDEN_SET_BY_BUILD = Relation(
     "golden_set_by_build",
     "label in a committed build",
-    tuple(c for c in BUILD_LABELS.columns if c.name != "overridden"),
+    (C("build_id", "BIGINT", "build"),)
+    + tuple(c for c in BUILD_LABELS.columns if c.name not in (*_INTERNAL, *_INTERVAL)),
     view_sql=(
         "SELECT b.build_id, "
         + ", ".join("l." + c for c in _LABEL_COLUMNS.split(", "))
-        + " FROM golden_builds b JOIN build_labels l ON l.build_id = b.labels_build_id"
-        " WHERE NOT coalesce(l.overridden, false)"
+        + " FROM golden_builds b JOIN build_labels l ON "
+        + held_by("b.labels_build_id")
+        + " WHERE NOT coalesce(l.overridden, false)"
     ),
 )
 GOLDEN_SET = Relation(
     "golden_set",
     "label in the latest build",
-    tuple(c for c in BUILD_LABELS.columns if c.name not in ("build_id", "overridden")),
+    tuple(c for c in BUILD_LABELS.columns if c.name not in (*_INTERNAL, *_INTERVAL)),
     view_sql=(
-        f"SELECT {_LABEL_COLUMNS} FROM build_labels WHERE build_id = ("
-        "SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
-        " AND NOT coalesce(overridden, false)"
+        f"SELECT {', '.join('l.' + c for c in _LABEL_COLUMNS.split(', '))} FROM build_labels l, "
+        "(SELECT labels_build_id AS latest FROM golden_builds ORDER BY build_id DESC LIMIT 1) b WHERE "
+        + held_by("b.latest")
+        + " AND NOT coalesce(l.overridden, false)"
     ),
 )
 QUERY_STATS = Relation(
@@ -486,24 +542,25 @@ UNION ALL
 SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_at,
        'serve_id ' || s.serve_id || ' was first accepted with other content'
 FROM log_serves s
--- The first line of each serve_id seen more than once, by (dt, file name, line): an
--- aggregate over narrow columns, so the raw lines are only read for the conflicts.
+-- The first line of each serve_id seen more than once, by (dt, file name, line): a count
+-- of serve_ids finds those, so only their lines are ranked and only conflicts' raw is read.
 JOIN (SELECT serve_id, arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line}) AS first_key
-      FROM log_serves GROUP BY serve_id HAVING count(*) > 1) d USING (serve_id)
+      FROM log_serves
+      WHERE serve_id IN (SELECT serve_id FROM log_serves GROUP BY serve_id HAVING count(*) > 1)
+      GROUP BY serve_id) d USING (serve_id)
 JOIN log_files f ON f.source_file = s.source_file
 WHERE s.content_key <> d.first_key
 """,
 )
+# Contract section 1: of several lines for one serve_id the first in (dt, file name,
+# line) order is the accepted serve. The one definition: appended to a query over log_serves.
+ACCEPTED_LINE = "QUALIFY row_number() OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) = 1"
 ACCEPTED_SERVES = Relation(
     "accepted_serves",
     "accepted serve (first valid line per serve_id)",
     LOG_SERVES.columns,
     public=False,
-    view_sql="""
-SELECT * EXCLUDE (rn) FROM (
-  SELECT *, row_number() OVER (PARTITION BY serve_id ORDER BY dt, file_name, line) AS rn FROM log_serves
-) WHERE rn = 1
-""",
+    view_sql="SELECT * FROM log_serves " + ACCEPTED_LINE,
 )
 # Contract section 1: of several verdicts for one (serve_id, doc_id) the latest ts wins;
 # on a tie the later line in (dt, file name, line) order. The one definition of that
@@ -866,9 +923,29 @@ def create_all(con) -> None:
                 con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.name} {col.type}")
                 if (rel.name, col.name) in _BACKFILL:
                     con.execute(_BACKFILL[(rel.name, col.name)])
+    _reshape_build_labels(con, existing)
     for rel in RELATIONS:
         if rel.is_view:
             con.execute(rel.ddl())
+
+
+def _reshape_build_labels(con, existing: set[tuple[str, str]]) -> None:
+    """A warehouse from before label rows were held by runs of builds stored them per build.
+
+    Each old row becomes the row of its build up to the next build that computed labels;
+    the rows of the latest computed build stay open, which is all the next build reads.
+    """
+    if ("build_labels", "build_id") not in existing:
+        return
+    con.execute("DROP VIEW IF EXISTS golden_set_by_build")
+    con.execute("DROP VIEW IF EXISTS golden_set")
+    con.execute("DROP VIEW IF EXISTS relabel_queue")
+    con.execute(
+        """UPDATE build_labels l SET valid_from_build = l.build_id,
+             valid_to_build = (SELECT min(g.build_id) FROM golden_builds g
+                               WHERE g.build_id > l.build_id AND g.labels_build_id = g.build_id)"""
+    )
+    con.execute("ALTER TABLE build_labels DROP COLUMN build_id")
 
 
 def markdown_reference() -> str:

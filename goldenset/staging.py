@@ -313,11 +313,11 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
 def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad) -> None:
     if day.replaced:
         for mark in MARK_DIRTY:
-            con.execute(mark, [day.replaced])
+            con.execute(mark, [True, day.replaced])
         for delete in DELETE_FILES:
             con.execute(delete, [day.replaced])
     for table in STAGED_TABLES:
         con.execute(_LOAD_SQL[table], [*_dt_args(table, day.dt), day.parts[table], day.files])
     failpoints.hit("staging.mid_load")
     for mark in MARK_DIRTY:  # the new serves and verdicts: their queries are rebuilt
-        con.execute(mark, [day.files])
+        con.execute(mark, [False, day.files])

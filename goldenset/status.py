@@ -95,7 +95,7 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
     rejected = dict(
         con.execute("SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason").fetchall()
     )
-    relabel = dict(con.execute("SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall())
+    relabel = relabel_counts(con)
     judges = [
         {
             "annotator": a,
@@ -153,11 +153,22 @@ def rejected_sample(con, limit: int = 20) -> list[tuple]:
     ).fetchall()
 
 
+# relabel_queue holds one row per stale label of the latest build, with its reason (its
+# joins with label_history only add when the label was first flagged), so its counts are
+# those of golden_set's stale rows, without ranking the history of each.
+_RELABEL_COUNTS = """
+SELECT stale_reason, count(*) FROM golden_set WHERE stale_reason IS NOT NULL GROUP BY stale_reason ORDER BY 1
+"""
+
+
+def relabel_counts(con) -> dict[str, int]:
+    """Size of relabel_queue by reason."""
+    return dict(con.execute(_RELABEL_COUNTS).fetchall())
+
+
 def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     """Queue size by reason, and its oldest-flagged rows."""
-    by_reason = dict(
-        con.execute("SELECT reason, count(*) FROM relabel_queue GROUP BY reason ORDER BY reason").fetchall()
-    )
+    by_reason = relabel_counts(con)
     sample = con.execute(
         "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
         "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT ?",

@@ -71,6 +71,8 @@ def test_one_run_materializes_every_partition_and_the_build(tmp_path, resources)
         assert sorted(m.partition for m in mats) == ["2026-11-01", "2026-11-02"]
         meta = result.asset_materializations_for_node("golden_set")[0].metadata
         assert meta["build_id"].value == 1
+        # A first build computes every judged query and has nothing to fold new lines into.
+        assert meta["queries_folded"].value == 0 and meta["queries_recomputed"].value >= meta["n_queries"].value
         funnel = meta["funnel"].value.records
         assert [r.data["judgments_left"] for r in funnel] == [8, 7, 6, 5, 3]
         checks = {c.check_name: c for c in result.get_asset_check_evaluations()}

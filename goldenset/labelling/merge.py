@@ -1,7 +1,8 @@
 """Human (and gated judge) labels into the build (contract 7.3 and 8.3).
 
-Runs inside the build's transaction, after the four filters have stored the log
-labels of build `build_id` in `build_labels`:
+Runs inside the build's transaction, after the four filters have computed the log
+labels of build `build_id` (the relation the build names, `_log`); the build stores
+what the merge leaves in `_merged` and `_mwin`:
 
 1. Current labels whose version a snapshot of a committed build (or of this build)
    holds; of those, the pairs whose query is golden in this build and whose document
@@ -11,7 +12,7 @@ labels of build `build_id` in `build_labels`:
    whose latest voting line is later. Its version, decided_by and judged_at come from
    that latest voting line.
 3. It replaces the log label of the pair unless it is stale and the log label is not.
-   Replaced log labels stay in `build_labels`, flagged `overridden`.
+   Replaced log labels (`_mwin`) stay in `build_labels`, flagged `overridden`.
 4. A judge annotator takes part only while its kappa against the human label, on at
    least `min_pairs` shared pairs at the same version, is at least `min_kappa`; then
    it votes (as in 2) on the pairs no human current label covers.
@@ -28,7 +29,7 @@ from fractions import Fraction
 
 from goldenset.errors import UsageError
 from goldenset.labelling.agreement import cohen_kappa
-from goldenset.schema import CURRENT_LABEL
+from goldenset.schema import CURRENT_LABEL, stale_reason
 
 ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
 ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
@@ -97,7 +98,7 @@ _STAGE = (
         {CURRENT_LABEL}""",
     """CREATE OR REPLACE TEMP TABLE _mgq AS
        SELECT query_id, any_value(project) AS project, any_value(task) AS task
-       FROM build_labels WHERE build_id = $build GROUP BY query_id""",
+       FROM {log} GROUP BY query_id""",
     """CREATE OR REPLACE TEMP TABLE _mpart AS
        SELECT c.*, a.version AS current_version, a.superseded_by
        FROM _mcur c JOIN _mgq g USING (query_id)
@@ -120,8 +121,7 @@ win AS (SELECT * FROM tally QUALIFY row_number() OVER (PARTITION BY query_id, do
                                                        ORDER BY votes DESC, last_seq DESC) = 1)
 SELECT w.query_id, w.doc_id, l.doc_version, w.label, l.grade, l.decided_by, l.ts AS judged_at,
        l.n_annotators AS annotators,
-       CASE WHEN l.superseded_by IS NOT NULL THEN 'superseded'
-            WHEN l.current_version <> l.doc_version THEN 'version_changed' END AS stale_reason
+       {stale} AS stale_reason
 FROM win w JOIN voting l ON l.query_id = w.query_id AND l.doc_id = w.doc_id AND l.seq = w.last_seq
 """
 
@@ -129,37 +129,43 @@ _COMBINE = """
 CREATE OR REPLACE TEMP TABLE _mall AS
 SELECT x.*, NOT (x.stale_reason IS NOT NULL AND g.query_id IS NOT NULL AND g.stale_reason IS NULL) AS in_golden_set
 FROM (SELECT 'human' AS source, * FROM _mhl UNION ALL SELECT 'judge' AS source, * FROM _mjl) x
-LEFT JOIN (SELECT query_id, doc_id, stale_reason FROM build_labels WHERE build_id = $build AND source = 'log') g
+LEFT JOIN (SELECT query_id, doc_id, stale_reason FROM {log}) g
   ON g.query_id = x.query_id AND g.doc_id = x.doc_id
 """
 _WRITE = (
     """INSERT INTO build_human_labels BY NAME
        SELECT $build AS build_id, query_id, doc_id, source, doc_version, label, grade, decided_by, judged_at,
               annotators, stale_reason, in_golden_set FROM _mall""",
-    """UPDATE build_labels SET overridden = true
-       WHERE build_id = $build AND source = 'log'
-         AND (query_id, doc_id) IN (SELECT query_id, doc_id FROM _mall WHERE in_golden_set)""",
-    """INSERT INTO build_labels BY NAME
-       SELECT $build AS build_id, m.query_id, g.project, g.task, m.doc_id, m.doc_version, NULL AS verdict,
-              CASE WHEN m.grade >= 1 THEN 1 ELSE 0 END AS relevance, NULL AS serve_id, m.judged_at,
-              m.stale_reason, m.source, m.label, m.grade, m.decided_by, m.annotators, false AS overridden
+    # The log labels the merged ones replace, and the merged rows the build stores.
+    """CREATE OR REPLACE TEMP TABLE _mwin AS
+       SELECT l.query_id, l.doc_id FROM {log} l SEMI JOIN _mall m
+       ON m.query_id = l.query_id AND m.doc_id = l.doc_id AND m.in_golden_set""",
+    """CREATE OR REPLACE TEMP TABLE _merged AS
+       SELECT m.query_id, g.project, g.task, m.doc_id, m.doc_version, NULL::VARCHAR AS verdict,
+              CASE WHEN m.grade >= 1 THEN 1 ELSE 0 END AS relevance, NULL::VARCHAR AS serve_id, m.judged_at,
+              m.stale_reason, m.source, m.label, m.grade, m.decided_by, m.annotators, NULL::TIMESTAMP AS serve_ts
        FROM _mall m JOIN _mgq g USING (query_id) WHERE m.in_golden_set""",
 )
 _TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
 
 
-def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sql: str) -> MergeCounts:
+def merge_labels(
+    con, build_id: int, content_sha: str, gate: JudgeGate, agent_sql: str, log_relation: str
+) -> MergeCounts:
     """Merge current human and judge labels into build `build_id` (inside the caller's transaction).
 
     `agent_sql` selects (query_id, doc_id, doc_version, verdict) of the judgments that
-    survived filters 1-3 (the agent's labels, for agreement).
+    survived filters 1-3 (the agent's labels, for agreement); `log_relation` names the
+    build's log labels. Leaves `_merged` (merged rows) and `_mwin` (replaced log pairs)
+    for the build to store.
     """
     params = {"build": build_id, "sha": content_sha}
     try:
         for stmt in _STAGE:
+            stmt = stmt.replace("{log}", log_relation)
             con.execute(stmt, {k: v for k, v in params.items() if "$" + k in stmt})
         con.execute("CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart WHERE kind = 'human'")
-        con.execute(_VOTE.format(out="_mhl"))
+        con.execute(_VOTE.format(out="_mhl", stale=stale_reason("l")))
         judges = _gate_judges(con, gate)
         passing = [j.annotator for j in judges if j.passed]
         con.execute(
@@ -168,10 +174,11 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
             "AND h.query_id = p.query_id AND h.doc_id = p.doc_id)",
             [passing],
         )
-        con.execute(_VOTE.format(out="_mjl"))
-        con.execute(_COMBINE, {"build": build_id})
+        con.execute(_VOTE.format(out="_mjl", stale=stale_reason("l")))
+        con.execute(_COMBINE.replace("{log}", log_relation))
         for stmt in _WRITE:
-            con.execute(stmt, {"build": build_id})
+            stmt = stmt.replace("{log}", log_relation)
+            con.execute(stmt, {"build": build_id} if "$build" in stmt else {})
         con.execute(
             "INSERT INTO build_agent_labels BY NAME SELECT ? AS build_id, a.query_id, a.doc_id, a.doc_version, "
             f"a.verdict FROM ({agent_sql}) a WHERE (a.query_id, a.doc_id) IN "
@@ -189,11 +196,11 @@ def merge_labels(con, build_id: int, content_sha: str, gate: JudgeGate, agent_sq
         (human, judge, overridden, unused, held) = con.execute(
             """SELECT (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'human'),
                       (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'judge'),
-                      (SELECT count(*) FROM build_labels WHERE build_id = ? AND overridden),
+                      (SELECT count(*) FROM _mwin),
                       (SELECT count(*) FROM _mcur WHERE kind = 'human')
                         - (SELECT count(*) FROM _mpart WHERE kind = 'human'),
                       (SELECT count(*) FROM _mcur WHERE kind = 'judge' AND NOT list_contains(?, annotator))""",
-            [build_id, passing],
+            [passing],
         ).fetchone()
     finally:
         for t in _TEMPS:

@@ -27,7 +27,7 @@ def agreement_inputs(con) -> AgreementInputs:
         f"""SELECT h.annotator, h.kind, h.query_id, h.doc_id, h.doc_version, h.label, h.decided_by, h.ts,
                    h.dt, h.file_name, h.line, q.project
             FROM human_labels h
-            LEFT JOIN (SELECT DISTINCT query_id, project FROM build_labels WHERE build_id = ?) q USING (query_id)
+            LEFT JOIN (SELECT DISTINCT query_id, project FROM golden_set_by_build WHERE build_id = ?) q USING (query_id)
             WHERE (h.doc_id, h.doc_version) IN ({KNOWN_VERSIONS_SQL})
             ORDER BY h.dt, h.file_name, h.line""",
         [build.labels_build_id],

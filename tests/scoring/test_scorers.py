@@ -355,7 +355,7 @@ def test_golden_pairs_read_human_or_log_rows_with_their_passages(warehouse):
     ]
     for qid, did, ver, verdict, source, grade in rows:
         warehouse.execute(
-            "INSERT INTO build_labels (build_id, query_id, project, task, doc_id, doc_version, verdict, "
+            "INSERT INTO build_labels (valid_from_build, query_id, project, task, doc_id, doc_version, verdict, "
             "judged_at, source, grade) VALUES (1, ?, 'p', ?, ?, ?, ?, ?, ?, ?)",
             [qid, f"task {qid}", did, ver, verdict, datetime(2026, 11, 2), source, grade],
         )
