@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -133,6 +134,37 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
     assert con.execute("SELECT count(*) FROM rejected_records WHERE source_file LIKE 'dt=2026-11-03/%'").fetchall() == [
         (10,)
     ]
+
+
+def test_the_relabel_queue_of_a_repeat_is_said_again_and_a_new_build_counts_its_own(tmp_path, resources):
+    def queue(result):
+        meta = result.asset_materializations_for_node("relabel_queue")[0].metadata
+        con = connect(tmp_path / "g.duckdb", read_only=True)
+        try:
+            n = con.execute("SELECT count(*) FROM relabel_queue").fetchone()[0]
+            built = con.execute(
+                "SELECT build_id, labels_build_id FROM golden_builds ORDER BY 1 DESC LIMIT 1"
+            ).fetchone()
+        finally:
+            con.close()
+        return meta["queue_size"].value, n, meta["labels_build"].value.split("@")[0], built
+
+    with dg.instance_for_test() as instance:
+        first = queue(_materialize(instance, resources, tmp_path))
+        repeat = queue(_materialize(instance, resources, tmp_path))
+        # Every document at a newer version: every label goes stale, a computed build.
+        moved = tmp_path / "moved.jsonl"
+        moved.write_text(
+            "".join(
+                json.dumps({**r, "version": r["version"] + "-next"}) + "\n"
+                for r in map(json.loads, (DATA / "corpus.jsonl").read_text().splitlines())
+            )
+        )
+        resources["corpus_source"] = CorpusSource(path=str(moved))
+        after = queue(_materialize(instance, resources, tmp_path))
+    assert first[0] == first[1] and first[2:] == ("1", (1, 1))
+    assert repeat[:3] == first[:3] and repeat[3] == (2, 1)
+    assert after[0] == after[1] > first[0] and after[2:] == ("3", (3, 3))
 
 
 def test_reindex_trigger_is_stamped_on_the_build(tmp_path, resources):
