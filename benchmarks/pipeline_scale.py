@@ -86,6 +86,36 @@ def labels_in(db: Path) -> int:
         con.close()
 
 
+_LATEST_FUNNEL = (
+    "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
+    "WHERE build_id = (SELECT max(build_id) FROM golden_builds) ORDER BY step_order"
+)
+_LATEST_COUNTS = (
+    "SELECT n_queries, n_projects, n_helped, n_noise, n_wrong, n_stale, unjudged_items, orphan_verdicts, "
+    "unserved_item_verdicts, lines_read, lines_rejected, conflicting_serves FROM golden_builds "
+    "ORDER BY build_id DESC LIMIT 1"
+)
+# The golden set as a multiset: its size and the sum of its rows' hashes.
+_GOLDEN_SUM = "SELECT count(*), sum(hash(g)::HUGEINT) FROM golden_set g"
+
+
+def _latest(db: Path) -> dict[str, list]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            name: con.execute(sql).fetchall()
+            for name, sql in (("golden set", _GOLDEN_SUM), ("funnel", _LATEST_FUNNEL), ("counts", _LATEST_COUNTS))
+        }
+    finally:
+        con.close()
+
+
+def differences(db: Path, fresh: Path) -> list[str]:
+    """What the latest builds of two warehouses disagree on: golden set rows, funnel, counts."""
+    a, b = _latest(db), _latest(fresh)
+    return [f"the {name} differs ({a[name]} against {b[name]})" for name in a if a[name] != b[name]]
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description="Time goldenset build against a hand-written DuckDB script.")
     ap.add_argument("--items", type=int, default=1_000_000, help="served items over --days days")
@@ -105,6 +135,12 @@ def main(argv: list[str] | None = None) -> dict:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also time the full build staged by 1 and 2 worker processes",
+    )
+    ap.add_argument(
+        "--check-fresh",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="after the last nightly, build a fresh warehouse on the same logs and compare (default: with --tiny)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the generated data and databases")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -184,6 +220,15 @@ def main(argv: list[str] | None = None) -> dict:
         nightly_h = timed("nightly_history", build, work, env)
         runs += [backfill, nightly_h]
 
+    fresh_diff = None
+    if args.check_fresh if args.check_fresh is not None else args.tiny:
+        # The nightly builds (folded or recomputed) must publish what one full build of
+        # the same logs publishes.
+        fresh_db = work / "fresh.duckdb"
+        fresh_env = {**env, "GOLDENSET_HOME": str(work / "home-fresh")}
+        timed("fresh", [*build[:-1], str(fresh_db)], work, fresh_env)
+        fresh_diff = differences(db, fresh_db)
+
     def gb(r: Run) -> str:
         return f"peak RSS {r.peak_rss_bytes / 1e9:5.2f} GB"
 
@@ -221,7 +266,13 @@ def main(argv: list[str] | None = None) -> dict:
         print(
             f"                         staged x{workers} {n:,}" + ("" if n == labels else "  (DIFFERS from the build)")
         )
+    if fresh_diff is not None:
+        print(
+            "nightly equals a fresh full build of the same logs: "
+            + ("yes" if not fresh_diff else "NO: " + "; ".join(fresh_diff))
+        )
     result = {
+        "nightly_equals_fresh": None if fresh_diff is None else not fresh_diff,
         "items": items,
         "days": args.days,
         "history_days": history,

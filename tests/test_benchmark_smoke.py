@@ -26,6 +26,7 @@ FIGURES = {
     "nightly on history": rf"nightly on +6 days +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to nightly on 3 days {NUMBER}",
     "cost per item": rf"cost per served item +full build {NUMBER} us, script {NUMBER} us",
     "labels": rf"golden set labels +build {NUMBER}, script {NUMBER}",
+    "fresh": r"nightly equals a fresh full build of the same logs: yes",
 }
 
 
@@ -65,6 +66,8 @@ def test_tiny_benchmark_prints_every_figure(tmp_path):
     assert result["labels"] > 0 and result["script_labels"] > 0
     # Staged ingestion publishes the same golden set as direct ingestion.
     assert result["staged_labels"] == {"1": result["labels"], "2": result["labels"]}
+    # The nightlies (folded or recomputed) publish what one full build of the same logs does.
+    assert result["nightly_equals_fresh"] is True
     assert not work.exists(), "the generated data is deleted unless --keep"
 
 
