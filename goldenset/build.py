@@ -23,6 +23,7 @@ from goldenset.schema import (
     ACCEPTED_LINE,
     LABEL_ROW_COLUMNS,
     WINNING_VERDICT,
+    active_documents,
     held_by,
     log_label_row,
     same_label_row,
@@ -62,28 +63,28 @@ class BuildResult:
 
 # Served items of accepted serves, and the winning verdict of each judged item, are
 # staged once: the judgments and every side count (unjudged, orphan, unserved) read them.
-_STAGE_ITEMS = """
+_ITEMS_OF = """
 CREATE OR REPLACE TEMP TABLE _items AS
 SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
        i.doc_id, i.doc_version, i.channel
-FROM accepted_serves s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+FROM {serves} s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
 """
+_STAGE_ITEMS = _ITEMS_OF.format(serves="accepted_serves")
 # An incremental build stages only the serves of the queries it recomputes (those new
 # lines touched that goldenset.delta does not fold).
-_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + "\nWHERE s.query_id IN (SELECT query_id FROM _recompute)\n"
+_RECOMPUTED = "\nWHERE s.query_id IN (SELECT query_id FROM _recompute)\n"
+_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + _RECOMPUTED
 # When the fold takes most of them, few remain: which line of a serve_id is accepted
 # depends on that serve_id's lines alone, so only the lines of their serve_ids are ranked.
-_STAGE_ITEMS_FEW = f"""
-CREATE OR REPLACE TEMP TABLE _items AS
-SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
-       i.doc_id, i.doc_version, i.channel
-FROM (SELECT l.* FROM log_serves l
+_STAGE_ITEMS_FEW = (
+    _ITEMS_OF.format(
+        serves=f"""(SELECT l.* FROM log_serves l
       SEMI JOIN (SELECT DISTINCT serve_id FROM log_serves WHERE query_id IN (SELECT query_id FROM _recompute)) k
         ON k.serve_id = l.serve_id
-      {ACCEPTED_LINE}) s
-JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
-WHERE s.query_id IN (SELECT query_id FROM _recompute)
-"""
+      {ACCEPTED_LINE})"""
+    ).rstrip()
+    + _RECOMPUTED
+)
 _SCOPE = """
 CREATE OR REPLACE TEMP TABLE _scope AS
 SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
@@ -100,7 +101,8 @@ WHERE serve_id IN (SELECT serve_id FROM _items)
 )
 # Judgments with what the current snapshot says of their document. `_query_map` lets the
 # optional near-duplicate step fold several normalised tasks into one query.
-_STAGE_JUDGMENTS = """
+_STAGE_JUDGMENTS = (
+    """
 CREATE OR REPLACE TEMP TABLE _j AS
 SELECT j.serve_id, j.serve_ts, j.project, j.task, j.doc_id, j.doc_version, j.channel, v.verdict,
        v.ts AS judged_at,
@@ -109,9 +111,11 @@ SELECT j.serve_id, j.serve_ts, j.project, j.task, j.doc_id, j.doc_version, j.cha
 FROM _items j
 JOIN _wv v ON v.serve_id = j.serve_id AND v.doc_id = j.doc_id
 LEFT JOIN _query_map m ON m.project = j.project AND m.task_norm = j.task_norm
-LEFT JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
-           WHERE content_sha256 = ? AND status = 'active') d ON d.doc_id = j.doc_id
+LEFT JOIN """
+    + active_documents("?")
+    + """ d ON d.doc_id = j.doc_id
 """
+)
 _FILTERED = "CREATE OR REPLACE TEMP VIEW _j2 AS SELECT * FROM _j WHERE channel = 'ranked' AND active"
 # repeats: per query and doc, the judgment from the latest serve (ts, then larger serve_id) wins.
 _REPEATS = """
@@ -315,7 +319,7 @@ def build_golden_set(
         con.execute("DROP VIEW IF EXISTS _log")
         for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map", "_agent", "_newlog"):
             con.execute("DROP TABLE IF EXISTS " + t)
-        for t in ("_final", "_merged", "_mwin", *delta.TEMPS, *delta.TEMPS_KEPT):
+        for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
             con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
 

@@ -25,11 +25,20 @@ full build of the same input.
 
 from __future__ import annotations
 
-from goldenset.schema import ACCEPTED_LINE, WINNING_VERDICT, log_label_row, stale_reason
+from goldenset.schema import (
+    ACCEPTED_LINE,
+    FIRST_CONTENT_KEY,
+    WINNING_VERDICT,
+    active_documents,
+    log_label_row,
+    stale_reason,
+)
 
-_PLAN = (
-    # Files whose lines are new since the last build (added or rewritten).
-    "CREATE OR REPLACE TEMP TABLE _dnew AS SELECT DISTINCT source_file FROM log_dirty WHERE NOT coalesce(removed, true)",
+# Files whose lines are new since the last build (added or rewritten).
+_NEW_FILES = (
+    "CREATE OR REPLACE TEMP TABLE _dnew AS SELECT DISTINCT source_file FROM log_dirty WHERE NOT coalesce(removed, true)"
+)
+_SPLIT = (
     """CREATE OR REPLACE TEMP TABLE _recompute AS
        SELECT query_id FROM log_dirty WHERE coalesce(removed, true) AND query_id IS NOT NULL
        UNION
@@ -71,12 +80,11 @@ _STAGE = (
           WHERE s.serve_id IN (SELECT serve_id FROM log_dirty WHERE NOT coalesce(removed, true))
           {ACCEPTED_LINE})
         WHERE query_id IN (SELECT query_id FROM _delta)""",
-    """CREATE OR REPLACE TEMP TABLE _dit AS
+    f"""CREATE OR REPLACE TEMP TABLE _dit AS
        SELECT a.serve_id, a.serve_ts, a.project, a.task, a.query_id, a.is_new, i.doc_id, i.doc_version, i.channel,
               d.doc_id IS NOT NULL AS active, d.version AS current_version, d.superseded_by
        FROM _das a JOIN log_serve_items i ON i.source_file = a.source_file AND i.line = a.line
-       LEFT JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
-                  WHERE content_sha256 = ? AND status = 'active') d ON d.doc_id = i.doc_id""",
+       LEFT JOIN {active_documents("?")} d ON d.doc_id = i.doc_id""",
     # Every verdict line of those serves, and whether it is new.
     """CREATE OR REPLACE TEMP TABLE _dv AS
        SELECT v.serve_id, v.doc_id, v.verdict, v.ts, v.dt, v.file_name, v.line,
@@ -178,7 +186,7 @@ _LABELS = (
 # Orphan verdicts and conflicting duplicate serves are properties of a serve_id's lines,
 # so after added lines alone they move by what the touched serve_ids' lines say now
 # against what their old lines said.
-_SIDE = """
+_SIDE = f"""
 WITH ids AS (SELECT DISTINCT serve_id FROM log_dirty),
 sl AS (SELECT serve_id, content_key, dt, file_name, line, source_file IN (SELECT source_file FROM _dnew) AS is_new
        FROM log_serves WHERE serve_id IN (SELECT serve_id FROM ids)),
@@ -186,10 +194,8 @@ vs AS (SELECT serve_id, count(*) AS n_all,
               count(*) FILTER (WHERE source_file NOT IN (SELECT source_file FROM _dnew)) AS n_old
        FROM log_verdicts WHERE serve_id IN (SELECT serve_id FROM ids) GROUP BY serve_id),
 ss AS (SELECT serve_id, count(*) AS n_all, count(*) FILTER (WHERE NOT is_new) AS n_old FROM sl GROUP BY serve_id),
-first_now AS (SELECT serve_id, arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line}) AS k
-              FROM sl GROUP BY serve_id),
-first_old AS (SELECT serve_id, arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line}) AS k
-              FROM sl WHERE NOT is_new GROUP BY serve_id)
+first_now AS (SELECT serve_id, {FIRST_CONTENT_KEY} AS k FROM sl GROUP BY serve_id),
+first_old AS (SELECT serve_id, {FIRST_CONTENT_KEY} AS k FROM sl WHERE NOT is_new GROUP BY serve_id)
 SELECT
   (SELECT coalesce(sum(CASE WHEN coalesce(ss.n_all, 0) = 0 THEN vs.n_all ELSE 0 END
                        - CASE WHEN coalesce(ss.n_old, 0) = 0 THEN vs.n_old ELSE 0 END), 0)
@@ -198,8 +204,22 @@ SELECT
   - (SELECT count(*) FROM sl JOIN first_old f USING (serve_id) WHERE NOT sl.is_new AND sl.content_key <> f.k)
 """
 
-TEMPS = ("_dnew", "_recompute", "_delta", "_das", "_dit", "_dv", "_dwa", "_dwb", "_dshare", "_dcand", "_dj3", "_dq")
-TEMPS_KEPT = ("_dlabels",)
+# Working tables the build drops when it ends (it reads _dlabels and _dj3 after the fold).
+TEMPS = (
+    "_dnew",
+    "_recompute",
+    "_delta",
+    "_das",
+    "_dit",
+    "_dv",
+    "_dwa",
+    "_dwb",
+    "_dshare",
+    "_dcand",
+    "_dj3",
+    "_dq",
+    "_dlabels",
+)
 
 
 def plan(con) -> bool:
@@ -207,13 +227,13 @@ def plan(con) -> bool:
 
     Returns whether it folds, that is whether the new lines are few enough.
     """
-    con.execute(_PLAN[0])
+    con.execute(_NEW_FILES)
     touched, lines = con.execute(_NEW_SHARE).fetchone()
     if touched > FOLD_AT_MOST * lines:
         con.execute("CREATE OR REPLACE TEMP TABLE _recompute AS SELECT query_id FROM _scope")
         con.execute("CREATE OR REPLACE TEMP TABLE _delta AS SELECT query_id FROM _scope WHERE false")
         return False
-    for stmt in _PLAN[1:]:
+    for stmt in _SPLIT:
         con.execute(stmt)
     return True
 

@@ -324,6 +324,19 @@ def held_by(build: str, alias: str = "l") -> str:
     )
 
 
+def active_documents(sha: str) -> str:
+    """SQL: the active documents of the snapshot whose content is `sha` (a parameter), with version and successor."""
+    return (
+        f"(SELECT doc_id, version, superseded_by FROM corpus_documents WHERE content_sha256 = {sha} "
+        "AND status = 'active')"
+    )
+
+
+# The content key of a serve_id's first line in (dt, file name, line) order: a later line
+# with another key is a conflicting duplicate (contract section 1). An aggregate.
+FIRST_CONTENT_KEY = "arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line})"
+
+
 def stale_reason(alias: str) -> str:
     """SQL: section 3's stale reason of the version `alias`.doc_version, given the snapshot's
     `alias`.current_version and `alias`.superseded_by of its document."""
@@ -544,7 +557,9 @@ SELECT s.source_file, s.line, 'conflicting_duplicate_serve', s.raw, f.ingested_a
 FROM log_serves s
 -- The first line of each serve_id seen more than once, by (dt, file name, line): a count
 -- of serve_ids finds those, so only their lines are ranked and only conflicts' raw is read.
-JOIN (SELECT serve_id, arg_min(content_key, {'dt': dt, 'file_name': file_name, 'line': line}) AS first_key
+JOIN (SELECT serve_id, """
+    + FIRST_CONTENT_KEY
+    + """ AS first_key
       FROM log_serves
       WHERE serve_id IN (SELECT serve_id FROM log_serves GROUP BY serve_id HAVING count(*) > 1)
       GROUP BY serve_id) d USING (serve_id)

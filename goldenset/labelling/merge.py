@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from goldenset.errors import UsageError
 from goldenset.labelling.agreement import cohen_kappa
-from goldenset.schema import CURRENT_LABEL, stale_reason
+from goldenset.schema import CURRENT_LABEL, active_documents, stale_reason
 
 ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
 ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
@@ -102,8 +102,9 @@ _STAGE = (
     """CREATE OR REPLACE TEMP TABLE _mpart AS
        SELECT c.*, a.version AS current_version, a.superseded_by
        FROM _mcur c JOIN _mgq g USING (query_id)
-       JOIN (SELECT doc_id, version, superseded_by FROM corpus_documents
-             WHERE content_sha256 = $sha AND status = 'active') a USING (doc_id)""",
+       JOIN """
+    + active_documents("$sha")
+    + """ a USING (doc_id)""",
 )
 
 # The vote of 7.3 step 2 over the voters in _mvoters; `seq` orders a pair's lines by
