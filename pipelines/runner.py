@@ -131,7 +131,9 @@ def run_refresh(
             if isinstance(cause, GoldensetError):
                 raise cause from None
             raise
-    con = connect(paths.db, read_only=True, wait=wait, notify=notify)
+    # The build has published; a build that was waiting for this one may hold the file now.
+    # Wait for it at least the default, whatever --wait said about getting started.
+    con = connect(paths.db, read_only=True, wait=max(wait, settings.DEFAULT_LOCK_TIMEOUT), notify=notify)
     try:
         status = golden_status(con, paths.corpus)
         warnings = []
