@@ -61,23 +61,26 @@ class BuildResult:
         return self.record.build_id
 
 
-# Served items of accepted serves, and the winning verdict of each judged item, are
-# staged once: the judgments and every side count (unjudged, orphan, unserved) read them.
-_ITEMS_OF = """
-CREATE OR REPLACE TEMP TABLE _items AS
-SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, s.task_norm, s.query_id,
-       i.doc_id, i.doc_version, i.channel
-FROM {serves} s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+# Accepted serves (with their query, near-duplicate merges applied), their served items
+# and the winning verdict of each judged item are staged once: the judgments and every
+# side count (unjudged, unserved) read them. Serve-level fields (project, task) stay in
+# `_serves`: the item and judgment rows carry only what the filters read, which halves
+# what the joins and the repeats window move at ten million items.
+_SERVES_OF = """
+CREATE OR REPLACE TEMP TABLE _serves AS
+SELECT s.serve_id, s.ts AS serve_ts, s.project, s.task, coalesce(m.query_id, s.query_id) AS query_id,
+       s.source_file, s.line
+FROM {serves} s LEFT JOIN _query_map m ON m.project = s.project AND m.task_norm = s.task_norm
 """
-_STAGE_ITEMS = _ITEMS_OF.format(serves="accepted_serves")
+_STAGE_SERVES = _SERVES_OF.format(serves="accepted_serves")
 # An incremental build stages only the serves of the queries it recomputes (those new
 # lines touched that goldenset.delta does not fold).
 _RECOMPUTED = "\nWHERE s.query_id IN (SELECT query_id FROM _recompute)\n"
-_STAGE_ITEMS_SCOPED = _STAGE_ITEMS.rstrip() + _RECOMPUTED
+_STAGE_SERVES_SCOPED = _STAGE_SERVES.rstrip() + _RECOMPUTED
 # When the fold takes most of them, few remain: which line of a serve_id is accepted
 # depends on that serve_id's lines alone, so only the lines of their serve_ids are ranked.
-_STAGE_ITEMS_FEW = (
-    _ITEMS_OF.format(
+_STAGE_SERVES_FEW = (
+    _SERVES_OF.format(
         serves=f"""(SELECT l.* FROM log_serves l
       SEMI JOIN (SELECT DISTINCT serve_id FROM log_serves WHERE query_id IN (SELECT query_id FROM _recompute)) k
         ON k.serve_id = l.serve_id
@@ -85,6 +88,11 @@ _STAGE_ITEMS_FEW = (
     ).rstrip()
     + _RECOMPUTED
 )
+_STAGE_ITEMS = """
+CREATE OR REPLACE TEMP TABLE _items AS
+SELECT s.serve_id, s.serve_ts, s.query_id, i.doc_id, i.doc_version, i.channel
+FROM _serves s JOIN log_serve_items i ON i.source_file = s.source_file AND i.line = s.line
+"""
 _SCOPE = """
 CREATE OR REPLACE TEMP TABLE _scope AS
 SELECT query_id FROM log_dirty WHERE query_id IS NOT NULL
@@ -95,50 +103,53 @@ _STAGE_VERDICTS = (
     """
 CREATE OR REPLACE TEMP TABLE _wv AS
 SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
-WHERE serve_id IN (SELECT serve_id FROM _items)
+WHERE serve_id IN (SELECT serve_id FROM _serves)
 """
     + WINNING_VERDICT
 )
-# Judgments with what the current snapshot says of their document. `_query_map` lets the
-# optional near-duplicate step fold several normalised tasks into one query.
+# Judgments with what the current snapshot says of their document. A winning verdict
+# whose serve did not serve its doc_id has no item: those pairs are kept apart in
+# `_unserved` (for the count of such verdict lines) and leave `_j`. (serve_id, doc_id)
+# is unique among the items (a doc_id appears once per serve) and among `_wv`.
 _STAGE_JUDGMENTS = (
     """
 CREATE OR REPLACE TEMP TABLE _j AS
-SELECT j.serve_id, j.serve_ts, j.project, j.task, j.doc_id, j.doc_version, j.channel, v.verdict,
-       v.ts AS judged_at,
-       coalesce(m.query_id, j.query_id) AS query_id,
+SELECT v.serve_id, j.serve_ts, v.doc_id, j.doc_version, j.channel, v.verdict, v.ts AS judged_at, j.query_id,
        d.doc_id IS NOT NULL AS active, d.version AS current_version, d.superseded_by
-FROM _items j
-JOIN _wv v ON v.serve_id = j.serve_id AND v.doc_id = j.doc_id
-LEFT JOIN _query_map m ON m.project = j.project AND m.task_norm = j.task_norm
+FROM _wv v
+LEFT JOIN _items j ON j.serve_id = v.serve_id AND j.doc_id = v.doc_id
 LEFT JOIN """
     + active_documents("?")
-    + """ d ON d.doc_id = j.doc_id
+    + """ d ON d.doc_id = v.doc_id
 """
+)
+_SPLIT_UNSERVED = (
+    "CREATE OR REPLACE TEMP TABLE _unserved AS SELECT serve_id, doc_id FROM _j WHERE channel IS NULL",
+    "DELETE FROM _j WHERE channel IS NULL",
 )
 _FILTERED = "CREATE OR REPLACE TEMP VIEW _j2 AS SELECT * FROM _j WHERE channel = 'ranked' AND active"
 # repeats: per query and doc, the judgment from the latest serve (ts, then larger serve_id) wins.
 _REPEATS = """
 CREATE OR REPLACE TEMP TABLE _j3 AS
-SELECT * EXCLUDE (rn) FROM (
-  SELECT *, row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) AS rn
-  FROM _j2) WHERE rn = 1
+SELECT * FROM _j2
+QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) = 1
 """
+# Per query after the repeats filter: its task (the task of its latest judgment after
+# filters 1-2, which is the winner of its pair, so the latest winner), how many
+# judgments are left and whether one is a positive (filter 4 keeps the query).
 _QUERY_TASK = """
 CREATE OR REPLACE TEMP TABLE _qtask AS
-SELECT query_id, project, task FROM (
-  SELECT query_id, project, task,
-         row_number() OVER (PARTITION BY query_id ORDER BY serve_ts DESC, serve_id DESC) AS rn
-  FROM _j2) WHERE rn = 1
+SELECT q.query_id, s.project, s.task, q.repeats_left, q.positive
+FROM (SELECT query_id, arg_max(serve_id, (serve_ts, serve_id)) AS serve_id, count(*) AS repeats_left,
+             bool_or(verdict = 'helped') AS positive
+      FROM _j3 GROUP BY query_id) q
+JOIN _serves s USING (serve_id)
 """
-_NO_POSITIVE = """
-CREATE OR REPLACE TEMP TABLE _j4 AS
-SELECT * FROM _j3 WHERE query_id IN (SELECT query_id FROM _j3 WHERE verdict = 'helped')
-"""
-# Each query's share of the funnel and of the side counts. What is left after each step
-# and what each step dropped are counted apart, so the funnel check (left = previous
-# left - dropped) catches a filter that loses or invents rows; and since every serve
-# belongs to one query, the sums over queries are the build's funnel.
+# Each query's share of the funnel and of the side counts; since every serve belongs to
+# one query, the sums over queries are the build's funnel. Judged, unjudged and what
+# the repeats filter dropped are what is left of a whole: a query's served items are
+# judged or unjudged, its judgments after filter 2 are kept or dropped by repeats (the
+# fold in goldenset.delta moves them the same way).
 _QUERY_STATS = """
 CREATE OR REPLACE TEMP TABLE _qs AS
 WITH ps AS (
@@ -155,28 +166,21 @@ js AS (
          sum(retired_dropped) AS retired_dropped, sum(active) AS active,
          count(*) FILTER (WHERE active > 0) AS active_serves
   FROM ps GROUP BY query_id),
-r AS (SELECT query_id, count(*) AS repeats_left, bool_or(verdict = 'helped') AS positive
-      FROM _j3 GROUP BY query_id),
-rd AS (SELECT j.query_id, count(*) AS repeats_dropped
-       FROM _j2 j ANTI JOIN _j3 w ON w.serve_id = j.serve_id AND w.doc_id = j.doc_id GROUP BY j.query_id),
-k AS (SELECT query_id, count(*) AS kept FROM _j4 GROUP BY query_id),
-u AS (SELECT i.query_id, count(*) AS unjudged
-      FROM _items i ANTI JOIN _wv v ON v.serve_id = i.serve_id AND v.doc_id = i.doc_id GROUP BY i.query_id),
-sq AS (SELECT DISTINCT serve_id, query_id FROM _items),
+n AS (SELECT query_id, count(*) AS served FROM _items GROUP BY query_id),
 us AS (SELECT s.query_id, count(*) AS unserved
-       FROM log_verdicts v JOIN sq s ON s.serve_id = v.serve_id
-       ANTI JOIN _items i ON i.serve_id = v.serve_id AND i.doc_id = v.doc_id GROUP BY s.query_id),
-ids AS (SELECT query_id FROM js UNION SELECT query_id FROM u UNION SELECT query_id FROM us)
-SELECT ids.query_id,
+       FROM log_verdicts v SEMI JOIN _unserved u ON u.serve_id = v.serve_id AND u.doc_id = v.doc_id
+       JOIN _serves s ON s.serve_id = v.serve_id GROUP BY s.query_id)
+SELECT n.query_id,
        coalesce(judged, 0)::BIGINT AS judged, coalesce(judged_serves, 0) AS judged_serves,
        coalesce(always_dropped, 0)::BIGINT AS always_dropped, coalesce(ranked, 0)::BIGINT AS ranked,
        coalesce(ranked_serves, 0) AS ranked_serves, coalesce(retired_dropped, 0)::BIGINT AS retired_dropped,
        coalesce(active, 0)::BIGINT AS active, coalesce(active_serves, 0) AS active_serves,
-       coalesce(repeats_dropped, 0) AS repeats_dropped, coalesce(repeats_left, 0) AS repeats_left,
+       coalesce(active, 0)::BIGINT - coalesce(repeats_left, 0) AS repeats_dropped,
+       coalesce(repeats_left, 0) AS repeats_left,
        CASE WHEN coalesce(positive, false) THEN 0 ELSE coalesce(repeats_left, 0) END AS no_positive_dropped,
-       coalesce(kept, 0) AS kept, coalesce(unjudged, 0) AS unjudged, coalesce(unserved, 0) AS unserved
-FROM ids LEFT JOIN js USING (query_id) LEFT JOIN r USING (query_id) LEFT JOIN rd USING (query_id)
-LEFT JOIN k USING (query_id) LEFT JOIN u USING (query_id) LEFT JOIN us USING (query_id)
+       CASE WHEN coalesce(positive, false) THEN repeats_left ELSE 0 END AS kept,
+       served - coalesce(judged, 0)::BIGINT AS unjudged, coalesce(unserved, 0) AS unserved
+FROM n LEFT JOIN js USING (query_id) LEFT JOIN _qtask USING (query_id) LEFT JOIN us USING (query_id)
 """
 _FUNNEL_FROM_STATS = """
 SELECT coalesce(sum(judged), 0), coalesce(sum(judged_serves), 0),
@@ -191,7 +195,7 @@ FROM query_stats
 _NEW_LOG_LABELS = (
     "CREATE OR REPLACE TEMP TABLE _newlog AS SELECT "
     + log_label_row("j", "q", stale_reason("j"))
-    + " FROM _j4 j JOIN _qtask q USING (query_id)"
+    + " FROM _j3 j JOIN _qtask q USING (query_id) WHERE q.positive"
 )
 _LINE_COUNTS = "SELECT (SELECT coalesce(sum(lines_total), 0) FROM log_files), (SELECT count(*) FROM log_rejects)"
 # Over all logs; an incremental build moves the previous build's by what its lines changed.
@@ -317,7 +321,20 @@ def build_golden_set(
     finally:
         con.execute("DROP VIEW IF EXISTS _j2")
         con.execute("DROP VIEW IF EXISTS _log")
-        for t in ("_scope", "_items", "_wv", "_j", "_j3", "_j4", "_qtask", "_qs", "_query_map", "_agent", "_newlog"):
+        for t in (
+            "_scope",
+            "_serves",
+            "_items",
+            "_wv",
+            "_j",
+            "_unserved",
+            "_j3",
+            "_qtask",
+            "_qs",
+            "_query_map",
+            "_agent",
+            "_newlog",
+        ):
             con.execute("DROP TABLE IF EXISTS " + t)
         for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
             con.execute("DROP TABLE IF EXISTS " + t)
@@ -411,13 +428,14 @@ def _compute(
     if query_map:
         con.executemany("INSERT INTO _query_map VALUES (?, ?, ?)", query_map)
     if carry_from is None:
-        con.execute(_STAGE_ITEMS)
+        con.execute(_STAGE_SERVES)
     else:
         con.execute(_SCOPE)
-        con.execute(_STAGE_ITEMS_FEW if delta.plan(con) else _STAGE_ITEMS_SCOPED)
+        con.execute(_STAGE_SERVES_FEW if delta.plan(con) else _STAGE_SERVES_SCOPED)
+    con.execute(_STAGE_ITEMS)
     con.execute(_STAGE_VERDICTS)
     con.execute(_STAGE_JUDGMENTS, [content_sha])
-    for stmt in (_FILTERED, _REPEATS, _QUERY_TASK, _NO_POSITIVE, _QUERY_STATS):
+    for stmt in (*_SPLIT_UNSERVED, _FILTERED, _REPEATS, _QUERY_TASK, _QUERY_STATS):
         con.execute(stmt)
     if carry_from is not None:
         delta.fold(con, content_sha)  # before query_stats and build_labels change
