@@ -42,11 +42,25 @@ ANTI JOIN (SELECT h.query_id, h.doc_id FROM label_history h
            SEMI JOIN _hchanged c ON c.query_id = h.query_id AND c.doc_id = h.doc_id
            WHERE h.valid_to_build IS NULL) h ON h.query_id = b.query_id AND h.doc_id = b.doc_id
 """
+# The first build with labels: every label it holds starts a version (the general case
+# would find every pair changed and no open version; this skips finding that out).
+_FIRST = """
+SELECT NOT EXISTS (SELECT 1 FROM label_history)
+   AND NOT EXISTS (SELECT 1 FROM build_labels WHERE valid_from_build <> $build)
+"""
+_OPEN_ALL = f"""
+INSERT INTO label_history BY NAME
+SELECT b.query_id, b.doc_id, b.verdict, b.doc_version, b.stale_reason, $build AS valid_from_build,
+       NULL AS valid_to_build, b.source, b.label
+FROM build_labels b WHERE NOT coalesce(b.overridden, false) AND {held_by("$build", "b")}
+"""
 
 
 def record_build(con, build_id: int) -> dict[str, int]:
     """Fold build `build_id`'s labels into label_history (inside the caller's transaction)."""
     params = {"build": build_id}
+    if con.execute(_FIRST, params).fetchall()[0][0]:
+        return {"versions_closed": 0, "versions_opened": int(con.execute(_OPEN_ALL, params).fetchall()[0][0])}
     con.execute(_CHANGED, params)
     con.execute(_HELD, params)
     try:

@@ -87,6 +87,20 @@ WHERE raw <> ''
 _BATCH_TABLES = ("_lines", "_batch_files", "_batch_rejects")
 
 
+def tracks_dirty(con) -> bool:
+    """Whether ingestion records which serves its lines touched (log_dirty).
+
+    Only once a build is committed: before, the next build computes every query and
+    never reads log_dirty (at ten million items that saves writing, then deleting,
+    8.5 million rows).
+    """
+    has_builds = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'golden_builds'"
+    ).fetchall()[0][0]
+    # (A staging worker's scratch warehouse has no builds table.)
+    return bool(has_builds) and bool(con.execute("SELECT EXISTS (SELECT 1 FROM golden_builds)").fetchall()[0][0])
+
+
 @dataclass
 class PartitionReport:
     """What one partition's ingestion did."""
@@ -246,6 +260,7 @@ class _Batch:
         self.extra: list[tuple[int, bytes]] = []  # lines that are not UTF-8: Python rules only
         self.text_bytes = 0
         con.execute("CREATE OR REPLACE TEMP TABLE _lines (key BIGINT, raw VARCHAR)")
+        self.track_dirty = tracks_dirty(con)
 
     def add(self, todo: _Todo) -> None:
         no = len(self.files)
@@ -361,14 +376,14 @@ class _Batch:
         replaced = [fs.todo.file.source_file for fs in files if fs.todo.was_known]
         with transaction(con):
             if replaced:
-                for mark in MARK_DIRTY:
+                for mark in MARK_DIRTY if self.track_dirty else ():
                     con.execute(mark, [True, replaced])
                 for delete in DELETE_FILES:
                     con.execute(delete, [replaced])
             for insert in _INSERT[:4]:
                 con.execute(insert)
             failpoints.hit("ingest.mid_transaction")
-            for insert in _INSERT[4:]:
+            for insert in _INSERT[4:] if self.track_dirty else ():
                 con.execute(insert)
             con.executemany(
                 "INSERT INTO log_files BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, "

@@ -35,7 +35,7 @@ from pathlib import Path
 import duckdb
 
 from goldenset import failpoints, schema
-from goldenset.ingest import DELETE_FILES, MARK_DIRTY, PartitionReport, changed_files, ingest_files
+from goldenset.ingest import DELETE_FILES, MARK_DIRTY, PartitionReport, changed_files, ingest_files, tracks_dirty
 from goldenset.warehouse import memory_settings, transaction
 
 # The tables a day's ingestion writes, the file table last (it names the generation).
@@ -296,9 +296,10 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
             batches.append([])
         batches[-1].append(plan)
     for batch in batches:
+        dirty = tracks_dirty(con)
         with transaction(con):
             for day in batch:
-                _load_day(con, day)
+                _load_day(con, day, dirty)
         for day in batch:
             day.report.files_ingested = len(day.files)
             for reason, n in con.execute(
@@ -310,14 +311,14 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
     return [plan.report if plan is not None else PartitionReport(dt) for dt, plan in plans.items()]
 
 
-def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad) -> None:
+def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad, dirty: bool) -> None:
     if day.replaced:
-        for mark in MARK_DIRTY:
+        for mark in MARK_DIRTY if dirty else ():
             con.execute(mark, [True, day.replaced])
         for delete in DELETE_FILES:
             con.execute(delete, [day.replaced])
     for table in STAGED_TABLES:
         con.execute(_LOAD_SQL[table], [*_dt_args(table, day.dt), day.parts[table], day.files])
     failpoints.hit("staging.mid_load")
-    for mark in MARK_DIRTY:  # the new serves and verdicts: their queries are rebuilt
+    for mark in MARK_DIRTY if dirty else ():  # the new serves and verdicts: their queries are rebuilt
         con.execute(mark, [False, day.files])
