@@ -95,32 +95,45 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
         "ORDER BY d.doc_id",
         [build_id],
     ).fetchall()
-    # Every file is written beside its target and moved into place only when all are
-    # written (the manifest last): a reader, or a kill, never finds a half-written file, and
-    # an export that dies before the end leaves the previous one whole.
-    _write_all(
-        out,
-        {
-            "corpus.jsonl": (_json_line({"_id": d, "title": t or "", "text": x}) for d, t, x in docs),
-            "queries.jsonl": (_json_line({"_id": q, "text": t, "metadata": {"project": p}}) for q, t, p in queries),
-            # The qrels are written by DuckDB itself (millions of lines; values as they are,
-            # unquoted, as an f-string would write them). The grade, so human labels keep
-            # their scale; a log-only set exports 1 and 0.
-            "qrels/test.tsv": _Copy(con, _QRELS_BEIR, [build_id]),
-            "qrels.trec": _Copy(con, _QRELS_TREC, [build_id]),
-            "manifest.json": [_manifest_text(manifest, len(queries), n_labels, len(docs))],
-        },
-    )
+    # The qrels are written by DuckDB itself (millions of lines; values as they are,
+    # unquoted, as an f-string would write them), both files from one sorted copy of the
+    # pairs. Insertion order is kept while they are written, so the copies read the rows
+    # in the order they were sorted in. The grade, so human labels keep their scale; a
+    # log-only set exports 1 and 0.
+    (order,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0]
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        con.execute(_QRELS_SORTED, [build_id])
+        # Every file is written beside its target and moved into place only when all are
+        # written (the manifest last): a reader, or a kill, never finds a half-written file,
+        # and an export that dies before the end leaves the previous one whole.
+        _write_all(
+            out,
+            {
+                "corpus.jsonl": (_json_line({"_id": d, "title": t or "", "text": x}) for d, t, x in docs),
+                "queries.jsonl": (_json_line({"_id": q, "text": t, "metadata": {"project": p}}) for q, t, p in queries),
+                "qrels/test.tsv": _Copy(con, _QRELS_BEIR, []),
+                "qrels.trec": _Copy(con, _QRELS_TREC, []),
+                "manifest.json": [_manifest_text(manifest, len(queries), n_labels, len(docs))],
+            },
+        )
+    finally:
+        con.execute("DROP TABLE IF EXISTS _qrels")
+        con.execute("SET preserve_insertion_order = ?", [bool(order)])
     return ExportResult(out, build_id, len(queries), n_labels, len(docs))
 
 
+_QRELS_SORTED = (
+    "CREATE OR REPLACE TEMP TABLE _qrels AS SELECT query_id, doc_id, grade FROM golden_set_by_build "
+    "WHERE build_id = ? ORDER BY query_id, doc_id"
+)
 _QRELS_BEIR = (
-    'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM golden_set_by_build '
-    "WHERE build_id = ? ORDER BY query_id, doc_id) TO ? (FORMAT csv, HEADER true, DELIMITER '\t', QUOTE '', ESCAPE '')"
+    'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM _qrels) '
+    "TO ? (FORMAT csv, HEADER true, DELIMITER '\t', QUOTE '', ESCAPE '')"
 )
 _QRELS_TREC = (
-    "COPY (SELECT query_id, 0, doc_id, grade FROM golden_set_by_build "
-    "WHERE build_id = ? ORDER BY query_id, doc_id) TO ? (FORMAT csv, HEADER false, DELIMITER ' ', QUOTE '', ESCAPE '')"
+    "COPY (SELECT query_id, 0, doc_id, grade FROM _qrels) "
+    "TO ? (FORMAT csv, HEADER false, DELIMITER ' ', QUOTE '', ESCAPE '')"
 )
 
 
