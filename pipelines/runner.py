@@ -10,10 +10,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from goldenset import layout, progress, settings
+from goldenset import ingest, layout, progress, settings
 from goldenset.checks import empty_reason
 from goldenset.corpus import read_corpus
 from goldenset.errors import GoldensetError, InputError
+from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric import load_rubric
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
@@ -81,18 +82,24 @@ def run_refresh(
     logs = Path(paths.logs)
     if logs.exists() and not logs.is_dir():
         raise InputError(f"--logs {logs} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
+    days = list_partitions(logs)
     ingested, corpus_known = 0, False
+    # The days the run covers: those with a file ingestion would read (new, or changed by
+    # its size and mtime). A day whose files are all as ingested is not run again, so a
+    # night costs what its new day costs in Dagster too, not one partition per day kept.
+    to_read = set(days)
     if Path(paths.db).exists():
         # Wait for a writer here, with a word to the user, rather than fail inside a step.
         con = connect(paths.db, read_only=False, wait=wait, notify=notify)
         try:
             ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
             corpus_known = unchanged_load(con, paths.corpus) is not None
+            if workers == 0:  # (staging compares each day by content, in its own processes)
+                to_read = set(ingest.days_to_read(con, logs, days))
         finally:
             con.close()
     if not corpus_known:  # an unchanged corpus file is the last good snapshot: no need to read it again
         read_corpus(paths.corpus)
-    days = list_partitions(logs)
     if not ingested or days:
         # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
         # warehouse; before that, a LOGS with nothing the contract reads is a mistake.
@@ -102,8 +109,11 @@ def run_refresh(
         if not labels.is_dir():
             raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
-        load_rubric(paths.rubric or settings.default_path("rubric")).require_closed()
-        days = sorted(set(days) | set(list_partitions(labels)))
+        rubric = load_rubric(paths.rubric or settings.default_path("rubric"))
+        rubric.require_closed()
+        label_days = list_partitions(labels)
+        days = sorted(set(days) | set(label_days))
+        to_read |= _label_days_to_read(paths, labels, rubric.content_sha256, label_days, wait, notify)
     _environment(paths, wait, workers)
     from goldenset_dagster.definitions import build_definitions  # reads the variables just set
 
@@ -111,7 +121,9 @@ def run_refresh(
     with get_instance() as instance:
         for freed in reclaim_dead_runs(instance):
             (notify or progress.notice)(freed)
-        keys = register_days(instance, days) if days else []
+        known = register_days(instance, days) if days else []
+        runs = [i for i, k in enumerate(known) if k in to_read]
+        keys = known[runs[0] : runs[-1] + 1] if runs else []
         if workers and list_partitions(logs):
             _stage_in_parallel(instance, workers)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
@@ -140,6 +152,18 @@ def run_refresh(
         if status.build.n_labels == 0:
             warnings.append(empty_reason(funnel_steps(con, status.build.build_id), status.build))
         return RefreshResult(status, warnings)
+    finally:
+        con.close()
+
+
+def _label_days_to_read(
+    paths: Paths, labels: Path, rubric_sha256: str, label_days: list[str], wait: float, notify
+) -> set[str]:
+    if not label_days or not Path(paths.db).exists():
+        return set(label_days)
+    con = connect(paths.db, read_only=True, wait=wait, notify=notify)
+    try:
+        return set(label_ingest.days_to_read(con, labels, rubric_sha256, label_days))
     finally:
         con.close()
 

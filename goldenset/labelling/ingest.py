@@ -85,6 +85,27 @@ def _unchanged_by_stat(f: LogFile, known) -> bool:
     return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
+def days_to_read(con, root: Path, rubric_sha256: str, dts: list[str]) -> list[str]:
+    """The label days of `dts` ingestion would read (every one when the rubric changed)."""
+    root = Path(root)
+    rubric_changed = (
+        con.execute(
+            "SELECT count(*) FROM label_files WHERE rubric_sha256 IS DISTINCT FROM ?", [rubric_sha256]
+        ).fetchall()[0][0]
+        > 0
+    )
+    if rubric_changed:
+        return list(dts)
+    out = []
+    for dt in dts:
+        for f in list_files(root, dt):
+            known = _known(con, f.source_file)
+            if known is None or known[0] is None or not _unchanged_by_stat(f, known):
+                out.append(dt)
+                break
+    return out
+
+
 def ingest_labels(
     con, root: Path, rubric: Rubric, partitions: list[str] | None = None, *, rehash: bool = False
 ) -> list[LabelPartitionReport]:
