@@ -259,6 +259,9 @@ def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_lin
 ):
     home = tmp_path / "home"
     write_inputs(home)  # logs/ and corpus.jsonl where GOLDENSET_HOME puts them by default
+    then = time.time() - 3600  # written an hour ago: the second build sees them unchanged by their stat
+    for f in (home / "logs").rglob("*.jsonl"):
+        os.utime(f, (then, then))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDENSET_")}
     env.update(GOLDENSET_HOME=str(home), DAGSTER_HOME=str(postgres_home))
     for expected_build in (1, 2):
@@ -275,9 +278,11 @@ def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_lin
 
     with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
         runs = instance.get_runs()
+        # Newest first: the second build had no file to read, so it ran no day.
         assert [(r.job_name, r.status, r.tags[TRIGGER_TAG]) for r in runs] == [
-            ("refresh_golden_set", dg.DagsterRunStatus.SUCCESS, "manual")
-        ] * 2
+            ("rebuild_golden_set", dg.DagsterRunStatus.SUCCESS, "manual"),
+            ("refresh_golden_set", dg.DagsterRunStatus.SUCCESS, "manual"),
+        ]
         golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=10).records
         assert [r.asset_materialization.metadata["build_id"].value for r in golden] == [2, 1]
         assert list(instance.get_dynamic_partitions(days_partitions())) == DAYS
