@@ -84,26 +84,26 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
         # both): only the manifest, which names the build, is written again.
         _write_all(out, {"manifest.json": [_manifest_text(manifest, *held[1:])]})
         return ExportResult(out, build_id, *held[1:])
-    n_labels = con.execute("SELECT count(*) FROM golden_set_by_build WHERE build_id = ?", [build_id]).fetchall()[0][0]
-    queries = con.execute(
-        "SELECT DISTINCT query_id, task, project FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id",
-        [build_id],
-    ).fetchall()
     docs = con.execute(
         "SELECT d.doc_id, d.title, d.text FROM corpus_documents d JOIN golden_builds b "
         "ON d.content_sha256 = b.corpus_content_sha256 WHERE b.build_id = ? AND d.status = 'active' "
         "ORDER BY d.doc_id",
         [build_id],
     ).fetchall()
-    # The qrels are written by DuckDB itself (millions of lines; values as they are,
-    # unquoted, as an f-string would write them), both files from one sorted copy of the
-    # pairs. Insertion order is kept while they are written, so the copies read the rows
-    # in the order they were sorted in. The grade, so human labels keep their scale; a
-    # log-only set exports 1 and 0.
+    # The build's labels are read once, sorted, into a temp table: the queries, the count
+    # and both qrels files come from it. The qrels are written by DuckDB itself (millions
+    # of lines; values as they are, unquoted, as an f-string would write them); insertion
+    # order is kept while they are written, so the copies read the rows in the order they
+    # were sorted in. The grade, so human labels keep their scale; a log-only set exports
+    # 1 and 0.
     (order,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0]
     con.execute("SET preserve_insertion_order = true")
     try:
-        con.execute(_QRELS_SORTED, [build_id])
+        con.execute(_LABELS_SORTED, [build_id])
+        n_labels = con.execute("SELECT count(*) FROM _export_labels").fetchall()[0][0]
+        queries = con.execute(
+            "SELECT DISTINCT query_id, task, project FROM _export_labels ORDER BY query_id"
+        ).fetchall()
         # Every file is written beside its target and moved into place only when all are
         # written (the manifest last): a reader, or a kill, never finds a half-written file,
         # and an export that dies before the end leaves the previous one whole.
@@ -118,21 +118,21 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
             },
         )
     finally:
-        con.execute("DROP TABLE IF EXISTS _qrels")
+        con.execute("DROP TABLE IF EXISTS _export_labels")
         con.execute("SET preserve_insertion_order = ?", [bool(order)])
     return ExportResult(out, build_id, len(queries), n_labels, len(docs))
 
 
-_QRELS_SORTED = (
-    "CREATE OR REPLACE TEMP TABLE _qrels AS SELECT query_id, doc_id, grade FROM golden_set_by_build "
-    "WHERE build_id = ? ORDER BY query_id, doc_id"
+_LABELS_SORTED = (
+    "CREATE OR REPLACE TEMP TABLE _export_labels AS SELECT query_id, doc_id, grade, task, project "
+    "FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id, doc_id"
 )
 _QRELS_BEIR = (
-    'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM _qrels) '
+    'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM _export_labels) '
     "TO ? (FORMAT csv, HEADER true, DELIMITER '\t', QUOTE '', ESCAPE '')"
 )
 _QRELS_TREC = (
-    "COPY (SELECT query_id, 0, doc_id, grade FROM _qrels) "
+    "COPY (SELECT query_id, 0, doc_id, grade FROM _export_labels) "
     "TO ? (FORMAT csv, HEADER false, DELIMITER ' ', QUOTE '', ESCAPE '')"
 )
 
