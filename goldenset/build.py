@@ -24,8 +24,8 @@ from goldenset.schema import (
     LABEL_ROW_COLUMNS,
     WINNING_VERDICT,
     active_documents,
-    held_by,
     log_label_row,
+    open_row,
     same_label_row,
     stale_reason,
 )
@@ -210,7 +210,7 @@ SELECT count(DISTINCT query_id), count(DISTINCT project),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'helped'),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'noise'),
        count(*) FILTER (WHERE source = 'log' AND verdict = 'wrong'), count(*) FILTER (WHERE stale_reason IS NOT NULL)
-FROM build_labels l WHERE NOT coalesce(l.overridden, false) AND """ + held_by("$build")
+FROM build_labels l WHERE NOT coalesce(l.overridden, false) AND """ + open_row()
 
 
 def build_golden_set(
@@ -293,10 +293,10 @@ def build_golden_set(
             **counts,
         )
         missing = con.execute(
-            "SELECT count(*) FROM build_labels l WHERE " + held_by("$build") + " AND NOT EXISTS ("
+            "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
             "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
             "AND d.status = 'active')",
-            {"build": labels_build, "sha": content_sha},
+            {"sha": content_sha},
         ).fetchall()[0][0]
         outcomes = evaluate_checks(checks, funnel, record, missing)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
@@ -475,7 +475,7 @@ def _compute(
     if previous is not None:
         side = delta.side_counts(con, previous.orphan_verdicts, previous.conflicting_serves)
     orphans, conflicts = side if side is not None else con.execute(_SIDE_COUNTS).fetchone()
-    labels = con.execute(_LABEL_COUNTS, {"build": build_id}).fetchall()[0]
+    labels = con.execute(_LABEL_COUNTS).fetchall()[0]
     counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels, strict=True))
     counts.update(
         unjudged_items=unjudged,

@@ -99,7 +99,10 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
     (order,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0]
     con.execute("SET preserve_insertion_order = true")
     try:
-        con.execute(_LABELS_SORTED, [build_id])
+        if build.labels_build_id == load_build(con).labels_build_id:
+            con.execute(_LATEST_LABELS_SORTED)  # the latest labels: the open label rows
+        else:
+            con.execute(_LABELS_SORTED, [build_id])
         n_labels = con.execute("SELECT count(*) FROM _export_labels").fetchall()[0][0]
         queries = con.execute(
             "SELECT DISTINCT query_id, task, project FROM _export_labels ORDER BY query_id"
@@ -126,6 +129,10 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
 _LABELS_SORTED = (
     "CREATE OR REPLACE TEMP TABLE _export_labels AS SELECT query_id, doc_id, grade, task, project "
     "FROM golden_set_by_build WHERE build_id = ? ORDER BY query_id, doc_id"
+)
+_LATEST_LABELS_SORTED = (
+    "CREATE OR REPLACE TEMP TABLE _export_labels AS SELECT query_id, doc_id, grade, task, project "
+    "FROM golden_set ORDER BY query_id, doc_id"
 )
 _QRELS_BEIR = (
     'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM _export_labels) '

@@ -6,7 +6,7 @@ closed, and one that comes back opens a new version.
 
 from __future__ import annotations
 
-from goldenset.schema import held_by
+from goldenset.schema import open_row
 
 # A version is identified by what the contract says makes one (section 7.3).
 _SAME_VERSION = """
@@ -20,11 +20,12 @@ _CHANGED = """
 CREATE OR REPLACE TEMP TABLE _hchanged AS
 SELECT DISTINCT query_id, doc_id FROM build_labels WHERE valid_from_build = $build OR valid_to_build = $build
 """
-# The rows of those pairs the build holds (a replaced log label is not a version).
+# The rows of those pairs the build holds (a replaced log label is not a version): it
+# has just made its labels the open rows.
 _HELD = f"""
 CREATE OR REPLACE TEMP TABLE _hheld AS
 SELECT b.* FROM build_labels b SEMI JOIN _hchanged c ON c.query_id = b.query_id AND c.doc_id = b.doc_id
-WHERE NOT coalesce(b.overridden, false) AND {held_by("$build", "b")}
+WHERE NOT coalesce(b.overridden, false) AND {open_row("b")}
 """
 # Open versions that the new build no longer holds identically are closed...
 _CLOSE = f"""
@@ -52,7 +53,7 @@ _OPEN_ALL = f"""
 INSERT INTO label_history BY NAME
 SELECT b.query_id, b.doc_id, b.verdict, b.doc_version, b.stale_reason, $build AS valid_from_build,
        NULL AS valid_to_build, b.source, b.label
-FROM build_labels b WHERE NOT coalesce(b.overridden, false) AND {held_by("$build", "b")}
+FROM build_labels b WHERE NOT coalesce(b.overridden, false) AND {open_row("b")}
 """
 
 
@@ -62,7 +63,7 @@ def record_build(con, build_id: int) -> dict[str, int]:
     if con.execute(_FIRST, params).fetchall()[0][0]:
         return {"versions_closed": 0, "versions_opened": int(con.execute(_OPEN_ALL, params).fetchall()[0][0])}
     con.execute(_CHANGED, params)
-    con.execute(_HELD, params)
+    con.execute(_HELD)
     try:
         closed = con.execute(_CLOSE, params).fetchall()[0][0]
         opened = con.execute(_OPEN, params).fetchall()[0][0]
