@@ -96,9 +96,10 @@ _STAGE = (
     f"""CREATE OR REPLACE TEMP TABLE _mcur AS
         SELECT h.* FROM human_labels h SEMI JOIN _mk k ON k.doc_id = h.doc_id AND k.version = h.doc_version
         {CURRENT_LABEL}""",
+    # The project and task of each query a current label names (not of the whole golden set).
     """CREATE OR REPLACE TEMP TABLE _mgq AS
        SELECT query_id, any_value(project) AS project, any_value(task) AS task
-       FROM {log} GROUP BY query_id""",
+       FROM {log} WHERE query_id IN (SELECT query_id FROM _mcur) GROUP BY query_id""",
     """CREATE OR REPLACE TEMP TABLE _mpart AS
        SELECT c.*, a.version AS current_version, a.superseded_by
        FROM _mcur c JOIN _mgq g USING (query_id)
