@@ -14,7 +14,8 @@ refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
     selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
     description="Ingest new and changed log and label files, snapshot the corpus, rebuild the golden set. "
-    "Run it over every day at once (partition range tags): one run, not one per day.",
+    "Run it over a range of days at once (partition range tags): one run, not one per day "
+    "(goldenset build gives it the days with a file to read; the nightly schedule every day).",
 )
 rebuild_golden_set = dg.define_asset_job(
     "rebuild_golden_set",
