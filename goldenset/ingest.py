@@ -125,6 +125,13 @@ def utcnow() -> datetime:
 RACY_SECONDS = 2.0
 
 
+def _stat(path: Path):
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
 def _unchanged_by_stat(st, known) -> bool:
     """Size and mtime as recorded, and the file was not written in the tick it was read."""
     _, size, mtime, verified_at = known
@@ -161,10 +168,7 @@ def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionRepo
             # New, or unreadable when last tried: read it.
             todo.append(_Todo(f, rec is not None, report))
             continue
-        try:
-            st = f.path.stat()
-        except OSError:
-            st = None
+        st = _stat(f.path)
         # Size and mtime unchanged: the content is taken as unchanged without reading it.
         if not rehash and _unchanged_by_stat(st, rec):
             report.files_unchanged += 1
@@ -208,14 +212,7 @@ def days_to_read(con, root: Path, dts: list[str]) -> list[str]:
     for dt in dts:
         for f in list_files(Path(root), dt):
             rec = known.get(f.source_file)
-            if rec is None or rec[0] is None:
-                out.append(dt)
-                break
-            try:
-                st = f.path.stat()
-            except OSError:
-                st = None
-            if not _unchanged_by_stat(st, rec):
+            if rec is None or rec[0] is None or not _unchanged_by_stat(_stat(f.path), rec):
                 out.append(dt)
                 break
     return out

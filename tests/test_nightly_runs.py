@@ -76,31 +76,35 @@ def _last_run() -> tuple[str, tuple[str, str] | None, list[str]]:
         return run.job_name, span, days
 
 
-def _labels(db: Path) -> list[tuple]:
+def _rows(db: Path, sql: str, params: list | None = None) -> list[tuple]:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return con.execute("SELECT query_id, doc_id, verdict FROM golden_set ORDER BY ALL").fetchall()
+        return con.execute(sql, params or []).fetchall()
     finally:
         con.close()
+
+
+def _labels(db: Path) -> list[tuple]:
+    return _rows(db, "SELECT query_id, doc_id, verdict FROM golden_set ORDER BY ALL")
 
 
 def _verdict(db: Path, serve_id: str, doc_id: str) -> str | None:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT verdict FROM golden_set WHERE serve_id = ? AND doc_id = ?", [serve_id, doc_id]
-        ).fetchall()
-    finally:
-        con.close()
+    rows = _rows(db, "SELECT verdict FROM golden_set WHERE serve_id = ? AND doc_id = ?", [serve_id, doc_id])
     return rows[0][0] if rows else None
 
 
-def test_a_night_runs_the_new_day_and_an_unchanged_night_runs_no_day(project_dir):
-    logs = project_dir / "logs"
-    write_corpus(project_dir / "corpus.jsonl", [doc("d1"), doc("d2")])
+def _three_days_built(root: Path) -> Path:
+    """LOGS with three days, built once; returns LOGS."""
+    logs = root / "logs"
+    write_corpus(root / "corpus.jsonl", [doc("d1"), doc("d2")])
     for n, dt in enumerate(("2026-11-01", "2026-11-02", "2026-11-03")):
         _day(logs, dt, n)
-    assert _build(project_dir) == 0
+    assert _build(root) == 0
+    return logs
+
+
+def test_a_night_runs_the_new_day_and_an_unchanged_night_runs_no_day(project_dir):
+    logs = _three_days_built(project_dir)
     assert _last_run() == (
         "refresh_golden_set",
         ("2026-11-01", "2026-11-03"),
@@ -117,11 +121,7 @@ def test_a_night_runs_the_new_day_and_an_unchanged_night_runs_no_day(project_dir
 
 
 def test_a_changed_or_added_file_of_an_old_day_runs_that_day(project_dir):
-    logs = project_dir / "logs"
-    write_corpus(project_dir / "corpus.jsonl", [doc("d1"), doc("d2")])
-    for n, dt in enumerate(("2026-11-01", "2026-11-02", "2026-11-03")):
-        _day(logs, dt, n)
-    assert _build(project_dir) == 0
+    logs = _three_days_built(project_dir)
 
     # A late file in an old day: that day is read, the days after it are only looked at.
     late = write_log(

@@ -85,16 +85,20 @@ def _unchanged_by_stat(f: LogFile, known) -> bool:
     return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
-def days_to_read(con, root: Path, rubric_sha256: str, dts: list[str]) -> list[str]:
-    """The label days of `dts` ingestion would read (every one when the rubric changed)."""
-    root = Path(root)
-    rubric_changed = (
+def _rubric_changed(con, rubric_sha256: str) -> bool:
+    """A label file was validated under another rubric: every file is validated again."""
+    return (
         con.execute(
             "SELECT count(*) FROM label_files WHERE rubric_sha256 IS DISTINCT FROM ?", [rubric_sha256]
         ).fetchall()[0][0]
         > 0
     )
-    if rubric_changed:
+
+
+def days_to_read(con, root: Path, rubric_sha256: str, dts: list[str]) -> list[str]:
+    """The label days of `dts` ingestion would read (every one when the rubric changed)."""
+    root = Path(root)
+    if _rubric_changed(con, rubric_sha256):
         return list(dts)
     out = []
     for dt in dts:
@@ -116,13 +120,7 @@ def ingest_labels(
     """
     root = Path(root)
     present = list_partitions(root)
-    rubric_changed = (
-        con.execute(
-            "SELECT count(*) FROM label_files WHERE rubric_sha256 IS DISTINCT FROM ?", [rubric.content_sha256]
-        ).fetchone()[0]
-        > 0
-    )
-    dts = present if (partitions is None or rubric_changed) else partitions
+    dts = present if (partitions is None or _rubric_changed(con, rubric.content_sha256)) else partitions
     reports: list[LabelPartitionReport] = []
     todo: list[tuple[LogFile, FileContent, LabelPartitionReport]] = []
     for dt in dts:
