@@ -838,6 +838,39 @@ def test_a_backfilled_earlier_partition_takes_over_a_conflicting_serve(warehouse
     assert rejected(warehouse) == [(f"dt={DAY2}/part-0001.jsonl", 1, "conflicting_duplicate_serve")]
 
 
+def test_status_counts_rejected_lines_as_rejected_records_does_before_and_after_a_build(warehouse, log_root, tmp_path):
+    # Status takes the conflicting duplicates from the latest build when nothing was
+    # ingested since; at every step it must say what the view says now.
+    from goldenset.status import golden_status
+
+    def view():
+        return dict(rows(warehouse, "SELECT reason, count(*) FROM rejected_records GROUP BY reason"))
+
+    first, second = _conflict_pair()
+    write_log(log_root, DAY1, "part-0001.jsonl", [first, second, verdict("s1", "d1", "helped", ts(9, 5))])
+    ingest_all(warehouse, log_root)
+    publish(warehouse, tmp_path)
+    assert golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 1}
+    # Ingested, not built: two more conflicts and a bad line the build has not seen.
+    late = serve("s1", ts(9), "third task", [ranked("d1", 1)])
+    write_log(log_root, DAY2, "part-0001.jsonl", [late, "not json", second])
+    ingest_all(warehouse, log_root)
+    assert build_counts(warehouse, "conflicting_serves") == (1,)
+    assert (
+        golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 3, "invalid_json": 1}
+    )
+    publish(warehouse, tmp_path)
+    assert golden_status(warehouse).rejected_by_reason == view()
+    # The later file replaced by one without conflicts: fewer again, before and after the build.
+    write_log(log_root, DAY2, "part-0001.jsonl", ["not json"])
+    ingest_all(warehouse, log_root)
+    assert (
+        golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 1, "invalid_json": 1}
+    )
+    publish(warehouse, tmp_path)
+    assert golden_status(warehouse).rejected_by_reason == view()
+
+
 def test_later_lines_are_compared_with_the_kept_serve_not_with_each_other(warehouse, log_root):
     first, second = _conflict_pair()
     write_log(log_root, DAY1, "part-0001.jsonl", [first, second, text(second), text(first)])
