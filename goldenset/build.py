@@ -292,11 +292,14 @@ def build_golden_set(
             labels_signature=label_sig,
             **counts,
         )
+        # Every label's document must be active in the snapshot (a blocking check). An
+        # incremental or repeat build has the previous build's snapshot, and that build,
+        # committed, held its labels to it: only the rows this build opened need looking at.
         missing = con.execute(
             "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
             "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
-            "AND d.status = 'active')",
-            {"sha": content_sha},
+            "AND d.status = 'active')" + ("" if computation == "full" else " AND l.valid_from_build = $build"),
+            {"sha": content_sha} | ({} if computation == "full" else {"build": build_id}),
         ).fetchall()[0][0]
         outcomes = evaluate_checks(checks, funnel, record, missing)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
@@ -508,15 +511,24 @@ def _store_labels(con, build_id: int, *, incremental: bool) -> None:
     stays open untouched.
     """
     cols = ", ".join(_NEW_LOG_COLUMNS)
+    held = ", ".join("l." + c for c in _NEW_LOG_COLUMNS)
+    # Held-over rows whose replacement began (not overridden, now under a merged label)
+    # or ended (overridden, no longer): two lookups a filter on `overridden` and a join
+    # with the few merged pairs keep small, not a test of every open row.
     held_over = (
         ""
         if not incremental
         else f"""
 UNION ALL
-SELECT {", ".join("l." + c for c in _NEW_LOG_COLUMNS)}, NOT coalesce(l.overridden, false) AS overridden
+SELECT {held}, false AS overridden
 FROM build_labels l
-WHERE l.valid_to_build IS NULL AND l.source = 'log' AND l.query_id NOT IN (SELECT query_id FROM _scope)
-  AND coalesce(l.overridden, false) <> ((l.query_id, l.doc_id) IN (SELECT query_id, doc_id FROM _mwin))"""
+WHERE l.valid_to_build IS NULL AND l.source = 'log' AND l.overridden AND l.query_id NOT IN (SELECT query_id FROM _scope)
+  AND (l.query_id, l.doc_id) NOT IN (SELECT query_id, doc_id FROM _mwin)
+UNION ALL
+SELECT {held}, true AS overridden
+FROM build_labels l SEMI JOIN _mwin m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
+WHERE l.valid_to_build IS NULL AND l.source = 'log' AND NOT coalesce(l.overridden, false)
+  AND l.query_id NOT IN (SELECT query_id FROM _scope)"""
     )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _final AS
