@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import orjson
 
 from goldenset import failpoints
 from goldenset.builds import BuildRecord, load_build
@@ -84,12 +83,6 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
         # both): only the manifest, which names the build, is written again.
         _write_all(out, {"manifest.json": [_manifest_text(manifest, *held[1:])]})
         return ExportResult(out, build_id, *held[1:])
-    docs = con.execute(
-        "SELECT d.doc_id, d.title, d.text FROM corpus_documents d JOIN golden_builds b "
-        "ON d.content_sha256 = b.corpus_content_sha256 WHERE b.build_id = ? AND d.status = 'active' "
-        "ORDER BY d.doc_id",
-        [build_id],
-    ).fetchall()
     # The build's labels are read once, sorted, into a temp table: the queries, the count
     # and both qrels files come from it. The qrels are written by DuckDB itself (millions
     # of lines; values as they are, unquoted, as an f-string would write them); insertion
@@ -103,27 +96,25 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
             con.execute(_LATEST_LABELS_SORTED)  # the latest labels: the open label rows
         else:
             con.execute(_LABELS_SORTED, [build_id])
-        n_labels = con.execute("SELECT count(*) FROM _export_labels").fetchall()[0][0]
-        queries = con.execute(
-            "SELECT DISTINCT query_id, task, project FROM _export_labels ORDER BY query_id"
-        ).fetchall()
+        n_labels, n_queries = con.execute(_COUNTS).fetchall()[0]
+        (n_docs,) = con.execute(_DOCUMENT_COUNT, [build_id]).fetchall()[0]
         # Every file is written beside its target and moved into place only when all are
         # written (the manifest last): a reader, or a kill, never finds a half-written file,
         # and an export that dies before the end leaves the previous one whole.
         _write_all(
             out,
             {
-                "corpus.jsonl": (_json_line({"_id": d, "title": t or "", "text": x}) for d, t, x in docs),
-                "queries.jsonl": (_json_line({"_id": q, "text": t, "metadata": {"project": p}}) for q, t, p in queries),
+                "corpus.jsonl": _Copy(con, _CORPUS, [build_id]),
+                "queries.jsonl": _Copy(con, _QUERIES, []),
                 "qrels/test.tsv": _Copy(con, _QRELS_BEIR, []),
                 "qrels.trec": _Copy(con, _QRELS_TREC, []),
-                "manifest.json": [_manifest_text(manifest, len(queries), n_labels, len(docs))],
+                "manifest.json": [_manifest_text(manifest, n_queries, n_labels, n_docs)],
             },
         )
     finally:
         con.execute("DROP TABLE IF EXISTS _export_labels")
         con.execute("SET preserve_insertion_order = ?", [bool(order)])
-    return ExportResult(out, build_id, len(queries), n_labels, len(docs))
+    return ExportResult(out, build_id, n_queries, n_labels, n_docs)
 
 
 _LABELS_SORTED = (
@@ -133,6 +124,23 @@ _LABELS_SORTED = (
 _LATEST_LABELS_SORTED = (
     "CREATE OR REPLACE TEMP TABLE _export_labels AS SELECT query_id, doc_id, grade, task, project "
     "FROM golden_set ORDER BY query_id, doc_id"
+)
+_COUNTS = "SELECT count(*), count(DISTINCT (query_id, task, project)) FROM _export_labels"
+# The JSON Lines files are written by DuckDB too: one object a line, keys in this order,
+# UTF-8 as is, newlines and other control characters escaped.
+_QUERIES = (
+    "COPY (SELECT query_id AS _id, task AS text, {'project': project} AS metadata FROM ("
+    "SELECT DISTINCT query_id, task, project FROM _export_labels) ORDER BY query_id, task, project) TO ? (FORMAT json)"
+)
+_ACTIVE_DOCUMENTS = (
+    "FROM corpus_documents d JOIN golden_builds b ON d.content_sha256 = b.corpus_content_sha256 "
+    "WHERE b.build_id = ? AND d.status = 'active'"
+)
+_DOCUMENT_COUNT = "SELECT count(*) " + _ACTIVE_DOCUMENTS
+_CORPUS = (
+    "COPY (SELECT d.doc_id AS _id, coalesce(d.title, '') AS title, d.text "
+    + _ACTIVE_DOCUMENTS
+    + " ORDER BY d.doc_id) TO ? (FORMAT json)"
 )
 _QRELS_BEIR = (
     'COPY (SELECT query_id AS "query-id", doc_id AS "corpus-id", grade AS score FROM _export_labels) '
@@ -154,11 +162,6 @@ class _Copy:
 
     def write(self, path: Path) -> None:
         self.con.execute(self.sql, [*self.params, str(path)])
-
-
-def _json_line(record: dict) -> str:
-    # orjson: UTF-8 as is (no \u escapes), newlines in values escaped; 5-10x json.dumps.
-    return orjson.dumps(record).decode("utf-8") + "\n"
 
 
 def _manifest_text(manifest: dict, queries: int, labels: int, documents: int) -> str:
