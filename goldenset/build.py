@@ -537,12 +537,14 @@ UNION ALL
 SELECT {cols}, false AS overridden FROM _merged{held_over}"""
     )
     # The open rows in that domain: all of them for a full build; for an incremental one
-    # those of the touched queries, every merged row, and held-over rows `_final` restates.
+    # those of the touched queries, every merged row, and held-over rows `_final` restates
+    # (looked up among the few `_final` rows of untouched queries, not all of them).
     domain = (
         ""
         if not incremental
         else " AND (o.source <> 'log' OR o.query_id IN (SELECT query_id FROM _scope)"
-        " OR (o.query_id, o.doc_id) IN (SELECT query_id, doc_id FROM _final WHERE source = 'log'))"
+        " OR (o.query_id, o.doc_id) IN (SELECT query_id, doc_id FROM _final WHERE source = 'log'"
+        " AND query_id NOT IN (SELECT query_id FROM _scope)))"
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _open AS SELECT o.rowid AS row_no, "
