@@ -502,13 +502,17 @@ RELABEL_QUEUE = Relation(
     view_sql="""
 WITH latest AS (SELECT * FROM golden_builds WHERE build_id = (SELECT max(build_id) FROM golden_builds)),
 -- Only the pairs stale now: the windows are per pair, so the history of the others (most
--- of it, and growing with every build) need not be read.
+-- of it, and growing with every build) need not be read. And only their stale versions:
+-- a pair holds one version at a time, so two stale versions follow each other without a
+-- break exactly when one ends at the build the other starts (a version between them
+-- would have to fit in no time); any other version only breaks a run.
 stale AS (SELECT query_id, doc_id FROM golden_set WHERE stale_reason IS NOT NULL),
 hist AS (
   SELECT h.*,
          lag(h.valid_to_build) OVER w AS prev_to,
          lag(h.stale_reason) OVER w AS prev_stale
   FROM label_history h SEMI JOIN stale s ON s.query_id = h.query_id AND s.doc_id = h.doc_id
+  WHERE h.stale_reason IS NOT NULL
   WINDOW w AS (PARTITION BY h.query_id, h.doc_id ORDER BY h.valid_from_build)
 ),
 runs AS (

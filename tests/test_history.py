@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
 from goldenset.export import export_build
@@ -188,3 +194,30 @@ def test_an_unchanged_corpus_file_is_not_read_again_but_a_changed_one_is(tmp_pat
     assert changed.drift_from_previous == 0.5
     # Written just now: within the mtime tick of its read, so it is read again next time.
     assert snapshot_corpus(con, corpus).load_id == 3
+
+
+# d1's state in each build's snapshot: (version, superseded_by), or None when it is retired.
+_D1_STATES = [("v1", None), ("v2", None), ("v3", None), ("v1", "d2"), ("v2", "d2"), None]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_D1_STATES), min_size=1, max_size=7))
+def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(states):
+    # d1 was judged helped at v1. Independently of the history table: the label is stale in
+    # a build when d1 is active there at another version or superseded, and the queue's
+    # first_flagged_build is the first build of the run of builds, up to the latest, in
+    # each of which it was stale (a retired d1 drops the query: the run breaks).
+    with tempfile.TemporaryDirectory() as tmp:
+        w = World(Path(tmp))
+        _day1(w)
+        for state in states:
+            d1 = [] if state is None else [doc("d1", state[0], superseded_by=state[1])]
+            w.build([*d1, doc("d2")])
+        stale = [state is not None and (state[0] != "v1" or state[1] is not None) for state in states]
+        expected = []
+        if stale[-1]:
+            start = len(stale)
+            while start > 1 and stale[start - 2]:
+                start -= 1
+            expected = [(start,)]
+        assert w.rows("SELECT first_flagged_build FROM relabel_queue WHERE doc_id = 'd1'") == expected
