@@ -96,25 +96,31 @@ def export_build(con, out: str | Path, build_id: int | None = None) -> ExportRes
             con.execute(_LATEST_LABELS_SORTED)  # the latest labels: the open label rows
         else:
             con.execute(_LABELS_SORTED, [build_id])
-        n_labels, n_queries = con.execute(_COUNTS).fetchall()[0]
-        (n_docs,) = con.execute(_DOCUMENT_COUNT, [build_id]).fetchall()[0]
+        corpus, queries = _Copy(con, _CORPUS, [build_id]), _Copy(con, _QUERIES, [])
+        qrels = _Copy(con, _QRELS_BEIR, [])
+
+        def manifest_text():
+            # Consumed after the copies are written (files are written in order): the
+            # counts are the rows they wrote.
+            yield _manifest_text(manifest, queries.rows, qrels.rows, corpus.rows)
+
         # Every file is written beside its target and moved into place only when all are
         # written (the manifest last): a reader, or a kill, never finds a half-written file,
         # and an export that dies before the end leaves the previous one whole.
         _write_all(
             out,
             {
-                "corpus.jsonl": _Copy(con, _CORPUS, [build_id]),
-                "queries.jsonl": _Copy(con, _QUERIES, []),
-                "qrels/test.tsv": _Copy(con, _QRELS_BEIR, []),
+                "corpus.jsonl": corpus,
+                "queries.jsonl": queries,
+                "qrels/test.tsv": qrels,
                 "qrels.trec": _Copy(con, _QRELS_TREC, []),
-                "manifest.json": [_manifest_text(manifest, n_queries, n_labels, n_docs)],
+                "manifest.json": manifest_text(),
             },
         )
     finally:
         con.execute("DROP TABLE IF EXISTS _export_labels")
         con.execute("SET preserve_insertion_order = ?", [bool(order)])
-    return ExportResult(out, build_id, n_queries, n_labels, n_docs)
+    return ExportResult(out, build_id, queries.rows, qrels.rows, corpus.rows)
 
 
 _LABELS_SORTED = (
@@ -125,7 +131,6 @@ _LATEST_LABELS_SORTED = (
     "CREATE OR REPLACE TEMP TABLE _export_labels AS SELECT query_id, doc_id, grade, task, project "
     "FROM golden_set ORDER BY query_id, doc_id"
 )
-_COUNTS = "SELECT count(*), count(DISTINCT (query_id, task, project)) FROM _export_labels"
 # The JSON Lines files are written by DuckDB too: one object a line, keys in this order,
 # UTF-8 as is, newlines and other control characters escaped.
 _QUERIES = (
@@ -136,7 +141,6 @@ _ACTIVE_DOCUMENTS = (
     "FROM corpus_documents d JOIN golden_builds b ON d.content_sha256 = b.corpus_content_sha256 "
     "WHERE b.build_id = ? AND d.status = 'active'"
 )
-_DOCUMENT_COUNT = "SELECT count(*) " + _ACTIVE_DOCUMENTS
 _CORPUS = (
     "COPY (SELECT d.doc_id AS _id, coalesce(d.title, '') AS title, d.text "
     + _ACTIVE_DOCUMENTS
@@ -152,16 +156,17 @@ _QRELS_TREC = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Copy:
-    """A file DuckDB writes itself: `sql` with `params`, then the file's path."""
+    """A file DuckDB writes itself: `sql` with `params`, then the file's path; `rows` once written."""
 
     con: duckdb.DuckDBPyConnection
     sql: str
     params: list
+    rows: int = 0
 
     def write(self, path: Path) -> None:
-        self.con.execute(self.sql, [*self.params, str(path)])
+        self.rows = int(self.con.execute(self.sql, [*self.params, str(path)]).fetchall()[0][0])
 
 
 def _manifest_text(manifest: dict, queries: int, labels: int, documents: int) -> str:
