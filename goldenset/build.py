@@ -298,8 +298,8 @@ def build_golden_set(
         missing = con.execute(
             "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
             "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
-            "AND d.status = 'active')" + ("" if computation == "full" else " AND l.valid_from_build = $build"),
-            {"sha": content_sha} | ({} if computation == "full" else {"build": build_id}),
+            "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
+            {"sha": content_sha, "all": computation == "full", "build": build_id},
         ).fetchall()[0][0]
         outcomes = evaluate_checks(checks, funnel, record, missing)
         blocking = [o for o in outcomes if not o.passed and o.blocking]

@@ -508,16 +508,13 @@ WITH latest AS (SELECT * FROM golden_builds WHERE build_id = (SELECT max(build_i
 -- would have to fit in no time); any other version only breaks a run.
 stale AS (SELECT query_id, doc_id FROM golden_set WHERE stale_reason IS NOT NULL),
 hist AS (
-  SELECT h.*,
-         lag(h.valid_to_build) OVER w AS prev_to,
-         lag(h.stale_reason) OVER w AS prev_stale
+  SELECT h.*, lag(h.valid_to_build) OVER w AS prev_to
   FROM label_history h SEMI JOIN stale s ON s.query_id = h.query_id AND s.doc_id = h.doc_id
   WHERE h.stale_reason IS NOT NULL
   WINDOW w AS (PARTITION BY h.query_id, h.doc_id ORDER BY h.valid_from_build)
 ),
 runs AS (
-  SELECT *, sum(CASE WHEN prev_to = valid_from_build AND prev_stale IS NOT NULL
-                     AND stale_reason IS NOT NULL THEN 0 ELSE 1 END)
+  SELECT *, sum(CASE WHEN prev_to = valid_from_build THEN 0 ELSE 1 END)
             OVER (PARTITION BY query_id, doc_id ORDER BY valid_from_build) AS run_no
   FROM hist
 ),

@@ -128,19 +128,18 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
 # (0.5 s at four million serves, growing with the log). A build counts the same lines
 # (conflicting_serves) and empties log_dirty, and once a build is committed every change
 # to the log tables marks log_dirty: when it is empty, the latest build's count is current.
-_REJECTED_BUT_CONFLICTS = (
-    "SELECT reason, count(*) FROM rejected_records WHERE reason <> 'conflicting_duplicate_serve' "
+# (A constant false filter: DuckDB then never plans the view's duplicate-serve branch.)
+_REJECTED = (
+    "SELECT reason, count(*) FROM rejected_records WHERE ? OR reason <> 'conflicting_duplicate_serve' "
     "GROUP BY reason ORDER BY reason"
 )
-_REJECTED = "SELECT reason, count(*) FROM rejected_records GROUP BY reason ORDER BY reason"
 
 
 def rejected_counts(con, build: BuildRecord) -> dict[str, int]:
     """rejected_records by reason, as the warehouse holds it now."""
-    if con.execute("SELECT EXISTS (SELECT 1 FROM log_dirty)").fetchall()[0][0]:
-        return dict(con.execute(_REJECTED).fetchall())
-    counts = dict(con.execute(_REJECTED_BUT_CONFLICTS).fetchall())
-    if build.conflicting_serves:
+    ingested_since = con.execute("SELECT EXISTS (SELECT 1 FROM log_dirty)").fetchall()[0][0]
+    counts = dict(con.execute(_REJECTED, [ingested_since]).fetchall())
+    if not ingested_since and build.conflicting_serves:
         counts["conflicting_duplicate_serve"] = build.conflicting_serves
     return dict(sorted(counts.items()))
 
