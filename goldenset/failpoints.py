@@ -16,7 +16,8 @@ reached in this process, not the first.
 
 The points a build passes: `snapshot.mid_transaction` (a new corpus content's
 documents stored, its snapshot and load rows not yet), `ingest.mid_transaction`,
-`ingest.after_batch`, `build.before_history`, `build.before_commit`; an export passes
+`ingest.after_batch`, `build.before_history`, `build.before_commit`,
+`build.after_commit` (committed to the WAL, not yet checkpointed); an export passes
 `export.before_publish` (every file written, none moved into place yet); staged
 ingestion passes `staging.before_switch` (a day's new Parquet generation written, its
 links not switched yet) and `staging.mid_load` (inside the load's transaction).

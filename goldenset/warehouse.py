@@ -102,6 +102,26 @@ def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextmanager
+def checkpoint_after(con: duckdb.DuckDBPyConnection):
+    """Run the block with DuckDB's checkpoint at commit held off, then checkpoint once.
+
+    Past `checkpoint_threshold` DuckDB checkpoints inside COMMIT. For the build's
+    transaction (label rows closed and opened, with its staging tables still held) that
+    took 1.27 s on a 10 M item nightly, where writing the WAL at COMMIT (0.08 s) and a
+    CHECKPOINT once the staging tables are dropped (0.33 s) wrote the same file. The commit
+    is durable in the WAL either way; a process killed before the CHECKPOINT leaves the
+    WAL, which the next open replays.
+    """
+    (threshold,) = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0]
+    con.execute("SET checkpoint_threshold = '1000TB'")
+    try:
+        yield con
+    finally:
+        con.execute("SET checkpoint_threshold = ?", [threshold])
+    con.execute("CHECKPOINT")
+
+
+@contextmanager
 def transaction(con: duckdb.DuckDBPyConnection):
     """Commit the block as one transaction, or roll all of it back."""
     con.execute("BEGIN TRANSACTION")

@@ -427,6 +427,27 @@ def test_a_rejected_share_above_ten_percent_blocks_the_build(warehouse, log_root
     assert len(rejected(warehouse)) == 2
 
 
+def test_a_build_checkpoints_once_committed_and_keeps_the_checkpoint_threshold(warehouse, log_root, tmp_path):
+    # The build holds DuckDB's checkpoint at commit off and checkpoints itself once its
+    # staging tables are dropped: with the connection still open, the WAL is written into
+    # the file, and the threshold the caller set is back, whether the build publishes or not.
+    wal = tmp_path / "g.duckdb.wal"
+    warehouse.execute("SET checkpoint_threshold = '8MiB'")
+    write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, V2])
+    ingest_all(warehouse, log_root)
+    assert wal.exists() and wal.stat().st_size > 0  # ingestion left its commit in the WAL
+    assert publish(warehouse, tmp_path).build_id == 1
+    assert not wal.exists() or wal.stat().st_size == 0
+    assert rows(warehouse, "SELECT current_setting('checkpoint_threshold')") == [("8.0 MiB",)]
+
+    write_log(log_root, DAY2, "part-0001.jsonl", ["bad"] * 5)
+    ingest_all(warehouse, log_root)
+    with pytest.raises(BuildBlocked):
+        build_golden_set(warehouse, checks=BuildChecks(block_rejected_share=0.1))
+    assert rows(warehouse, "SELECT current_setting('checkpoint_threshold')") == [("8.0 MiB",)]
+    assert rows(warehouse, "SELECT count(*) FROM golden_builds") == [(1,)]
+
+
 def test_conflicting_duplicates_do_not_count_in_the_rejected_share(warehouse, log_root, tmp_path):
     conflicts = [serve("s1", ts(9), f"other task {i}", [ranked("d1", 1)]) for i in range(3)]
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, *conflicts])

@@ -68,6 +68,27 @@ def test_a_build_killed_at_any_moment_leaves_the_previous_build_and_the_next_bui
     assert_same_tables(read_tables(at_stage_b.db), tables_b)
 
 
+def test_a_build_killed_after_its_commit_and_before_its_checkpoint_is_published_whole(at_stage_b, tables_b):
+    # The build commits to the WAL and checkpoints after dropping its staging tables
+    # (warehouse.checkpoint_after): killed between the two, the WAL alone holds build 2.
+    proc = at_stage_b.build(batch_lines=BATCH, **failpoint_env("build.after_commit"))
+    assert killed(proc), f"the failpoint was not reached: exit {proc.returncode}\n{proc.stderr}"
+    assert at_stage_b.db.with_name(at_stage_b.db.name + ".wal").stat().st_size > 0
+
+    assert_same_tables(read_tables(at_stage_b.db), tables_b)
+    status = json.loads(ok(at_stage_b.run("status", "--json", "--db", str(at_stage_b.db))).stdout)
+    assert status["build_id"] == 2
+    # The next build finds nothing new: a repeat of build 2's labels.
+    ok(at_stage_b.build(batch_lines=BATCH))
+    assert read_tables(
+        at_stage_b.db,
+        {"latest": "SELECT computation, labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1"},
+    ) == {"latest": [("repeat", 2)]}
+    assert_same_tables(
+        read_tables(at_stage_b.db, {"golden_set": PUBLISHED["golden_set"]}), {"golden_set": tables_b["golden_set"]}
+    )
+
+
 def test_a_first_build_killed_mid_ingest_leaves_no_build_and_the_next_build_equals_a_clean_one(tmp_path, tables_a):
     world = make_world(tmp_path / "world")
     write_stage_a(world)
