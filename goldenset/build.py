@@ -323,7 +323,6 @@ def build_golden_set(
             )
             failpoints.hit("build.before_commit")
             con.execute("COMMIT")
-            failpoints.hit("build.after_commit")  # committed to the WAL, not checkpointed yet
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -347,6 +346,7 @@ def build_golden_set(
                 con.execute("DROP TABLE IF EXISTS " + t)
             for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
                 con.execute("DROP TABLE IF EXISTS " + t)
+        failpoints.hit("build.after_commit")  # committed to the WAL, not checkpointed yet
     return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
 
 
