@@ -228,8 +228,33 @@ def build_golden_set(
 
     `query_map` rows (project, task_norm, query_id) fold near-duplicate tasks into
     one query; without it the contract's exact normalisation decides.
-    Raises BuildBlocked (nothing committed) when a blocking check fails.
+    Raises BuildBlocked (nothing committed) when a blocking check fails. The build commits
+    to the WAL and checkpoints once its staging tables are dropped (`checkpoint_after`).
     """
+    with checkpoint_after(con):
+        result = _build(
+            con,
+            trigger=trigger,
+            checks=checks,
+            query_map=query_map,
+            judge_gate=judge_gate,
+            rubric_sha256=rubric_sha256,
+            now=now,
+        )
+        failpoints.hit("build.after_commit")  # committed to the WAL, not checkpointed yet
+    return result
+
+
+def _build(
+    con,
+    *,
+    trigger: str,
+    checks: BuildChecks | None,
+    query_map: list[tuple[str, str, str]] | None,
+    judge_gate: JudgeGate | None,
+    rubric_sha256: str | None,
+    now: datetime | None,
+) -> BuildResult:
     if trigger not in TRIGGERS:
         raise UsageError(f"trigger {trigger!r} is not one of {', '.join(TRIGGERS)}")
     checks = checks or BuildChecks()
@@ -243,110 +268,105 @@ def build_golden_set(
     label_sig = labels_signature(con)
     signature = input_signature(con, content_sha, query_map or [], label_sig, gate)
     previous = latest_build_or_none(con)
-    with checkpoint_after(con):
-        con.execute("BEGIN TRANSACTION")
-        try:
-            build_id = (previous.build_id if previous else 0) + 1
-            if previous is not None and previous.input_signature == signature:
-                # Same log content, snapshot and merges: the same labels. Point at them instead
-                # of computing and storing them again; this is what keeps a no-change night cheap.
-                computation, labels_build = "repeat", previous.labels_build_id
-                recomputed = folded = 0
-                funnel, counts = _repeat(con, labels_build)
-            else:
-                # Only new log lines since the last build, the same snapshot and no merging: the
-                # queries those lines touched are all that can change.
-                # (The label files must be those of that build too: the agent labels agreement
-                # compares are carried over with the queries.)
-                incremental = (
-                    previous is not None
-                    and previous.corpus_content_sha256 == content_sha
-                    and not query_map
-                    and not previous.near_duplicate_merges
-                    and previous.labels_signature == label_sig
-                )
-                computation, labels_build = ("incremental" if incremental else "full"), build_id
-                funnel, counts = _compute(
-                    con,
-                    build_id,
-                    content_sha,
-                    query_map or [],
-                    previous=previous if incremental else None,
-                    gate=gate,
-                )
-                recomputed, folded = con.execute(
-                    "SELECT (SELECT count(DISTINCT query_id) FROM _j), "
-                    + ("(SELECT count(*) FROM _delta)" if incremental else "0")
-                ).fetchone()
-            con.execute("DELETE FROM log_dirty")
-            record = BuildRecord(
-                build_id=build_id,
-                built_at=now,
-                trigger=trigger,
-                corpus_fingerprint=fingerprint,
-                corpus_active_docs=active_docs,
-                near_duplicate_merges=_merged_queries(query_map or []),
-                corpus_content_sha256=content_sha,
-                input_signature=signature,
-                labels_build_id=labels_build,
-                computation=computation,
-                rubric_sha256=rubric_sha256 if label_sig else None,
-                labels_signature=label_sig,
-                **counts,
+    con.execute("BEGIN TRANSACTION")
+    try:
+        build_id = (previous.build_id if previous else 0) + 1
+        if previous is not None and previous.input_signature == signature:
+            # Same log content, snapshot and merges: the same labels. Point at them instead
+            # of computing and storing them again; this is what keeps a no-change night cheap.
+            computation, labels_build = "repeat", previous.labels_build_id
+            recomputed = folded = 0
+            funnel, counts = _repeat(con, labels_build)
+        else:
+            # Only new log lines since the last build, the same snapshot and no merging: the
+            # queries those lines touched are all that can change.
+            # (The label files must be those of that build too: the agent labels agreement
+            # compares are carried over with the queries.)
+            incremental = (
+                previous is not None
+                and previous.corpus_content_sha256 == content_sha
+                and not query_map
+                and not previous.near_duplicate_merges
+                and previous.labels_signature == label_sig
             )
-            # Every label's document must be active in the snapshot (a blocking check). An
-            # incremental or repeat build has the previous build's snapshot, and that build,
-            # committed, held its labels to it: only the rows this build opened need looking at.
-            missing = con.execute(
-                "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
-                "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
-                "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
-                {"sha": content_sha, "all": computation == "full", "build": build_id},
-            ).fetchall()[0][0]
-            outcomes = evaluate_checks(checks, funnel, record, missing)
-            blocking = [o for o in outcomes if not o.passed and o.blocking]
-            if blocking:
-                raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
-            record.insert(con)
-            con.executemany(
-                "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    [build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
-                    for i, s in enumerate(funnel)
-                ],
+            computation, labels_build = ("incremental" if incremental else "full"), build_id
+            funnel, counts = _compute(
+                con,
+                build_id,
+                content_sha,
+                query_map or [],
+                previous=previous if incremental else None,
+                gate=gate,
             )
-            failpoints.hit("build.before_history")
-            hist = (
-                history.record_build(con, build_id)
-                if computation != "repeat"
-                else {"versions_closed": 0, "versions_opened": 0}
-            )
-            failpoints.hit("build.before_commit")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        finally:
-            con.execute("DROP VIEW IF EXISTS _j2")
-            con.execute("DROP VIEW IF EXISTS _log")
-            for t in (
-                "_scope",
-                "_serves",
-                "_items",
-                "_wv",
-                "_j",
-                "_unserved",
-                "_j3",
-                "_qtask",
-                "_qs",
-                "_query_map",
-                "_agent",
-                "_newlog",
-            ):
-                con.execute("DROP TABLE IF EXISTS " + t)
-            for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
-                con.execute("DROP TABLE IF EXISTS " + t)
-        failpoints.hit("build.after_commit")  # committed to the WAL, not checkpointed yet
+            recomputed, folded = con.execute(
+                "SELECT (SELECT count(DISTINCT query_id) FROM _j), "
+                + ("(SELECT count(*) FROM _delta)" if incremental else "0")
+            ).fetchone()
+        con.execute("DELETE FROM log_dirty")
+        record = BuildRecord(
+            build_id=build_id,
+            built_at=now,
+            trigger=trigger,
+            corpus_fingerprint=fingerprint,
+            corpus_active_docs=active_docs,
+            near_duplicate_merges=_merged_queries(query_map or []),
+            corpus_content_sha256=content_sha,
+            input_signature=signature,
+            labels_build_id=labels_build,
+            computation=computation,
+            rubric_sha256=rubric_sha256 if label_sig else None,
+            labels_signature=label_sig,
+            **counts,
+        )
+        # Every label's document must be active in the snapshot (a blocking check). An
+        # incremental or repeat build has the previous build's snapshot, and that build,
+        # committed, held its labels to it: only the rows this build opened need looking at.
+        missing = con.execute(
+            "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
+            "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
+            "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
+            {"sha": content_sha, "all": computation == "full", "build": build_id},
+        ).fetchall()[0][0]
+        outcomes = evaluate_checks(checks, funnel, record, missing)
+        blocking = [o for o in outcomes if not o.passed and o.blocking]
+        if blocking:
+            raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
+        record.insert(con)
+        con.executemany(
+            "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
+            [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left] for i, s in enumerate(funnel)],
+        )
+        failpoints.hit("build.before_history")
+        hist = (
+            history.record_build(con, build_id)
+            if computation != "repeat"
+            else {"versions_closed": 0, "versions_opened": 0}
+        )
+        failpoints.hit("build.before_commit")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.execute("DROP VIEW IF EXISTS _j2")
+        con.execute("DROP VIEW IF EXISTS _log")
+        for t in (
+            "_scope",
+            "_serves",
+            "_items",
+            "_wv",
+            "_j",
+            "_unserved",
+            "_j3",
+            "_qtask",
+            "_qs",
+            "_query_map",
+            "_agent",
+            "_newlog",
+        ):
+            con.execute("DROP TABLE IF EXISTS " + t)
+        for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
+            con.execute("DROP TABLE IF EXISTS " + t)
     return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
 
 
