@@ -16,6 +16,14 @@ class Column:
     name: str
     type: str
     doc: str
+    # DuckDB's compression for the column, when its default is the wrong trade. Raw
+    # lines (JSON text, read only to quarantine a line) are written with zstd: at ten
+    # million served items the serves' raw lines took 2.8 s to store with DuckDB's
+    # default dictionary and FSST compression and 1.4 s with zstd, in 221 MB less file.
+    compression: str | None = None
+
+    def ddl(self) -> str:
+        return f"{self.name} {self.type}" + (f" USING COMPRESSION {self.compression}" if self.compression else "")
 
 
 @dataclass(frozen=True)
@@ -34,14 +42,19 @@ class Relation:
     def ddl(self) -> str:
         if self.view_sql is not None:
             return f"CREATE OR REPLACE VIEW {self.name} AS {self.view_sql}"
-        cols = [f"{c.name} {c.type}" for c in self.columns]
+        cols = [c.ddl() for c in self.columns]
         if self.primary_key:
             cols.append(f"PRIMARY KEY ({', '.join(self.primary_key)})")
         return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  " + ",\n  ".join(cols) + "\n)"
 
 
-def C(name: str, type_: str, doc: str) -> Column:
-    return Column(name, type_, doc)
+def C(name: str, type_: str, doc: str, *, compression: str | None = None) -> Column:
+    return Column(name, type_, doc, compression)
+
+
+def raw_line(doc: str) -> Column:
+    """A line as read: JSON text stored once and rarely read."""
+    return C("raw", "VARCHAR", doc, compression="zstd")
 
 
 # Contract 7.2: a line whose (doc_id, doc_version) no snapshot of a committed build holds
@@ -90,7 +103,7 @@ LOG_SERVES = Relation(
         C("query_id", "VARCHAR", "first 16 hex of sha256(project \\x1f task_norm)"),
         C("session_id", "VARCHAR", "session id if logged (never checked)"),
         C("content_key", "VARCHAR", "hash of what makes two serves identical (ts, project, task, items)"),
-        C("raw", "VARCHAR", "the line as read, kept to quarantine a conflicting duplicate"),
+        raw_line("the line as read, kept to quarantine a conflicting duplicate"),
     ),
     public=False,
 )
@@ -138,7 +151,7 @@ LOG_REJECTS = Relation(
             "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, unreadable_file",
         ),
         C("detail", "VARCHAR", "what exactly was wrong"),
-        C("raw", "VARCHAR", "the line as read (invalid UTF-8 replaced)"),
+        raw_line("the line as read (invalid UTF-8 replaced)"),
         C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
     ),
     public=False,
@@ -666,7 +679,7 @@ HUMAN_LABELS = Relation(
         C("ts", "TIMESTAMP", "when it was labelled (UTC)"),
         C("dimensions", "VARCHAR", "the pass/fail answers as JSON, if given"),
         C("note", "VARCHAR", "the annotator's note, if a string"),
-        C("raw", "VARCHAR", "the line as read, kept to quarantine it while its version is unknown"),
+        raw_line("the line as read, kept to quarantine it while its version is unknown"),
     ),
 )
 LABEL_REJECTS = Relation(
@@ -945,7 +958,7 @@ def create_all(con) -> None:
             continue
         for col in rel.columns:
             if (rel.name, col.name) not in existing:
-                con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.name} {col.type}")
+                con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.ddl()}")
                 if (rel.name, col.name) in _BACKFILL:
                     con.execute(_BACKFILL[(rel.name, col.name)])
     _reshape_build_labels(con, existing)

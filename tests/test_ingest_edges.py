@@ -448,6 +448,30 @@ def test_a_build_checkpoints_once_committed_and_keeps_the_checkpoint_threshold(w
     assert rows(warehouse, "SELECT count(*) FROM golden_builds") == [(1,)]
 
 
+def test_raw_lines_are_stored_with_zstd_and_read_back_whole(warehouse, log_root, tmp_path):
+    # The raw line columns are written with zstd (cheaper to store than DuckDB's default
+    # for JSON text); what is read back is the line as written, byte for byte.
+    first = json.dumps(S1, ensure_ascii=False)
+    conflict = json.dumps(serve("s1", ts(9), "other task ü", [ranked("d1", 1)]), ensure_ascii=False)
+    write_log(log_root, DAY1, "part-0001.jsonl", [first, V1, conflict, "not json"])
+    ingest_all(warehouse, log_root)
+    warehouse.execute("CHECKPOINT")
+    for table in ("log_serves", "log_rejects"):
+        kinds = {
+            r[0]
+            for r in warehouse.execute(
+                "SELECT compression FROM pragma_storage_info(?) WHERE column_name = 'raw' AND segment_type = 'VARCHAR'",
+                [table],
+            ).fetchall()
+        }
+        assert kinds == {"ZSTD"}, (table, kinds)
+    assert sorted(r[0] for r in warehouse.execute("SELECT raw FROM log_serves").fetchall()) == sorted([first, conflict])
+    assert rows(warehouse, "SELECT reason, raw FROM rejected_records ORDER BY line") == [
+        ("conflicting_duplicate_serve", conflict),
+        ("invalid_json", "not json"),
+    ]
+
+
 def test_conflicting_duplicates_do_not_count_in_the_rejected_share(warehouse, log_root, tmp_path):
     conflicts = [serve("s1", ts(9), f"other task {i}", [ranked("d1", 1)]) for i in range(3)]
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, *conflicts])
