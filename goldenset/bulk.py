@@ -51,6 +51,9 @@ _TEXTS = (
 # the value (an unescaped quote cannot occur inside a JSON string).
 # gs_scalar: a string, a number, true or false (JSON null reads as SQL NULL); never
 # NaN, Infinity, an array or an object.
+# gs_nc: a field present counts its key's colon plus the colons in its text (0 when
+# absent); most texts hold none, and `contains` finds that without copying the text
+# (the check over the fields of 1.4 million lines went from 0.36 to 0.23 s).
 # gs_ts: the contract's ts, as a naive UTC timestamp; the shape (hours <= 23, minutes
 # and seconds <= 59, offsets <= 23:59) is checked by the pattern, the date by the cast,
 # which cuts fractions past microseconds as the contract does. A local time of year 0,
@@ -64,7 +67,8 @@ CREATE OR REPLACE TEMP MACRO gs_number(f) AS (ord(f) BETWEEN 48 AND 57 OR (ord(f
 CREATE OR REPLACE TEMP MACRO gs_scalar(f) AS (
   CASE WHEN f IS NULL OR starts_with(f, '"') THEN true ELSE f IN ('true', 'false') OR gs_number(f) END);
 CREATE OR REPLACE TEMP MACRO gs_n(f) AS ((f IS NOT NULL)::INTEGER);
-CREATE OR REPLACE TEMP MACRO gs_nc(f) AS (coalesce(1 + strlen(f) - strlen(replace(f, ':', '')), 0));
+CREATE OR REPLACE TEMP MACRO gs_nc(f) AS (
+  CASE WHEN f IS NULL THEN 0 WHEN contains(f, ':') THEN 1 + strlen(f) - strlen(replace(f, ':', '')) ELSE 1 END);
 CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
   CASE WHEN regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])')
         AND NOT starts_with(s, '0000')
@@ -270,6 +274,8 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
     con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
     con.execute(_ITEMS)
     n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
+    # The keys first, then their lines: an anti join that carried every line's text
+    # would read all of `_lines` (spilled, at a batch of 1 GiB) to keep a few.
     fallback = con.execute(
         "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
         "USING (key) ORDER BY key"
