@@ -5,9 +5,9 @@ retry, a backfill or an appended file never duplicates anything, and rows of a
 file that has since been deleted stay: the warehouse is the record.
 
 Files are streamed into DuckDB in chunks of whole lines (`logfiles.TextStream`,
-hashed while read) and split and numbered there; no Python list of a file's lines
-is built, except for the rare file that is not plain UTF-8 text or whose gzip
-stream breaks, which `logfiles.read_file` reads with the exact rules.
+hashed while read) and checked as UTF-8, split and numbered there; no Python list
+of a file's lines is built, except for the rare file that is not plain UTF-8 text
+or whose gzip stream breaks, which `logfiles.read_file` reads with the exact rules.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from goldenset import failpoints, progress
@@ -81,7 +82,7 @@ INSERT INTO _lines
 SELECT ? + n AS key, raw FROM (
   SELECT n, CASE WHEN suffix(piece, chr(13)) THEN left(piece, -1) ELSE piece END AS raw FROM (
     SELECT generate_subscripts(pieces, 1) AS n, unnest(pieces) AS piece
-    FROM (SELECT string_split(text, chr(10)) AS pieces FROM _chunk)))
+    FROM (SELECT string_split(decode(text), chr(10)) AS pieces FROM _chunk)))
 WHERE raw <> ''
 """
 _BATCH_TABLES = ("_lines", "_batch_files", "_batch_rejects")
@@ -338,10 +339,16 @@ class _Batch:
         )
         self.text_bytes += sum(len(s) for _, s in content.lines)
 
-    def _add_chunk(self, base: int, text: str) -> None:
-        self.con.register("_chunk", pa.table({"text": pa.array([text], pa.large_string())}))
+    def _add_chunk(self, base: int, text: memoryview) -> None:
+        # The bytes go to DuckDB without a copy; `decode` there checks they are UTF-8.
+        buf = pa.py_buffer(text)
+        offsets = pa.array([0, len(buf)], pa.int64()).buffers()[1]
+        chunk = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
+        self.con.register("_chunk", pa.table({"text": chunk}))
         try:
             self.con.execute(_ADD_CHUNK, [base])
+        except duckdb.ConversionException as exc:
+            raise NotPlainText(str(exc).splitlines()[0]) from None
         finally:
             self.con.unregister("_chunk")
 
