@@ -196,8 +196,8 @@ SELECT task, task_norm, task_norm <> '' AS has_text FROM (
 _OTHER_TASKS = "SELECT DISTINCT task FROM _s ANTI JOIN _tasks USING (task)"
 _ITEMS = """
 CREATE OR REPLACE TEMP TABLE _i AS
-SELECT key, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text
-FROM (SELECT key, unnest(items) AS it FROM _s)
+SELECT key, serve_id, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text
+FROM (SELECT key, serve_id, unnest(items) AS it FROM _s)
 """
 _PY_CONTENT_KEYS = f"""
 SELECT s.key, {
@@ -251,8 +251,8 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
     """Validate the lines of the temp table `_lines` (key BIGINT, raw VARCHAR, no empty line).
 
     Leaves the accepted records in `_s` (key, serve_id, ts, project, task, task_norm,
-    query_id, session_id, content_key), `_i` (key, doc_id, doc_version, channel, rank,
-    score, rank_text) and `_v` (key, serve_id, doc_id, verdict, ts). `extra` are lines
+    query_id, session_id, content_key), `_i` (key, serve_id, doc_id, doc_version, channel,
+    rank, score, rank_text) and `_v` (key, serve_id, doc_id, verdict, ts). `extra` are lines
     that are not valid UTF-8 (they only go through the Python rules). A line that holds
     only white space is not a record: its key is returned in `blank` (with
     `skip_blank` false it is judged like any other line).
@@ -296,7 +296,7 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
             FROM _s s JOIN _tasks t USING (task)
             UNION ALL
             SELECT s.*, k.content_key FROM _py_serves_arrow s JOIN ({_PY_CONTENT_KEYS}) k USING (key)""")
-        con.execute("INSERT INTO _i SELECT * FROM _py_items_arrow")
+        con.execute("INSERT INTO _i BY NAME SELECT * FROM _py_items_arrow")
         con.execute("INSERT INTO _v SELECT * FROM _py_verdicts_arrow")
     finally:
         for name in ("serves", "items", "verdicts"):
@@ -333,8 +333,7 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
         staged = stage(con, [(k, s) for k, s in lines if not isinstance(s, str)], skip_blank=False)
         serves = con.sql("SELECT s.*, l.raw FROM _s s LEFT JOIN _lines l USING (key) ORDER BY s.key").to_arrow_table()
         items = con.sql(
-            "SELECT i.key, s.serve_id, i.doc_id, i.doc_version, i.channel, i.rank, i.score "
-            "FROM _i i JOIN _s s USING (key) ORDER BY i.key"
+            "SELECT key, serve_id, doc_id, doc_version, channel, rank, score FROM _i ORDER BY key"
         ).to_arrow_table()
         verdicts = con.sql("SELECT * FROM _v ORDER BY key").to_arrow_table()
     finally:
@@ -348,7 +347,9 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
     s: dict[str, list] = {
         k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm", "query_id", "session_id")
     }
-    i: dict[str, list] = {k: [] for k in ("key", "doc_id", "doc_version", "channel", "rank", "score", "rank_text")}
+    i: dict[str, list] = {
+        k: [] for k in ("key", "serve_id", "doc_id", "doc_version", "channel", "rank", "score", "rank_text")
+    }
     v: dict[str, list] = {k: [] for k in ("key", "serve_id", "doc_id", "verdict", "ts")}
     rejects = []
     for key, raw in lines:
@@ -368,7 +369,9 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
                 s[k].append(val)
             for it in rec.items:
                 for k, item_val in zip(
-                    i, (key, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text), strict=True
+                    i,
+                    (key, rec.serve_id, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text),
+                    strict=True,
                 ):
                     i[k].append(item_val)
         else:

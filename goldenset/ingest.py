@@ -56,9 +56,9 @@ _INSERT = (
            s.task, s.task_norm, s.query_id, s.session_id, s.content_key, l.raw
     FROM _s s JOIN _lines l USING (key) JOIN _batch_files f ON f.file_no = s.key >> {_LINE_BITS}""",
     f"""INSERT INTO log_serve_items BY NAME
-    SELECT f.source_file, (i.key & {_LINE_MASK})::INTEGER AS line, s.serve_id, i.doc_id, i.doc_version, i.channel,
+    SELECT f.source_file, (i.key & {_LINE_MASK})::INTEGER AS line, i.serve_id, i.doc_id, i.doc_version, i.channel,
            i.rank, i.score
-    FROM _i i JOIN _s s USING (key) JOIN _batch_files f ON f.file_no = i.key >> {_LINE_BITS}""",
+    FROM _i i JOIN _batch_files f ON f.file_no = i.key >> {_LINE_BITS}""",
     f"""INSERT INTO log_verdicts BY NAME
     SELECT f.source_file, f.dt, f.file_name, (v.key & {_LINE_MASK})::INTEGER AS line, v.serve_id, v.doc_id,
            v.verdict, v.ts
