@@ -45,8 +45,11 @@ _SPLIT = (
        SELECT s.query_id FROM log_serves s
        SEMI JOIN (SELECT serve_id FROM log_dirty WHERE coalesce(removed, true)) d ON d.serve_id = s.serve_id
        UNION
+       -- (the open log rows of the scope's queries only: a DISTINCT over all of them
+       -- grows with the set, 0.21 s against 0.09 s at 3.9 million labels)
        SELECT query_id FROM _scope
-       ANTI JOIN (SELECT DISTINCT query_id FROM build_labels WHERE valid_to_build IS NULL AND source = 'log') g
+       ANTI JOIN (SELECT query_id FROM build_labels SEMI JOIN _scope USING (query_id)
+                  WHERE valid_to_build IS NULL AND source = 'log') g
        USING (query_id)
        UNION
        -- rows stored before serve_ts was kept
