@@ -15,15 +15,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from goldenset.build import build_golden_set
 from goldenset.checks import BuildChecks
 from goldenset.corpus import read_corpus
 from goldenset.errors import BuildBlocked
 from goldenset.ingest import ingest_all
-from goldenset.records import Rejected, parse_line
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
 from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
@@ -180,41 +177,6 @@ def test_a_line_of_invalid_utf8_is_rejected_and_the_rest_of_the_file_read(wareho
     publish(warehouse, tmp_path)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", 2, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped")]
-
-
-# Bytes around the edges of UTF-8: continuation bytes, overlong and surrogate leads,
-# the last code points, bytes that never occur.
-_EDGE_BYTES = st.lists(
-    st.sampled_from([0x41, 0x7F, 0x80, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF])
-    | st.integers(0x00, 0xFF).filter(lambda b: b not in (0x0A, 0x0D)),
-    max_size=8,
-).map(bytes)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(middle=_EDGE_BYTES)
-def test_a_line_of_any_bytes_is_judged_as_the_exact_rules_judge_it(tmp_path_factory, middle):
-    # DuckDB checks a chunk's UTF-8; a chunk it refuses is read again by the exact rules.
-    # Either way the odd line is accepted or rejected as records.parse_line decides, and
-    # the lines around it are read.
-    line = (
-        b'{"event":"verdict","serve_id":"s1","doc_id":"d' + middle + b'","verdict":"noise","ts":"2026-11-01T09:07:00Z"}'
-    )
-    try:
-        parse_line(line)
-        expected: list = []
-    except Rejected as exc:
-        expected = [(f"dt={DAY1}/part-0001.jsonl", 2, exc.reason)]
-    root = tmp_path_factory.mktemp("logs")
-    write_bytes(root, DAY1, "part-0001.jsonl", jsonl([S1]) + line + b"\n" + jsonl([V1]))
-    con = connect(tmp_path_factory.mktemp("db") / "g.duckdb")
-    try:
-        ingest_all(con, root)
-        assert rejected(con) == expected
-        assert rows(con, "SELECT count(*) FROM log_verdicts") == [(2 - len(expected),)]
-        assert rows(con, "SELECT serve_id FROM log_serves") == [("s1",)]
-    finally:
-        con.close()
 
 
 def test_a_rejected_line_keeps_its_source_file_line_reason_and_raw_text(warehouse, log_root):

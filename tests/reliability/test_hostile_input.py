@@ -19,6 +19,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import ranked, serve, verdict
 from tests.reliability.harness import corpus_v1, log_day, make_world, ok, read_tables, write_corpus
@@ -390,3 +392,48 @@ def test_json_nested_100000_deep_is_judged_by_the_contracts_rules_not_by_the_par
     finally:
         con.close()
     assert report.reasons == ({} if outcome == "ok" else {outcome: 1})
+
+
+# Bytes around the edges of UTF-8: continuation bytes, overlong and surrogate leads, the
+# last code points, bytes that never occur (no line breaks: the line stays one line).
+_EDGE_BYTES = st.lists(
+    st.sampled_from([0x41, 0x7F, 0x80, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF])
+    | st.integers(0x00, 0xFF).filter(lambda b: b not in (0x0A, 0x0D)),
+    max_size=8,
+).map(bytes)
+_AROUND = (
+    b'{"event":"serve","serve_id":"s1","ts":"2026-11-01T09:00:00Z","project":"p","task":"t",'
+    b'"items":[{"doc_id":"d1","doc_version":"v1","channel":"ranked","rank":1}]}\n'
+)
+_AFTER = b'{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:05:00Z"}\n'
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(middle=_EDGE_BYTES)
+def test_a_line_of_any_bytes_is_judged_as_the_exact_rules_judge_it(tmp_path_factory, middle):
+    # DuckDB checks each chunk's UTF-8; a chunk it refuses is read again by the exact
+    # rules. Either way the odd line is accepted or rejected as records.parse_line
+    # decides, and the lines around it are kept.
+    from goldenset.ingest import ingest_all
+    from goldenset.records import Rejected, parse_line
+    from goldenset.warehouse import connect
+
+    line = (
+        b'{"event":"verdict","serve_id":"s1","doc_id":"d' + middle + b'","verdict":"noise","ts":"2026-11-01T09:07:00Z"}'
+    )
+    try:
+        parse_line(line)
+        expected: list = []
+    except Rejected as exc:
+        expected = [(2, exc.reason)]
+    day = tmp_path_factory.mktemp("logs") / "dt=2026-11-01"
+    day.mkdir()
+    (day / "part-0001.jsonl").write_bytes(_AROUND + line + b"\n" + _AFTER)
+    con = connect(tmp_path_factory.mktemp("db") / "g.duckdb")
+    try:
+        ingest_all(con, day.parent)
+        assert con.execute("SELECT line, reason FROM log_rejects").fetchall() == expected
+        assert con.execute("SELECT count(*) FROM log_verdicts").fetchall() == [(2 - len(expected),)]
+        assert con.execute("SELECT serve_id FROM log_serves").fetchall() == [("s1",)]
+    finally:
+        con.close()
