@@ -578,11 +578,17 @@ SELECT {cols}, false AS overridden FROM _merged{held_over}"""
         + " FROM build_labels o WHERE o.valid_to_build IS NULL"
         + domain
     )
+    # Rows this build no longer holds are closed at it: moved to build_labels_closed.
     con.execute(
-        "UPDATE build_labels SET valid_to_build = ? WHERE rowid IN ("
-        "SELECT o.row_no FROM _open o ANTI JOIN _final f ON " + same_label_row("f", "o") + ")",
+        "CREATE OR REPLACE TEMP TABLE _closing AS SELECT o.row_no FROM _open o ANTI JOIN _final f ON "
+        + same_label_row("f", "o")
+    )
+    con.execute(
+        "INSERT INTO build_labels_closed BY NAME SELECT * REPLACE (?::BIGINT AS valid_to_build) FROM build_labels "
+        "WHERE rowid IN (SELECT row_no FROM _closing)",
         [build_id],
     )
+    con.execute("DELETE FROM build_labels WHERE rowid IN (SELECT row_no FROM _closing)")
     con.execute(
         f"INSERT INTO build_labels BY NAME SELECT ? AS valid_from_build, NULL::BIGINT AS valid_to_build, "
         f"{', '.join('f.' + c for c in LABEL_ROW_COLUMNS)} FROM _final f ANTI JOIN _open o ON "
@@ -590,6 +596,7 @@ SELECT {cols}, false AS overridden FROM _merged{held_over}"""
         [build_id],
     )
     con.execute("DROP TABLE _open")
+    con.execute("DROP TABLE _closing")
 
 
 def _label_line_counts(con, content_sha: str) -> dict[str, int]:

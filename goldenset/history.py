@@ -18,7 +18,10 @@ AND b.doc_version = h.doc_version AND b.stale_reason IS NOT DISTINCT FROM h.stal
 # other pair's rows, and so its history, are the previous build's.
 _CHANGED = """
 CREATE OR REPLACE TEMP TABLE _hchanged AS
-SELECT DISTINCT query_id, doc_id FROM build_labels WHERE valid_from_build = $build OR valid_to_build = $build
+SELECT DISTINCT query_id, doc_id FROM (
+  SELECT query_id, doc_id FROM build_labels WHERE valid_from_build = $build
+  UNION ALL
+  SELECT query_id, doc_id FROM build_labels_closed WHERE valid_to_build = $build)
 """
 # The rows of those pairs the build holds (a replaced log label is not a version): it
 # has just made its labels the open rows.
@@ -54,7 +57,7 @@ FROM _hheld b ANTI JOIN _hopen h ON {_SAME_VERSION}
 # would find every pair changed and no open version; this skips finding that out).
 _FIRST = """
 SELECT NOT EXISTS (SELECT 1 FROM label_history)
-   AND NOT EXISTS (SELECT 1 FROM build_labels WHERE valid_from_build <> $build)
+   AND NOT EXISTS (SELECT 1 FROM label_rows WHERE valid_from_build <> $build)
 """
 _OPEN_ALL = f"""
 INSERT INTO label_history BY NAME

@@ -289,9 +289,13 @@ FILTER_FUNNEL = Relation(
 # A label row is stored once and held by every build from the one that computed it up
 # to (not including) the first computed build that no longer holds it identically, so a
 # nightly writes only what changed and the warehouse grows with changes, not with builds.
+# The open rows (those the latest computed build holds) are `build_labels`; a build that
+# closes a row moves it to `build_labels_closed`, once. What a build reads is the open
+# rows, so its reads do not grow with the rows earlier builds closed (at 61 days of 10 M
+# items, 2.0 of 5.9 million label rows are closed). `label_rows` is both.
 BUILD_LABELS = Relation(
     "build_labels",
-    "label row, with the run of builds that hold it",
+    "open label row: held by the latest computed build (valid_to_build is null)",
     (
         C("valid_from_build", "BIGINT", "first build holding this row"),
         C("valid_to_build", "BIGINT", "first computed build not holding it (null while the latest holds it)"),
@@ -317,6 +321,22 @@ BUILD_LABELS = Relation(
         C("serve_ts", "TIMESTAMP", "the winning serve's ts (log rows; null for human and judge rows)"),
     ),
     public=False,
+)
+BUILD_LABELS_CLOSED = Relation(
+    "build_labels_closed",
+    "closed label row: held by a run of builds up to valid_to_build (excluded)",
+    BUILD_LABELS.columns,
+    public=False,
+)
+_ALL_LABEL_COLUMNS = ", ".join(c.name for c in BUILD_LABELS.columns)
+LABEL_ROWS = Relation(
+    "label_rows",
+    "label row, open or closed, with the run of builds that hold it",
+    BUILD_LABELS.columns,
+    public=False,
+    view_sql=(
+        f"SELECT {_ALL_LABEL_COLUMNS} FROM build_labels UNION ALL SELECT {_ALL_LABEL_COLUMNS} FROM build_labels_closed"
+    ),
 )
 _INTERVAL = ("valid_from_build", "valid_to_build")
 # What a label row says (everything but its run of builds): two builds hold the same
@@ -390,7 +410,7 @@ GOLDEN_SET_BY_BUILD = Relation(
     view_sql=(
         "SELECT b.build_id, "
         + ", ".join("l." + c for c in _LABEL_COLUMNS.split(", "))
-        + " FROM golden_builds b JOIN build_labels l ON "
+        + " FROM golden_builds b JOIN label_rows l ON "
         + held_by("b.labels_build_id")
         + " WHERE NOT coalesce(l.overridden, false)"
     ),
@@ -892,6 +912,7 @@ RELATIONS: tuple[Relation, ...] = (
     GOLDEN_BUILDS,
     FILTER_FUNNEL,
     BUILD_LABELS,
+    BUILD_LABELS_CLOSED,
     LABEL_HISTORY,
     LABEL_FILES,
     HUMAN_LABELS,
@@ -904,6 +925,7 @@ RELATIONS: tuple[Relation, ...] = (
     BUILD_JUDGES,
     ACCEPTED_SERVES,
     JUDGMENTS,
+    LABEL_ROWS,
     GOLDEN_SET_BY_BUILD,
     GOLDEN_SET,
     LABEL_CHANGES,
@@ -962,9 +984,30 @@ def create_all(con) -> None:
                 if (rel.name, col.name) in _BACKFILL:
                     con.execute(_BACKFILL[(rel.name, col.name)])
     _reshape_build_labels(con, existing)
+    _move_closed_label_rows(con)
     for rel in RELATIONS:
         if rel.is_view:
             con.execute(rel.ddl())
+
+
+def _move_closed_label_rows(con) -> None:
+    """A warehouse from before closed label rows were kept apart: move them, in one transaction.
+
+    (Once moved, no row of build_labels is closed, and DuckDB answers the test from the
+    column's statistics without reading it.)
+    """
+    if not con.execute("SELECT EXISTS (SELECT 1 FROM build_labels WHERE valid_to_build IS NOT NULL)").fetchall()[0][0]:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "INSERT INTO build_labels_closed BY NAME SELECT * FROM build_labels WHERE valid_to_build IS NOT NULL"
+        )
+        con.execute("DELETE FROM build_labels WHERE valid_to_build IS NOT NULL")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _reshape_build_labels(con, existing: set[tuple[str, str]]) -> None:

@@ -58,7 +58,7 @@ def test_an_unchanged_rebuild_adds_a_build_and_no_history(tmp_path):
     assert w.rows("SELECT count(*) FROM label_changes WHERE to_build = 2") == [(0,)]
     # The repeat stores no labels of its own: it points at build 1's, and reads the same.
     assert w.rows("SELECT build_id, labels_build_id FROM golden_builds ORDER BY 1") == [(1, 1), (2, 1)]
-    assert w.rows("SELECT count(*) FROM build_labels") == [(2,)]
+    assert w.rows("SELECT count(*) FROM label_rows") == [(2,)]
     assert w.rows("SELECT count(*) FROM golden_set") == [(2,)]
     assert w.rows("SELECT count(*) FROM golden_set_by_build WHERE build_id = 2") == [(2,)]
     assert export_build(w.con, tmp_path / "out", build_id=2).n_labels == 2

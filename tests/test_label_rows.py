@@ -193,3 +193,34 @@ def test_a_warehouse_storing_labels_per_build_is_reshaped_without_losing_a_build
     ]
     assert con.execute("SELECT doc_id, verdict FROM golden_set").fetchall() == [("d1", "noise")]
     assert con.execute("SELECT count(*) FROM build_labels WHERE valid_to_build IS NULL").fetchone() == (2,)
+    # The rows closed at build 3 are kept apart from the open ones.
+    assert con.execute("SELECT count(*) FROM build_labels WHERE valid_to_build IS NOT NULL").fetchone() == (0,)
+    assert con.execute("SELECT valid_to_build, count(*) FROM build_labels_closed GROUP BY 1").fetchall() == [(3, 2)]
+
+
+def test_closed_label_rows_kept_among_the_open_ones_are_moved_apart_when_the_warehouse_opens(tmp_path):
+    """The layout before closed rows were kept apart reads back the same once they are moved."""
+    from tests.test_ingest_edges import DAY1, DAY2, S1, V1, publish, ts, verdict
+
+    log_root = tmp_path / "logs"
+    con = connect(tmp_path / "g.duckdb")
+    write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1])
+    ingest_all(con, log_root)
+    publish(con, tmp_path)
+    write_log(log_root, DAY2, "part-0001.jsonl", [verdict("s1", "d1", "noise", ts(10))])
+    ingest_all(con, log_root)
+    publish(con, tmp_path)
+    closed = con.execute("SELECT * FROM build_labels_closed ORDER BY ALL").fetchall()
+    assert [r[:2] for r in closed] == [(1, 2)]  # the helped label of build 1, closed at build 2
+    by_build = con.execute("SELECT * FROM golden_set_by_build ORDER BY ALL").fetchall()
+    # The layout before: one table, closed rows among the open ones.
+    con.execute("INSERT INTO build_labels BY NAME SELECT * FROM build_labels_closed")
+    con.execute("DELETE FROM build_labels_closed")
+    con.close()
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        assert con.execute("SELECT count(*) FROM build_labels WHERE valid_to_build IS NOT NULL").fetchone() == (0,)
+        assert con.execute("SELECT * FROM build_labels_closed ORDER BY ALL").fetchall() == closed
+        assert con.execute("SELECT * FROM golden_set_by_build ORDER BY ALL").fetchall() == by_build
+    finally:
+        con.close()
