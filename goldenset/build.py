@@ -573,19 +573,19 @@ SELECT {cols}, false AS overridden FROM _merged{held_over}"""
         " AND query_id NOT IN (SELECT query_id FROM _scope)))"
     )
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _open AS SELECT o.rowid AS row_no, "
+        "CREATE OR REPLACE TEMP TABLE _open AS SELECT o.rowid AS row_no, o.valid_from_build, "
         + ", ".join("o." + c for c in LABEL_ROW_COLUMNS)
         + " FROM build_labels o WHERE o.valid_to_build IS NULL"
         + domain
     )
-    # Rows this build no longer holds are closed at it: moved to build_labels_closed.
+    # Rows this build no longer holds are closed at it: moved to build_labels_closed, from
+    # the copy `_open` holds (not by a look-up of every open row by rowid).
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _closing AS SELECT o.row_no FROM _open o ANTI JOIN _final f ON "
+        "CREATE OR REPLACE TEMP TABLE _closing AS SELECT o.* FROM _open o ANTI JOIN _final f ON "
         + same_label_row("f", "o")
     )
     con.execute(
-        "INSERT INTO build_labels_closed BY NAME SELECT * REPLACE (?::BIGINT AS valid_to_build) FROM build_labels "
-        "WHERE rowid IN (SELECT row_no FROM _closing)",
+        "INSERT INTO build_labels_closed BY NAME SELECT * EXCLUDE (row_no), ?::BIGINT AS valid_to_build FROM _closing",
         [build_id],
     )
     con.execute("DELETE FROM build_labels WHERE rowid IN (SELECT row_no FROM _closing)")
