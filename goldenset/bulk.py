@@ -274,8 +274,6 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
     con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
     con.execute(_ITEMS)
     n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
-    # The keys first, then their lines: an anti join that carried every line's text
-    # would read all of `_lines` (spilled, at a batch of 1 GiB) to keep a few.
     fallback = con.execute(
         "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
         "USING (key) ORDER BY key"

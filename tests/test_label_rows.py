@@ -27,6 +27,7 @@ from goldenset.warehouse import connect
 from tests.helpers import doc, write_corpus, write_log
 from tests.labelling.test_merge import RUBRIC, label, write_labels
 from tests.test_incremental import DOCS, LAX, QUERIES, events, log_days
+from tests.test_ingest_edges import DAY1, DAY2, S1, V1, publish, ts, verdict
 
 CORPORA = [
     DOCS,
@@ -200,8 +201,6 @@ def test_a_warehouse_storing_labels_per_build_is_reshaped_without_losing_a_build
 
 def test_closed_label_rows_kept_among_the_open_ones_are_moved_apart_when_the_warehouse_opens(tmp_path):
     """The layout before closed rows were kept apart reads back the same once they are moved."""
-    from tests.test_ingest_edges import DAY1, DAY2, S1, V1, publish, ts, verdict
-
     log_root = tmp_path / "logs"
     con = connect(tmp_path / "g.duckdb")
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1])
