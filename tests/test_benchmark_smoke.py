@@ -82,3 +82,25 @@ def test_the_baseline_script_is_the_four_filters_over_read_json():
     assert "read_json(getvariable('logs')" in sql
     for step in ("judged", "always_served", "retired", "repeats", "no_positive"):
         assert f"('{step}'" in sql
+
+
+def test_statement_times_prints_each_statement_of_an_ingestion(tmp_path):
+    from tests.helpers import ranked, serve, verdict, write_log
+
+    logs = tmp_path / "logs"
+    write_log(
+        logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("d1", 1)]),
+            verdict("s1", "d1", "helped", "2026-11-01T09:05:00Z"),
+        ],
+    )
+    script = str(ROOT / "benchmarks" / "statement_times.py")
+    out = subprocess.run(
+        [sys.executable, script, "ingest", str(logs), "--top", "50"], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.match(rf"ingest {NUMBER} s, close {NUMBER} s, SQL {NUMBER} s\n", out)
+    assert re.search(rf"\n +{NUMBER} s +x1 +CREATE OR REPLACE TEMP TABLE _p AS ", out)
+    assert re.search(rf"\n +{NUMBER} s +x1 +INSERT INTO log_serves BY NAME", out)
