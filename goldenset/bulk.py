@@ -115,30 +115,19 @@ _KEYS_APART = r"""
   AND (r.event IS DISTINCT FROM '"serve"' OR coalesce(list_bool_and(list_transform(json_extract(raw, '$.items[*]'),
         lambda x: len(json_keys(x)) = len(list_distinct(json_keys(x))))), false))
 """
-# `ok` is computed, not filtered on: a filter on it would be pushed below the parse and
-# parse every line twice.
-_STAGE = f"""
-CREATE OR REPLACE TEMP TABLE _p AS
-SELECT key, r, coalesce(r.event IN ('"serve"', '"verdict"')
-                        AND CASE WHEN {_ONLY_FIELDS_READ} AND {_UNCHECKED_SCALAR} THEN true ELSE {_KEYS_APART} END,
-                        false) AS ok
-FROM (
-  SELECT key, raw, from_json(raw, '{_STRUCTURE}')::{_TEXTS} AS r FROM _lines
-  WHERE starts_with(raw, '{{') AND json_valid(raw) AND NOT regexp_matches(raw, ',\\s*[\\]}}]'))
-"""
-
-# A ts that is not a real instant is null here; those lines are deleted after (a filter
-# on the computed ts would compute it twice).
-_VERDICTS = """
-CREATE OR REPLACE TEMP TABLE _v AS
-SELECT key, gs_str(r.serve_id) AS serve_id, gs_str(r.doc_id) AS doc_id, gs_str(r.verdict) AS verdict,
-       gs_ts(gs_str(r.ts)) AS ts
-FROM _p
-WHERE ok AND r.event = '"verdict"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.doc_id)
-  AND r.verdict IN ('"helped"', '"noise"', '"wrong"') AND starts_with(r.ts, '"')
-"""
-_UNREAL_TS = "ts IS NULL OR year(ts) NOT BETWEEN 1 AND 9999"
-
+# One statement parses and checks every line of `_lines` and leaves what the log tables
+# take, typed, in `_p`; `kind` says which: 's' an accepted serve, 'v' an accepted
+# verdict, NULL a line the fast path does not vouch for (Python's rules decide it). No
+# filter refers to the parse (a filter on it would be pushed below the parse and parse
+# every line twice): each layer adds columns, and a CASE gives each check only the
+# lines the one before it let through. `raw` is kept for serves (log_serves keeps their
+# line) and for the fallback, not for the verdicts, so `_lines` can go once `_p` is made.
+# A ts that is not a real instant leaves the line to Python.
+_OK = f"""CASE WHEN r IS NULL OR NOT coalesce(r.event IN ('"serve"', '"verdict"'), false) THEN false
+  WHEN coalesce({_ONLY_FIELDS_READ} AND {_UNCHECKED_SCALAR}, false) THEN true
+  ELSE coalesce({_KEYS_APART}, false) END"""
+_VERDICT_OK = """r.event = '"verdict"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.doc_id)
+  AND r.verdict IN ('"helped"', '"noise"', '"wrong"') AND starts_with(r.ts, '"')"""
 # A doc_id of type string can only be found in an object, so the item is one. Its
 # unchecked fields (rank of an always item, score) are plain scalars. A rank of 19
 # digits or more, or a number too large for a double, is left to Python.
@@ -164,24 +153,40 @@ def _content_key(items: str) -> str:
 }}))"""
 
 
+_SERVE_OK = f"""r.event = '"serve"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.project) AND starts_with(r.task, '"')
+  AND starts_with(r.ts, '"') AND len(r.items) >= 1
+  AND list_bool_and(list_transform(r.items, lambda i: {_ITEM_OK}))
+  AND len(list_distinct(list_transform(r.items, lambda i: i.doc_id))) = len(r.items)"""
 # Items sorted by doc_id (distinct within a serve, so sorting the rows sorts by it).
-_SERVES = f"""
-CREATE OR REPLACE TEMP TABLE _s AS
-SELECT *, {
+_PARSE = f"""
+CREATE OR REPLACE TEMP TABLE _p AS
+SELECT key, kind, serve_id, ts, project, task, session_id, doc_id, verdict, items,
+       CASE WHEN kind = 's' THEN {
     _content_key(
         "list_sort(list_transform(items, lambda i: [i.doc_id, i.doc_version, i.channel, "
         "CASE WHEN i.channel = 'ranked' THEN i.rank_text END]))"
     )
-} AS content_key
+} END AS content_key,
+       CASE WHEN kind IS DISTINCT FROM 'v' THEN raw END AS raw
 FROM (
-  SELECT key, gs_str(r.serve_id) AS serve_id, gs_ts(gs_str(r.ts)) AS ts, gs_str(r.project) AS project,
-         gs_str(r.task) AS task, gs_str(r.session_id) AS session_id,
-         list_transform(r.items, lambda i: {_ITEM_VALUES}) AS items
-  FROM _p
-  WHERE ok AND r.event = '"serve"' AND gs_nonempty(r.serve_id) AND gs_nonempty(r.project) AND starts_with(r.task, '"')
-    AND starts_with(r.ts, '"') AND len(r.items) >= 1
-    AND list_bool_and(list_transform(r.items, lambda i: {_ITEM_OK}))
-    AND len(list_distinct(list_transform(r.items, lambda i: i.doc_id))) = len(r.items))
+  SELECT * EXCLUDE (k0), CASE WHEN ts IS NOT NULL AND year(ts) BETWEEN 1 AND 9999 THEN k0 END AS kind
+  FROM (
+    SELECT key, raw, k0,
+           CASE WHEN k0 IS NOT NULL THEN gs_str(r.serve_id) END AS serve_id,
+           CASE WHEN k0 IS NOT NULL THEN gs_ts(gs_str(r.ts)) END AS ts,
+           CASE WHEN k0 = 's' THEN gs_str(r.project) END AS project,
+           CASE WHEN k0 = 's' THEN gs_str(r.task) END AS task,
+           CASE WHEN k0 = 's' THEN gs_str(r.session_id) END AS session_id,
+           CASE WHEN k0 = 'v' THEN gs_str(r.doc_id) END AS doc_id,
+           CASE WHEN k0 = 'v' THEN gs_str(r.verdict) END AS verdict,
+           CASE WHEN k0 = 's' THEN list_transform(r.items, lambda i: {_ITEM_VALUES}) END AS items
+    FROM (
+      SELECT key, raw, CASE WHEN {_OK} THEN CASE WHEN {_VERDICT_OK} THEN 'v' WHEN {_SERVE_OK} THEN 's' END END AS k0, r
+      FROM (
+        SELECT key, raw,
+               from_json(CASE WHEN starts_with(raw, '{{') AND json_valid(raw) AND NOT regexp_matches(raw, ',\\s*[\\]}}]')
+                              THEN raw END, '{_STRUCTURE}')::{_TEXTS} AS r
+        FROM _lines))))
 """
 # The contract's normalisation in SQL where it is plain: printable ASCII (plus control
 # characters that are not white space) is NFKC already, casefolds to lower case, and
@@ -191,14 +196,9 @@ _TASKS = f"""
 CREATE OR REPLACE TEMP TABLE _tasks AS
 SELECT task, task_norm, task_norm <> '' AS has_text FROM (
   SELECT task, array_to_string(list_filter(string_split(lower(task), ' '), lambda w: w <> ''), ' ') AS task_norm
-  FROM (SELECT DISTINCT task FROM _s) WHERE {_ASCII_TASK})
+  FROM (SELECT DISTINCT task FROM _p WHERE kind = 's') WHERE {_ASCII_TASK})
 """
-_OTHER_TASKS = "SELECT DISTINCT task FROM _s ANTI JOIN _tasks USING (task)"
-_ITEMS = """
-CREATE OR REPLACE TEMP TABLE _i AS
-SELECT key, serve_id, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text
-FROM (SELECT key, serve_id, unnest(items) AS it FROM _s)
-"""
+_OTHER_TASKS = "SELECT DISTINCT task FROM _p WHERE kind = 's' AND task NOT IN (SELECT task FROM _tasks)"
 _PY_CONTENT_KEYS = f"""
 SELECT s.key, {
     _content_key(
@@ -209,13 +209,30 @@ SELECT s.key, {
 FROM _py_serves_arrow s JOIN _py_items_arrow i USING (key)
 GROUP BY s.key, ts, project, task
 """
-
-STAGING_TABLES = ("_p", "_v", "_s", "_i", "_tasks", "_py_serves", "_py_items", "_py_verdicts")
+# What staging leaves: the accepted serves (with the line as read), their items and the
+# accepted verdicts, of both paths. Views: the rows are written once, into `_p` and the
+# three small tables of the Python rules, and read once, by whatever inserts them.
+_VIEWS = (
+    """CREATE OR REPLACE TEMP VIEW _s AS
+    SELECT p.key, p.serve_id, p.ts, p.project, p.task, t.task_norm,
+           substr(sha256(p.project || chr(31) || t.task_norm), 1, 16) AS query_id, p.session_id, p.content_key, p.raw
+    FROM _p p JOIN _tasks t USING (task) WHERE p.kind = 's'
+    UNION ALL SELECT * FROM _py_serves""",
+    """CREATE OR REPLACE TEMP VIEW _i AS
+    SELECT key, serve_id, it.doc_id, it.doc_version, it.channel, it.rank, it.score, it.rank_text
+    FROM (SELECT key, serve_id, unnest(items) AS it FROM _p WHERE kind = 's')
+    UNION ALL SELECT * FROM _py_items""",
+    """CREATE OR REPLACE TEMP VIEW _v AS
+    SELECT key, serve_id, doc_id, verdict, ts FROM _p WHERE kind = 'v'
+    UNION ALL SELECT * FROM _py_verdicts""",
+)
+STAGING_VIEWS = ("_s", "_i", "_v")
+STAGING_TABLES = ("_p", "_tasks", "_py_serves", "_py_items", "_py_verdicts")
 
 
 @dataclass
 class Staged:
-    """What staging left in `_s`, `_i`, `_v`, and what it found by itself."""
+    """What staging left in the views `_s`, `_i`, `_v`, and what it found by itself."""
 
     rejects: list[tuple[int, str, str, str]]  # key, reason, detail, raw
     blank: list[int] = field(default_factory=list)  # keys of lines that turned out blank
@@ -250,18 +267,18 @@ def _task_info(tasks: list[str]) -> pa.Table:
 def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
     """Validate the lines of the temp table `_lines` (key BIGINT, raw VARCHAR, no empty line).
 
-    Leaves the accepted records in `_s` (key, serve_id, ts, project, task, task_norm,
-    query_id, session_id, content_key), `_i` (key, serve_id, doc_id, doc_version, channel,
-    rank, score, rank_text) and `_v` (key, serve_id, doc_id, verdict, ts). `extra` are lines
-    that are not valid UTF-8 (they only go through the Python rules). A line that holds
-    only white space is not a record: its key is returned in `blank` (with
-    `skip_blank` false it is judged like any other line).
+    Leaves the accepted records in the views `_s` (key, serve_id, ts, project, task,
+    task_norm, query_id, session_id, content_key, raw), `_i` (key, serve_id, doc_id,
+    doc_version, channel, rank, score, rank_text) and `_v` (key, serve_id, doc_id,
+    verdict, ts), and drops `_lines`: everything read from here on is in `_p`. `extra` are
+    lines that are not valid UTF-8 (they only go through the Python rules). A line that
+    holds only white space is not a record: its key is returned in `blank` (with
+    `skip_blank` false it is judged like any other line). Read the views before
+    `drop_staging`.
     """
     con.execute(_MACROS)
-    for stmt in (_STAGE, _VERDICTS, _SERVES):
-        con.execute(stmt)
-    con.execute("DELETE FROM _v WHERE " + _UNREAL_TS)
-    con.execute("DELETE FROM _s WHERE " + _UNREAL_TS)
+    con.execute(_PARSE)
+    con.execute("DROP TABLE _lines")
     con.execute(_TASKS)
     other = [r[0] for r in con.execute(_OTHER_TASKS).fetchall()]
     if other:
@@ -271,13 +288,9 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
         finally:
             con.unregister("_tasks_arrow")
     # A task with no text breaks a rule whose reason depends on the other fields: Python decides.
-    con.execute("DELETE FROM _s WHERE task IN (SELECT task FROM _tasks WHERE NOT has_text)")
-    con.execute(_ITEMS)
-    n_fast = con.execute("SELECT (SELECT count(*) FROM _s) + (SELECT count(*) FROM _v)").fetchall()[0][0]
-    fallback = con.execute(
-        "SELECT key, raw FROM _lines ANTI JOIN (SELECT key FROM _s UNION ALL SELECT key FROM _v) f "
-        "USING (key) ORDER BY key"
-    ).fetchall()
+    con.execute("UPDATE _p SET kind = NULL WHERE kind = 's' AND task IN (SELECT task FROM _tasks WHERE NOT has_text)")
+    ((n_fast,),) = con.execute("SELECT count(*) FROM _p WHERE kind IS NOT NULL").fetchall()
+    fallback = con.execute("SELECT key, raw FROM _p WHERE kind IS NULL ORDER BY key").fetchall()
     fallback += list(extra)
     blank = [k for k, s in fallback if _blank(s)] if skip_blank else []
     if blank:
@@ -288,21 +301,21 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
         con.register("_py_" + name + "_arrow", py[name])
     try:
         con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE _s AS
-            SELECT s.key, s.serve_id, s.ts, s.project, s.task, t.task_norm,
-                   substr(sha256(s.project || chr(31) || t.task_norm), 1, 16) AS query_id, s.session_id, s.content_key
-            FROM _s s JOIN _tasks t USING (task)
-            UNION ALL
-            SELECT s.*, k.content_key FROM _py_serves_arrow s JOIN ({_PY_CONTENT_KEYS}) k USING (key)""")
-        con.execute("INSERT INTO _i BY NAME SELECT * FROM _py_items_arrow")
-        con.execute("INSERT INTO _v SELECT * FROM _py_verdicts_arrow")
+            CREATE OR REPLACE TEMP TABLE _py_serves AS
+            SELECT s.* EXCLUDE (raw), k.content_key, s.raw FROM _py_serves_arrow s JOIN ({_PY_CONTENT_KEYS}) k USING (key)""")
+        con.execute("CREATE OR REPLACE TEMP TABLE _py_items AS SELECT * FROM _py_items_arrow")
+        con.execute("CREATE OR REPLACE TEMP TABLE _py_verdicts AS SELECT * FROM _py_verdicts_arrow")
     finally:
         for name in ("serves", "items", "verdicts"):
             con.unregister("_py_" + name + "_arrow")
+    for view in _VIEWS:
+        con.execute(view)
     return Staged(py["rejects"], blank, n_fast, len(fallback))
 
 
 def drop_staging(con) -> None:
+    for v in STAGING_VIEWS:
+        con.execute("DROP VIEW IF EXISTS " + v)
     for t in STAGING_TABLES:
         con.execute("DROP TABLE IF EXISTS " + t)
 
@@ -329,7 +342,7 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
         con.unregister("_lines_arrow")
     try:
         staged = stage(con, [(k, s) for k, s in lines if not isinstance(s, str)], skip_blank=False)
-        serves = con.sql("SELECT s.*, l.raw FROM _s s LEFT JOIN _lines l USING (key) ORDER BY s.key").to_arrow_table()
+        serves = con.sql("SELECT * FROM _s ORDER BY key").to_arrow_table()
         items = con.sql(
             "SELECT key, serve_id, doc_id, doc_version, channel, rank, score FROM _i ORDER BY key"
         ).to_arrow_table()
@@ -343,7 +356,7 @@ def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
 def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
     """The exact rules, line by line, for what the fast path did not take."""
     s: dict[str, list] = {
-        k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm", "query_id", "session_id")
+        k: [] for k in ("key", "serve_id", "ts", "project", "task", "task_norm", "query_id", "session_id", "raw")
     }
     i: dict[str, list] = {
         k: [] for k in ("key", "serve_id", "doc_id", "doc_version", "channel", "rank", "score", "rank_text")
@@ -361,7 +374,7 @@ def _python_rows(lines: list[tuple[int, str | bytes]]) -> dict:
         if isinstance(rec, Serve):
             for k, val in zip(
                 s,
-                (key, rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm, rec.query_id, rec.session_id),
+                (key, rec.serve_id, rec.ts, rec.project, rec.task, rec.task_norm, rec.query_id, rec.session_id, raw),
                 strict=True,
             ):
                 s[k].append(val)

@@ -53,8 +53,8 @@ MARK_DIRTY = (
 _INSERT = (
     f"""INSERT INTO log_serves BY NAME
     SELECT f.source_file, f.dt, f.file_name, (s.key & {_LINE_MASK})::INTEGER AS line, s.serve_id, s.ts, s.project,
-           s.task, s.task_norm, s.query_id, s.session_id, s.content_key, l.raw
-    FROM _s s JOIN _lines l USING (key) JOIN _batch_files f ON f.file_no = s.key >> {_LINE_BITS}""",
+           s.task, s.task_norm, s.query_id, s.session_id, s.content_key, s.raw
+    FROM _s s JOIN _batch_files f ON f.file_no = s.key >> {_LINE_BITS}""",
     f"""INSERT INTO log_serve_items BY NAME
     SELECT f.source_file, (i.key & {_LINE_MASK})::INTEGER AS line, i.serve_id, i.doc_id, i.doc_version, i.channel,
            i.rank, i.score
@@ -393,7 +393,7 @@ class _Batch:
         n = len(files)
         lines, serves, verdicts = ([0] * n for _ in range(3))
         for counts, sql in (
-            (lines, "SELECT key >> 32, count(*) FROM _lines GROUP BY ALL"),
+            (lines, "SELECT key >> 32, count(*) FROM _p GROUP BY ALL"),
             (serves, "SELECT key >> 32, count(*) FROM _s GROUP BY ALL"),
             (verdicts, "SELECT key >> 32, count(*) FROM _v GROUP BY ALL"),
         ):
