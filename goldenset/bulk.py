@@ -72,7 +72,7 @@ CREATE OR REPLACE TEMP MACRO gs_nc(f) AS (
 CREATE OR REPLACE TEMP MACRO gs_ts(s) AS (
   CASE WHEN regexp_full_match(s, '[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])')
         AND NOT starts_with(s, '0000')
-  THEN timezone('UTC', try_cast(s AS TIMESTAMPTZ)) END);
+  THEN make_timestamp(epoch_us(try_cast(s AS TIMESTAMPTZ))) END);
 """
 _TOP = ("event", "serve_id", "ts", "project", "task", "session_id", "doc_id", "verdict")
 _ITEM = ("doc_id", "doc_version", "channel", "rank", "score")
@@ -130,13 +130,16 @@ _VERDICT_OK = """r.event = '"verdict"' AND gs_nonempty(r.serve_id) AND gs_nonemp
   AND r.verdict IN ('"helped"', '"noise"', '"wrong"') AND starts_with(r.ts, '"')"""
 # A doc_id of type string can only be found in an object, so the item is one. Its
 # unchecked fields (rank of an always item, score) are plain scalars. A rank of 19
-# digits or more, or a number too large for a double, is left to Python.
-_ITEM_OK = """coalesce(gs_nonempty(i.doc_id) AND gs_nonempty(i.doc_version) AND i.channel IN ('"ranked"', '"always"')
-  AND gs_scalar(i.rank) AND gs_scalar(i.score)
-  AND (i.channel = '"always"' OR regexp_full_match(i.rank, '[1-9][0-9]{0,17}'))
-  AND (i.rank IS NULL OR NOT regexp_full_match(i.rank, '-?[0-9]{19,}'))
+# digits or more, or a number too large for a double, is left to Python. A ranked
+# item's rank of at most 18 digits is such a scalar, and no other test of it is needed.
+_ITEM_OK = """coalesce(gs_nonempty(i.doc_id) AND gs_nonempty(i.doc_version)
+  AND CASE i.channel WHEN '"ranked"' THEN regexp_full_match(i.rank, '[1-9][0-9]{0,17}')
+                     WHEN '"always"' THEN gs_scalar(i.rank) AND (i.rank IS NULL OR NOT regexp_full_match(i.rank, '-?[0-9]{19,}'))
+                     ELSE false END
+  AND gs_scalar(i.score)
   AND (i.score IS NULL OR NOT gs_number(i.score) OR isfinite(try_cast(i.score AS DOUBLE))), false)"""
-_INT = "regexp_full_match(i.rank, '-?[0-9]+')"
+# Only items of accepted serves are typed: a ranked item's rank is an integer there.
+_INT = """(i.channel = '"ranked"' OR regexp_full_match(i.rank, '-?[0-9]+'))"""
 _ITEM_VALUES = f"""{{'doc_id': gs_str(i.doc_id), 'doc_version': gs_str(i.doc_version), 'channel': gs_str(i.channel),
   'rank': CASE WHEN {_INT} THEN i.rank::BIGINT END,
   'score': CASE WHEN gs_number(i.score) THEN i.score::DOUBLE END,
