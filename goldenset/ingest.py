@@ -28,7 +28,6 @@ from goldenset.logfiles import (
     file_sha256,
     list_files,
     list_partitions,
-    read_ahead,
     read_file,
 )
 from goldenset.warehouse import transaction
@@ -294,7 +293,7 @@ class _Batch:
         base = no << _LINE_BITS
         stream = TextStream(todo.file)
         try:
-            for first_line, text in read_ahead(stream.chunks()):
+            for first_line, text in stream.chunks():
                 self._add_chunk(base + first_line - 1, text)
             self.files.append(
                 _FileState(todo, stream.content_sha256, stream.size_bytes, stream.mtime, stream.lines_total)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import io
@@ -10,12 +9,9 @@ import os
 import re
 import zlib
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-_T = TypeVar("_T")
+from typing import Any
 
 _DT_FOLDER = re.compile(r"dt=([0-9]{4}-[0-9]{2}-[0-9]{2})")
 
@@ -98,7 +94,7 @@ class TextStream:
     """A log file read in chunks of whole lines, hashed while it is read.
 
     `chunks()` yields (number of the chunk's first line, the chunk's lines joined by
-    `\\n`, as bytes: a view of a block no later chunk overwrites); lines are not
+    `\\n`, as bytes: a view valid until the next chunk is asked for); lines are not
     yet stripped of `\\r` or checked for blankness, and the caller checks that the
     bytes are UTF-8 (DuckDB's `decode` rejects exactly what Python's codec does, and
     at several times its speed). Once it is exhausted, `content_sha256`, `size_bytes`,
@@ -154,29 +150,6 @@ class TextStream:
         self.lines_total = line - 1
         self.content_sha256 = digest.hexdigest()
         self.size_bytes, self.mtime = st.st_size, st.st_mtime
-
-
-def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
-    """Yield what `items` yields, taking the next one in a thread while the caller works on this one.
-
-    Reading, gunzipping and hashing a chunk (Python, which lets go of the GIL for each of
-    them) then overlaps with what the caller does with the one before (DuckDB, which lets
-    go of it too). An exception from `items` is raised where that item was due.
-    """
-    end = object()
-    with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as pool:
-        pending = pool.submit(next, items, end)
-        try:
-            while (item := pending.result()) is not end:
-                pending = pool.submit(next, items, end)
-                yield item  # type: ignore[misc]
-        finally:
-            pending.cancel()
-            with contextlib.suppress(Exception):  # the caller stopped early: what the next item raised is moot
-                pending.result()
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
 
 
 def file_sha256(path: Path) -> str | None:
