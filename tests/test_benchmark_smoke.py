@@ -16,6 +16,7 @@ NUMBER = r"[0-9][0-9,]*(\.[0-9]+)?"
 FIGURES = {
     "served items": rf"served items +{NUMBER} \({NUMBER} serves x 5, 3 days, {NUMBER} GB of logs",
     "script": rf"baseline SQL script +{NUMBER} s +peak RSS +{NUMBER} GB",
+    "script, bounded": rf"script, 2 GiB limit +{NUMBER} s +peak RSS +{NUMBER} GB +full build / this {NUMBER}",
     "full": rf"full build +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}",
     "staged 1": rf"full, staged x1 proc +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}, to direct {NUMBER}",
     "staged 2": rf"full, staged x2 proc +{NUMBER} s +peak RSS +{NUMBER} GB +ratio to script {NUMBER}, to direct {NUMBER}",
@@ -55,6 +56,7 @@ def test_tiny_benchmark_prints_every_figure(tmp_path):
     result = json.loads(figures.read_text())
     assert set(result["runs"]) == {
         "script",
+        "script_bounded",
         "full",
         "staged_1",
         "staged_2",
