@@ -22,6 +22,7 @@ import pyarrow as pa
 from goldenset import failpoints, progress
 from goldenset.bulk import drop_staging, stage
 from goldenset.logfiles import (
+    RACY_SECONDS,
     LogFile,
     NotPlainText,
     TextStream,
@@ -119,11 +120,6 @@ class PartitionReport:
 
 def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-# mtime has a coarse tick on some file systems (up to 2 s): a file written in the same
-# tick as it was last read may have changed without its size or mtime showing it.
-RACY_SECONDS = 2.0
 
 
 def _stat(path: Path):

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# mtime has a coarse tick on some file systems (up to 2 s): a file written in the same
+# tick as it was last read may have changed without its size or mtime showing it.
+RACY_SECONDS = 2.0
+
 _DT_FOLDER = re.compile(r"dt=([0-9]{4}-[0-9]{2}-[0-9]{2})")
 
 

@@ -12,7 +12,7 @@ import dagster as dg
 
 from goldenset import ingest, layout, progress, settings
 from goldenset.checks import empty_reason
-from goldenset.corpus import read_corpus
+from goldenset.corpus import read_corpus, remembering_reads
 from goldenset.errors import GoldensetError, InputError
 from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric import load_rubric
@@ -77,6 +77,18 @@ def run_refresh(
     With `workers` above 0 the log days are first staged as Parquet by the
     stage_serve_log job in up to that many processes, and the refresh loads them.
     """
+    with remembering_reads():  # the corpus checked up front is the one the snapshot step reads
+        return _run_refresh(paths, trigger, golden_set_config, wait, notify, workers)
+
+
+def _run_refresh(
+    paths: Paths,
+    trigger: str,
+    golden_set_config: dict | None,
+    wait: float,
+    notify: Callable[[str], None] | None,
+    workers: int,
+) -> RefreshResult:
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
     logs = Path(paths.logs)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from goldenset.ingest import RACY_SECONDS, utcnow
+from goldenset.ingest import utcnow
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
-from goldenset.logfiles import FileContent, LogFile, list_files, list_partitions, read_file
+from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file
 from goldenset.records import Rejected
 from goldenset.warehouse import transaction
 

@@ -25,7 +25,7 @@ from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError
 from goldenset.snapshots import snapshot_corpus
 from goldenset.warehouse import connect
-from tests.helpers import doc
+from tests.helpers import doc, ranked, serve, verdict, write_log
 from tests.reliability.contract import contract_drift, contract_fingerprint
 from tests.reliability.harness import make_world, ok, write_corpus, write_stage_a
 
@@ -365,3 +365,85 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
     assert builds == [("reindex", fp_a), ("reindex", fp_b), ("reindex", fp_a)]
     assert snapshots == [(fp_a,), (fp_b,)]
     assert same == 0  # back on A, the golden set is A's again
+
+
+def _aged(path: Path, seconds: float = 60.0) -> Path:
+    """Set the file's mtime out of the racy tick."""
+    t = path.stat().st_mtime - seconds
+    os.utime(path, (t, t))
+    return path
+
+
+def _counting_reads(monkeypatch) -> list[str]:
+    import goldenset.corpus as corpus_module
+
+    reads: list[str] = []
+    real = corpus_module._read_corpus
+
+    def read(path):
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(corpus_module, "_read_corpus", read)
+    return reads
+
+
+def test_within_one_command_an_unchanged_corpus_file_is_read_once_and_a_changed_one_again(tmp_path, monkeypatch):
+    from goldenset.corpus import remembering_reads
+
+    reads = _counting_reads(monkeypatch)
+    path = _aged(_write_jsonl(tmp_path / "corpus.jsonl", DOCS))
+    with remembering_reads():
+        first = read_corpus(path)
+        assert read_corpus(path) is first and len(reads) == 1
+        # Another size: read again, and what it says now is what is returned.
+        _aged(_write_jsonl(path, DOCS[:-1]))
+        assert len(read_corpus(path).documents) == len(first.documents) - 1 and len(reads) == 2
+        # Same size, another mtime: read again.
+        os.utime(path, (path.stat().st_mtime - 5, path.stat().st_mtime - 5))
+        read_corpus(path)
+        assert len(reads) == 3
+        # Written in the racy tick: never taken as unchanged.
+        _write_jsonl(path, DOCS)
+        read_corpus(path)
+        read_corpus(path)
+        assert len(reads) == 5
+    # Outside the block nothing is kept.
+    _aged(path)
+    read_corpus(path)
+    read_corpus(path)
+    assert len(reads) == 7
+
+
+def test_a_bad_corpus_is_never_remembered(tmp_path, monkeypatch):
+    from goldenset.corpus import remembering_reads
+
+    reads = _counting_reads(monkeypatch)
+    path = _aged(_write_jsonl(tmp_path / "corpus.jsonl", [{"doc_id": "a"}]))
+    with remembering_reads():
+        for _ in range(2):
+            with pytest.raises(CorpusError):
+                read_corpus(path)
+    assert len(reads) == 2
+
+
+def test_a_full_build_reads_the_corpus_once(tmp_path, monkeypatch):
+    from goldenset_dagster.cli import main
+
+    reads = _counting_reads(monkeypatch)
+    monkeypatch.setenv("GOLDENSET_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    corpus = _aged(_write_jsonl(tmp_path / "corpus.jsonl", DOCS))
+    logs = tmp_path / "logs"
+    write_log(
+        logs,
+        "2026-11-01",
+        "part-0001.jsonl",
+        [
+            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("a", 1)]),
+            verdict("s1", "a", "helped", "2026-11-01T09:05:00Z"),
+        ],
+    )
+    assert main(["build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")]) == 0
+    # The check before ingestion and the snapshot step share one read (each used to read it).
+    assert reads == [str(corpus)]
