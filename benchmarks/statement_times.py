@@ -5,6 +5,8 @@
     python benchmarks/statement_times.py build WAREHOUSE [--top 30]
         builds once on a copy of WAREHOUSE (the corpus snapshot it holds; whatever was
         ingested since its last build is what the build folds)
+    python benchmarks/statement_times.py export WAREHOUSE [--top 30]
+        exports the latest build of a copy of WAREHOUSE into a temporary folder
 
 It prints the total, then each statement's text (its first 100 characters) with its time
 summed over its runs and how often it ran, costliest first. The per-statement figures of
@@ -24,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from goldenset.build import build_golden_set  # noqa: E402
+from goldenset.export import export_build  # noqa: E402
 from goldenset.ingest import ingest_all  # noqa: E402
 from goldenset.warehouse import connect  # noqa: E402
 
@@ -50,13 +53,13 @@ class TimedConnection:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("ingest", "build"))
-    ap.add_argument("path", type=Path, help="LOGS folder (ingest) or warehouse file (build)")
+    ap.add_argument("what", choices=("ingest", "build", "export"))
+    ap.add_argument("path", type=Path, help="LOGS folder (ingest) or warehouse file (build, export)")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "timed.duckdb"
-        if args.what == "build":
+        if args.what != "ingest":
             shutil.copy(args.path, db)
             wal = args.path.with_name(args.path.name + ".wal")
             if wal.exists():
@@ -65,8 +68,10 @@ def main() -> None:
         t0 = time.perf_counter()
         if args.what == "ingest":
             ingest_all(con, args.path)
-        else:
+        elif args.what == "build":
             build_golden_set(con)
+        else:
+            export_build(con, Path(tmp) / "export")
         t1 = time.perf_counter()
         con.close()
         t2 = time.perf_counter()
