@@ -201,16 +201,16 @@ def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
         "labels": LabelSource(path=str(tmp_path / "no-labels")),
     }
     with dg.instance_for_test() as instance:
-        ctx = dg.build_sensor_context(instance=instance, resources=res, definitions=defs)
-        first = corpus_reindex_sensor(ctx)
+        with dg.build_sensor_context(instance=instance, resources=res, definitions=defs) as ctx:
+            first = corpus_reindex_sensor(ctx)
         assert [r.run_config["ops"]["golden_set"]["config"]["trigger"] for r in first.run_requests] == ["reindex"]
         assert first.dynamic_partitions_requests[0].partition_keys == ["2026-11-01"]
-        ctx2 = dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs)
-        assert isinstance(corpus_reindex_sensor(ctx2), dg.SkipReason)
+        with dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs) as ctx2:
+            assert isinstance(corpus_reindex_sensor(ctx2), dg.SkipReason)
         write_corpus(corpus, [doc("d1", "v2")])
         os.utime(corpus, (1, 1))
-        ctx3 = dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs)
-        third = corpus_reindex_sensor(ctx3)
+        with dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs) as ctx3:
+            third = corpus_reindex_sensor(ctx3)
         assert len(third.run_requests) == 1
         assert third.run_requests[0].run_key != first.run_requests[0].run_key
     # The sensor has no way to reach the warehouse: it is not among its resources.
@@ -222,11 +222,11 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
     for day in ("2026-11-01", "2026-11-02"):
         write_log(logs, day, "part-0001.jsonl", [verdict("s1", "d1", "helped", f"{day}T09:00:00Z")])
     with dg.instance_for_test() as instance:
-        ctx = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance,
             resources={"logs": LogSource(path=str(logs)), "labels": LabelSource(path=str(tmp_path / "no-labels"))},
-        )
-        req = nightly_golden_set(ctx)
+        ) as ctx:
+            req = nightly_golden_set(ctx)
         assert instance.get_dynamic_partitions(day_partitions.name) == ["2026-11-01", "2026-11-02"]
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
         assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"

@@ -201,11 +201,11 @@ def test_the_daemon_path_stages_on_schedule_and_the_sensor_starts_the_refresh(tm
     labels = LabelSource(path=str(tmp_path / "no-labels"))
     with dg.instance_for_test() as instance:
         # Without workers the staged schedule stands aside.
-        off = nightly_staged_golden_set(
-            dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(data.logs))})
-        )
+        with dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(data.logs))}) as ctx:
+            off = nightly_staged_golden_set(ctx)
         assert isinstance(off, dg.SkipReason) and "GOLDENSET_INGEST_WORKERS" in off.skip_message
-        on = nightly_staged_golden_set(dg.build_schedule_context(instance=instance, resources={"logs": logs}))
+        with dg.build_schedule_context(instance=instance, resources={"logs": logs}) as ctx:
+            on = nightly_staged_golden_set(ctx)
         assert on.run_config == {"execution": {"config": {"max_concurrent": 2}}}
 
         monkeypatch.setenv("GOLDENSET_STAGING", str(staging))

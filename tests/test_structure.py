@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import subprocess
 import sys
@@ -55,3 +56,49 @@ def test_the_repository_dagster_yaml_is_the_generated_instance_plus_its_storage_
     assert "# Instance settings for goldenset. Runs, events" + rest == INSTANCE_YAML
     assert "storage:\n  sqlite:\n    base_dir: var/dagster\n" in head
     assert "storage" not in INSTANCE_YAML
+
+
+# Dagster's build_*_context helpers enter an instance (and its resources) that only a `with`
+# block leaves again. Called bare, the context is left to the garbage collector, which then
+# resets Dagster's current-instance variable in the middle of whatever test runs at that moment,
+# to an instance a finished test already closed (CI saw exactly this, in the PostgreSQL test).
+CONTEXT_BUILDERS = frozenset(
+    {
+        "build_asset_context",
+        "build_init_resource_context",
+        "build_op_context",
+        "build_resources",
+        "build_schedule_context",
+        "build_sensor_context",
+    }
+)
+
+
+def bare_context_builders(source: str) -> list[int]:
+    """Lines that call a Dagster context builder anywhere but as the expression of a `with` item."""
+    tree = ast.parse(source)
+    in_with = {id(item.context_expr) for node in ast.walk(tree) if isinstance(node, ast.With) for item in node.items}
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
+        in CONTEXT_BUILDERS
+        and id(node) not in in_with
+    )
+
+
+def test_the_context_check_finds_a_bare_builder_and_passes_a_with_block():
+    bare = "ctx = dg.build_schedule_context(instance=i)\nrun(build_sensor_context(instance=i))\n"
+    scoped = "with dg.build_schedule_context(instance=i) as ctx:\n    run(ctx)\n"
+    assert bare_context_builders(bare) == [1, 2]
+    assert bare_context_builders(scoped) == []
+
+
+def test_every_dagster_context_a_test_builds_is_closed_by_a_with_block():
+    found = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if (lines := bare_context_builders(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}

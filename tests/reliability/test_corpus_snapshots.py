@@ -278,10 +278,11 @@ def test_jsonl_gz_and_parquet_corpora_build_exactly_what_the_same_jsonl_builds(t
 def _evaluate(instance, resources, defs, cursor):
     from goldenset_dagster.sensors import corpus_reindex_sensor
 
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs)
-    result = corpus_reindex_sensor(ctx)
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs) as ctx:
+        result = corpus_reindex_sensor(ctx)
+        skipped_cursor = ctx.cursor
     if isinstance(result, dg.SkipReason):
-        return ctx.cursor, [], result.skip_message
+        return skipped_cursor, [], result.skip_message
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result.cursor, result.run_requests, None
