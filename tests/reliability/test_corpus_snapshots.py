@@ -280,9 +280,8 @@ def _evaluate(instance, resources, defs, cursor):
 
     with dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs) as ctx:
         result = corpus_reindex_sensor(ctx)
-        skipped_cursor = ctx.cursor
-    if isinstance(result, dg.SkipReason):
-        return skipped_cursor, [], result.skip_message
+        if isinstance(result, dg.SkipReason):
+            return ctx.cursor, [], result.skip_message
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result.cursor, result.run_requests, None
