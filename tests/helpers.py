@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 
@@ -52,3 +53,10 @@ def write_corpus(path: Path, docs) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
+
+
+def split_whitespace() -> str:
+    """Every character `str.split()` splits on, computed over all code points (the contract's
+    task normalisation is defined by `str.split()`, so tests draw white space from this, never
+    from a hand-made list)."""
+    return "".join(c for c in map(chr, range(sys.maxunicode + 1)) if f"a{c}b".split() == ["a", "b"])

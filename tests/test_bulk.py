@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import unicodedata
 
 import duckdb
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from goldenset.bulk import parse_lines
 from goldenset.records import Rejected, Serve, parse_line
+from tests.helpers import split_whitespace
 
 # A field's value: mostly good, sometimes bad, sometimes a wrong type, null or absent.
 ABSENT = object()
@@ -199,3 +202,47 @@ def test_clean_lines_take_the_fast_path_and_odd_ones_do_not():
     got, fast = bulk_outcomes(con, clean + odd)
     assert fast == 50
     assert [got[50 + i] for i in range(3)] == [("rejected", "invalid_json")] * 3
+
+
+# Every character str.split() splits on, computed (not listed by hand): the contract's
+# normalisation is defined by str.split(), so the alphabet must be too.
+SPLIT_ON = split_whitespace()
+# Letters whose case or NFKC form differs, characters whose NFKC form holds a space, and
+# control characters that are not white space (printable-looking ASCII that is not).
+VARIANTS = "aAfFiIkKsS~ßẞﬁＦｆİıK¨´\u00ad\x00\x01\x7f"
+
+
+def test_the_split_alphabet_holds_the_white_space_of_both_paths():
+    # What the old deny-list forgot ('\n') and what only Unicode knows.
+    assert {"\n", " ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u00a0", "\u3000"} <= set(SPLIT_ON)
+
+
+@settings(max_examples=30, deadline=None)
+@example(["Fix\nthe bug", "fix the bug", "FIX\r\nTHE\u3000bug"])
+@example(["\n", "a\x1c\x1db", "ﬁle", "FILE", "Straße", "STRASSE"])
+@given(st.lists(st.text(alphabet=SPLIT_ON + VARIANTS, max_size=12), min_size=1, max_size=8))
+def test_fast_path_normalises_tasks_as_the_contract_says(tasks):
+    texts = [
+        json.dumps(
+            {
+                "event": "serve",
+                "serve_id": f"s{k}",
+                "ts": "2026-11-01T09:00:00Z",
+                "project": "p",
+                "task": task,
+                "items": [{"doc_id": "d1", "doc_version": "v1", "channel": "ranked", "rank": 1}],
+            },
+            ensure_ascii=bool(k % 2),
+        )
+        for k, task in enumerate(tasks)
+    ]
+    parsed = parse_lines(duckdb.connect(), list(enumerate(texts)))
+    got = {r["key"]: (r["task_norm"], r["query_id"]) for r in parsed.serves.to_pylist()}
+    # The contract's rule written out here, not imported: section 3's formula and query_id.
+    norms = {k: " ".join(unicodedata.normalize("NFKC", t).casefold().split()) for k, t in enumerate(tasks)}
+    want = {
+        k: (norm, hashlib.sha256(f"p\x1f{norm}".encode()).hexdigest()[:16])
+        for k, norm in norms.items()
+        if tasks[k].split()  # a task with no text is rejected (contract section 1)
+    }
+    assert got == want

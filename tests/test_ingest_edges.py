@@ -8,6 +8,7 @@ builds, and reads `golden_set`, `golden_builds`, `filter_funnel` and
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import zlib
@@ -23,7 +24,7 @@ from goldenset.errors import BuildBlocked
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import always, doc, ranked, serve, split_whitespace, verdict, write_corpus, write_log
 
 DAY1, DAY2, DAY3 = "2026-11-01", "2026-11-02", "2026-11-03"
 DOCS = [doc(f"d{i}") for i in range(1, 10)] + [doc("rule-1")]
@@ -1142,3 +1143,26 @@ def test_a_same_size_rewrite_in_the_tick_it_was_read_is_still_noticed(warehouse,
     assert path.stat().st_size == stat.st_size
     ingest_all(warehouse, log_root)
     assert warehouse.execute("SELECT reason FROM rejected_records").fetchall() == [("invalid_field",)]
+
+
+def test_one_task_in_every_white_space_case_and_nfkc_form_is_one_golden_query(warehouse, log_root, tmp_path):
+    # Written with each character str.split() splits on, in upper and lower case, with the
+    # "ﬁ" ligature and full-width letters (NFKC), and padded: the contract's rule gives one
+    # normalised task, "fix the file", so one golden query. ASCII-only forms take the SQL
+    # path and the others the Python one: both must land on the same query.
+    forms = []
+    for w in split_whitespace():
+        forms += [f"Fix{w}the{w}file", f"{w}FIX the{w}{w}ﬁle{w}", f"Ｆｉｘ{w}THE file"]
+    records = []
+    for k, task in enumerate(forms):
+        records += [
+            serve(f"s{k:03d}", ts(9, k % 60, day=1 + k // 60), task, [ranked("d1", 1)]),
+            verdict(f"s{k:03d}", "d1", "helped", ts(10, k % 60, day=1 + k // 60)),
+        ]
+    write_log(log_root, DAY1, "part-0001.jsonl", records)
+    ingest_all(warehouse, log_root)
+    publish(warehouse, tmp_path)
+    assert rejected(warehouse) == []
+    want = hashlib.sha256(b"billing\x1ffix the file").hexdigest()[:16]
+    assert rows(warehouse, "SELECT DISTINCT query_id FROM golden_set") == [(want,)]
+    assert rows(warehouse, "SELECT count(*) FROM log_serves") == [(len(forms),)]
