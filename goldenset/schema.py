@@ -1,6 +1,6 @@
 """Every warehouse table and view: names, columns and their meaning, in one place.
 
-The DDL, the README's table reference and the tests all read from here, so the
+The DDL, the docs site's table reference and the tests all read from here, so the
 public surface cannot drift from what is created. Internal tables (prefix `log_`,
 `corpus_`, `build_`) hold the raw material; the public names of contract section 4
 are tables or views over them.
@@ -1030,11 +1030,11 @@ def _reshape_build_labels(con, existing: set[tuple[str, str]]) -> None:
 
 
 def markdown_reference() -> str:
-    """The table reference for the README, generated from this module."""
+    """The table reference for the docs site (docs/reference/tables.md), generated from this module."""
     out = []
     for rel in PUBLIC:
         kind = "view" if rel.is_view else "table"
-        out.append(f"### `{rel.name}` ({kind}, one row per {rel.grain})\n")
+        out.append(f"## `{rel.name}` ({kind}, one row per {rel.grain})\n")
         out.append("| column | type | meaning |\n| --- | --- | --- |")
         for c in rel.columns:
             out.append(f"| {c.name} | {c.type} | {c.doc} |")

@@ -1,25 +1,47 @@
-"""Generated documentation: the README's CLI and table references cannot drift.
+"""Generated documentation: the site's CLI and table references cannot drift.
+
+Two pages of the MkDocs site are written by this module, whole:
+`docs/reference/cli.md` (every command's `--help`) and `docs/reference/tables.md`
+(the table catalogue in `goldenset.schema`). `python -m goldenset_dagster.docs`
+rewrites them; a test checks that the committed pages equal what it would write.
+Whole pages rather than marked sections of a hand-written page: nothing in them is
+edited by hand, so there is nothing a regeneration could overwrite.
 
 It lives with the orchestration code because the CLI reference covers the whole
 program (`build` and `demo` included).
-
-`python -m goldenset_dagster.docs` rewrites the marked sections of README.md; a test
-checks that they are current.
 """
 
 from __future__ import annotations
 
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from goldenset import schema
 
 WIDTH = 100
+ROOT = Path(__file__).resolve().parent.parent
+
+CLI_INTRO = """\
+# Command line
+
+Generated from each command's `--help` by `python -m goldenset_dagster.docs`; do not edit by hand.
+Exit codes are listed in [Exit codes](exit-codes.md); settings and environment variables in
+[Settings and environment](settings.md).
+"""
+
+TABLES_INTRO = """\
+# Tables
+
+Public names are stable; internal tables (`log_*`, `corpus_loads`, `corpus_documents`,
+`build_labels`, `build_labels_closed`, `embedding_cache`) are there to read but may change. Timestamps are
+UTC (`TIMESTAMP` without zone). Generated from `goldenset/schema.py` by `python -m goldenset_dagster.docs`;
+do not edit by hand. [Query label history in SQL](../guides/label-history.md) shows them in use.
+"""
 
 
 def cli_reference() -> str:
-    """Every command's --help, as the CLI prints it."""
+    """Every command's --help, as the CLI prints it, one section per command."""
     import typer.main
 
     from goldenset_dagster.cli import app
@@ -29,7 +51,7 @@ def cli_reference() -> str:
 
     def walk(cmd, path: str) -> None:
         ctx = cmd.context_class(cmd, info_name=path, terminal_width=WIDTH, max_content_width=WIDTH)
-        parts.append(f"#### `{path}`\n\n```text\n{cmd.get_help(ctx).rstrip()}\n```\n")
+        parts.append(f"## `{path}`\n\n```text\n{cmd.get_help(ctx).rstrip()}\n```\n")
         if hasattr(cmd, "list_commands"):
             for name in cmd.list_commands(ctx):
                 sub = cmd.get_command(ctx, name)
@@ -37,38 +59,45 @@ def cli_reference() -> str:
                     walk(sub, f"{path} {name}")
 
     walk(root, "goldenset")
-    return "\n".join(parts)
+    return CLI_INTRO + "\n" + "\n".join(parts)
 
 
 def table_reference() -> str:
-    return schema.markdown_reference()
+    """The table catalogue, one section per public table or view."""
+    return TABLES_INTRO + "\n" + schema.markdown_reference().rstrip("\n") + "\n"
 
 
-SECTIONS = {"cli": cli_reference, "tables": table_reference}
+# Page (relative to the repository root) -> the function that writes it.
+PAGES: dict[str, Callable[[], str]] = {
+    "docs/reference/cli.md": cli_reference,
+    "docs/reference/tables.md": table_reference,
+}
 
 
-def render(readme: str) -> str:
-    """README text with every generated section replaced by its current content."""
-    for name, fn in SECTIONS.items():
-        pattern = re.compile(rf"(<!-- BEGIN GENERATED {name} -->\n).*?(<!-- END GENERATED {name} -->)", re.DOTALL)
-        if not pattern.search(readme):
-            raise ValueError(f"README has no generated section {name!r}")
-        content = fn()
+def render() -> dict[str, str]:
+    """Every generated page's current text, by its path relative to the repository root."""
+    return {path: fn() for path, fn in PAGES.items()}
 
-        def replace(m: re.Match[str], body: str = content) -> str:
-            return m.group(1) + body + "\n" + m.group(2)
 
-        readme = pattern.sub(replace, readme)
-    return readme
+def stale(root: Path = ROOT) -> list[str]:
+    """The generated pages under root whose committed text differs from what render() gives."""
+    out = []
+    for path, text in render().items():
+        page = root / path
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            out.append(path)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    path = Path(argv[0] if argv else "README.md")
-    text = path.read_text(encoding="utf-8")
-    new = render(text)
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-        print(f"updated {path}")
+    root = Path(argv[0]) if argv else ROOT
+    for path, text in render().items():
+        page = root / path
+        if page.is_file() and page.read_text(encoding="utf-8") == text:
+            continue
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text, encoding="utf-8")
+        print(f"updated {page}")
     return 0
 
 
