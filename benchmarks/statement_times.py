@@ -10,7 +10,7 @@
 
 It prints the total, then each statement's text (its first 100 characters) with its time
 summed over its runs and how often it ran, costliest first. The per-statement figures of
-the README's "Where the time goes" come from this.
+the "Where the time goes" section of docs/performance.md come from this.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Dagster instance on a real PostgreSQL server: a real materialization of the pipeline stored there.
 
-The instance's dagster.yaml is docs/deploy/dagster.yaml (the one the README shows) with
+The instance's dagster.yaml is docs/deploy/dagster.yaml (the one docs/guides/scale-out.md shows) with
 its connection pointed at a server the session starts itself (tests/pg_server.py).
 """
 
@@ -398,7 +398,7 @@ def test_the_services_of_docs_deploy_share_one_postgres_instance(postgres_server
     assert built.returncode == 0, built.stderr
     assert "build 2 published" in built.stdout
 
-    # The README's `dagster schedule start` keeps the schedule's state in PostgreSQL too.
+    # The scale-out guide's `dagster schedule start` keeps the schedule's state in PostgreSQL too.
     started = subprocess.run(
         [
             str(layout.programs / "dagster"),

@@ -117,7 +117,7 @@ class PoolReport:
         return sum(self.returned.values())
 
     def to_json(self) -> dict[str, Any]:
-        """The `pool_runs.report` object (key names documented in the README)."""
+        """The `pool_runs.report` object (key names documented in docs/concepts/pooling.md)."""
         return {
             "build_id": self.build_id,
             "rankers": list(self.rankers),

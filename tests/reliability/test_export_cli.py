@@ -15,7 +15,7 @@ import pytest
 from tests.reliability.contract import contract_fingerprint
 from tests.reliability.harness import copy_world, corpus_v1, corpus_v2, killed, ok
 
-# Contract section 5's manifest fields, and the ones the README adds.
+# Contract section 5's manifest fields, and the ones goldenset/export.py adds.
 MANIFEST_FIELDS = {
     "build_id",
     "built_at",

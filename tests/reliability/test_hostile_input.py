@@ -147,7 +147,7 @@ CORRUPT_FILE = _gz(CORRUPT_GOOD) + bytes(_second)
 
 
 def _line_by_line(data: bytes) -> tuple[list[bytes], str]:
-    """What Python's gzip module yields line by line before it fails (the README's rule)."""
+    """What Python's gzip module yields line by line before it fails (the rule in docs/reference/decisions.md)."""
     out = []
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
