@@ -1,0 +1,231 @@
+"""Spans and annotations to contract lines: serves (section 1), verdicts, judge label lines (8.3).
+
+One retriever span is one serve. Decisions (contract section 14 holds them all):
+
+- A span is a retriever span when `openinference.span.kind` is `RETRIEVER` or
+  `gen_ai.operation.name` is `retrieval`; other spans are skipped and counted.
+- serve_id is `<trace_id>-<span_id>` (lowercase hex): unique across traces, stable
+  across re-imports.
+- Documents are read from flattened keys `retrieval.documents.<i>.document.<field>`,
+  from a list at `retrieval.documents` (a JSON string or a list of objects), or from
+  `gen_ai.retrieval.documents` (a JSON array of objects with `id`, `score`); the
+  position in that order is the rank - 1.
+- An item whose version neither its metadata nor a snapshot gives is rejected alone
+  (`unknown_document_version`); the serve keeps the others, and a serve left with
+  none is rejected whole. A verdict on a rejected item is rejected with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from goldenset.traces.mapping import Mapping
+from goldenset.traces.spans import Annotation, Span
+
+RETRIEVER_KIND = "RETRIEVER"
+VersionLookup = Callable[[str, datetime], str | None]
+
+
+class Reject(Exception):
+    """A span, item or annotation that becomes a quarantine row."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Item:
+    doc_id: str
+    doc_version: str
+    channel: str
+    rank: int | None
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Serve:
+    serve_id: str
+    span_id: str
+    ts: datetime
+    project: str
+    task: str
+    session_id: str | None
+    items: tuple[Item, ...]
+    # position in the span's document list -> doc_id (None for a rejected item)
+    positions: tuple[str | None, ...]
+
+    def line(self) -> dict[str, Any]:
+        items = []
+        for it in self.items:
+            d: dict[str, Any] = {"doc_id": it.doc_id, "doc_version": it.doc_version, "channel": it.channel}
+            if it.rank is not None:
+                d["rank"] = it.rank
+            if it.score is not None:
+                d["score"] = it.score
+            items.append(d)
+        out: dict[str, Any] = {"event": "serve", "serve_id": self.serve_id, "ts": contract_ts(self.ts)}
+        out.update(project=self.project, task=self.task, items=items, span_id=self.span_id)
+        if self.session_id is not None:
+            out["session_id"] = self.session_id
+        return out
+
+
+def contract_ts(ts: datetime) -> str:
+    """UTC with microseconds and Z: the contract's ts pattern, exact to what spans carry."""
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def is_retriever(span: Span) -> bool:
+    a = span.attributes
+    kind = a.get("openinference.span.kind")
+    return (isinstance(kind, str) and kind.upper() == RETRIEVER_KIND) or a.get("gen_ai.operation.name") == "retrieval"
+
+
+def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[Serve, list[Reject]]:
+    """The serve of a retriever span, and the items rejected from it; Reject for the whole span."""
+    a = span.attributes
+    task = a.get("input.value", a.get("gen_ai.retrieval.query.text"))
+    if task is None:
+        raise Reject("missing_field", f"span {span.span_id} has no query (input.value or gen_ai.retrieval.query.text)")
+    if not isinstance(task, str) or not task.strip():
+        raise Reject("invalid_field", f"span {span.span_id}'s query {task!r} is not a non-blank string")
+    project = _text(a.get(mapping.project.attribute)) or _text(span.resource.get(mapping.project.attribute))
+    project = project or mapping.project.default
+    if project is None:
+        raise Reject(
+            "missing_field",
+            f"span {span.span_id} has no {mapping.project.attribute} attribute and the mapping sets no project.default",
+        )
+    session = _text(a.get(mapping.session_attribute))
+    docs = documents(a)
+    if not docs:
+        raise Reject("missing_field", f"span {span.span_id} has no retrieval documents")
+    items: list[Item] = []
+    positions: list[str | None] = []
+    rejects: list[Reject] = []
+    seen: set[str] = set()
+    for pos, d in enumerate(docs):
+        doc_id = d.get("id")
+        if doc_id is None or doc_id == "":
+            raise Reject("missing_field", f"span {span.span_id}: document {pos} has no id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            raise Reject("invalid_field", f"span {span.span_id}: document {pos} id {doc_id!r} is not a string")
+        doc_id = str(doc_id)
+        if doc_id in seen:
+            raise Reject("invalid_field", f"span {span.span_id}: document {doc_id!r} appears twice")
+        seen.add(doc_id)
+        meta = _metadata(d.get("metadata"), span.span_id, pos)
+        version = _text(meta.get(mapping.doc_version_key)) or lookup(doc_id, span.start)
+        if version is None:
+            rejects.append(
+                Reject(
+                    "unknown_document_version",
+                    f"span {span.span_id}: document {doc_id!r} has no metadata {mapping.doc_version_key!r} and no "
+                    f"corpus snapshot loaded by {contract_ts(span.start)} holds it",
+                )
+            )
+            positions.append(None)
+            continue
+        always = mapping.always is not None and meta.get(mapping.always.key) in mapping.always.values
+        score = d.get("score")
+        score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        items.append(Item(doc_id, version, "always" if always else "ranked", None if always else pos + 1, score))
+        positions.append(doc_id)
+    if not items:
+        raise Reject("unknown_document_version", f"span {span.span_id}: no document has a known version")
+    serve = Serve(
+        f"{span.trace_id}-{span.span_id}",
+        span.span_id,
+        span.start,
+        project,
+        task,
+        session,
+        tuple(items),
+        tuple(positions),
+    )
+    return serve, rejects
+
+
+def _text(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return str(v)
+    return v if isinstance(v, str) and v != "" else None
+
+
+def _metadata(meta: Any, span_id: str, pos: int) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            raise Reject("invalid_field", f"span {span_id}: document {pos} metadata is not JSON") from None
+    if not isinstance(meta, dict):
+        raise Reject("invalid_field", f"span {span_id}: document {pos} metadata is not an object")
+    return meta
+
+
+def documents(a: dict[str, Any]) -> list[dict[str, Any]]:
+    """The span's documents in order as {id, score, metadata, content}, whatever the attribute layout."""
+    flat: dict[int, dict[str, Any]] = {}
+    prefix = "retrieval.documents."
+    for key, value in a.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix) :].partition(".")
+        if not index.isdigit() or not rest.startswith("document."):
+            raise Reject("invalid_field", f"attribute {key} is not retrieval.documents.<i>.document.<field>")
+        flat.setdefault(int(index), {})[rest.removeprefix("document.")] = value
+    if flat:
+        return [flat[i] for i in sorted(flat)]
+    for key, inner in (("retrieval.documents", "document."), ("gen_ai.retrieval.documents", "")):
+        value = a.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise Reject("invalid_field", f"attribute {key} is not a JSON array") from None
+        if not isinstance(value, list) or not all(isinstance(d, dict) for d in value):
+            raise Reject("invalid_field", f"attribute {key} is not an array of objects")
+        out = []
+        for d in value:
+            d = _flat(d)
+            out.append({k.removeprefix(inner): v for k, v in d.items()} if inner else d)
+        return out
+    return []
+
+
+def _flat(d: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k in ("document",):
+            out.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
+def verdict_of(ann: Annotation, mapping: Mapping) -> str:
+    """The verdict an annotation maps to; Reject `unknown_label` when nothing maps it."""
+    rules = mapping.verdicts
+    if ann.label is not None and ann.label in rules.labels:
+        return rules.labels[ann.label]
+    if ann.score is not None:
+        for rule in rules.scores:
+            if ann.score >= rule.min:
+                return rule.verdict
+    raise Reject(
+        "unknown_label",
+        f"annotation {ann.name!r} label {ann.label!r} score {ann.score!r} maps to no verdict; "
+        "add it to verdicts.labels or verdicts.scores in the mapping",
+    )

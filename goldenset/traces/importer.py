@@ -1,0 +1,320 @@
+"""`goldenset traces import`: span files in, contract lines out, rejects into the quarantine.
+
+Where the lines go: `LOGS/dt=<day of the span's start, UTC>/traces.jsonl` holds every
+serve imported for that day and its verdicts (a verdict sits with its serve), and
+`LABELS/dt=<day>/traces-judge.jsonl` the judge label lines. Each import merges into
+those files by key (a serve by serve_id; a verdict by serve, document, annotation name
+and annotator kind; a judge line by annotator, query, document and annotation name),
+the newer import's line replacing the older, and writes them in a fixed order. So the
+same spans imported twice write the same bytes (a file left unchanged is not touched,
+and so not re-ingested), and a span or annotation re-sent with new content converges
+to it, whichever file carried it.
+
+Where the rejects go: into the warehouse's `trace_rejects` (listed by `goldenset
+rejects` as `traces/<input file>`), replaced for each input file the import read.
+They never count toward the serve log's rejected share: no log line was written for
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from goldenset.errors import InputError, UsageError
+from goldenset.records import normalise_task, query_id
+from goldenset.traces.convert import Reject, Serve, contract_ts, is_retriever, to_serve, verdict_of
+from goldenset.traces.mapping import Mapping
+from goldenset.traces.spans import Annotation, Bad, Record, Span, input_files, read_records
+from goldenset.warehouse import transaction
+
+FORMATS = ("otlp-json", "openinference")
+LOG_FILE = "traces.jsonl"
+JUDGE_FILE = "traces-judge.jsonl"
+
+
+@dataclass
+class ImportResult:
+    """What one import read and wrote."""
+
+    files_read: int = 0
+    spans_read: int = 0
+    spans_skipped: int = 0  # not retriever spans
+    serves: int = 0
+    verdicts: int = 0
+    judge_labels: int = 0
+    annotations_skipped: Counter = field(default_factory=Counter)  # by why: kind or no document named
+    rejected: Counter = field(default_factory=Counter)  # by reason
+    files_written: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files_read": self.files_read,
+            "spans_read": self.spans_read,
+            "spans_skipped": self.spans_skipped,
+            "serves": self.serves,
+            "verdicts": self.verdicts,
+            "judge_labels": self.judge_labels,
+            "annotations_skipped": dict(sorted(self.annotations_skipped.items())),
+            "rejected": dict(sorted(self.rejected.items())),
+            "files_written": self.files_written,
+        }
+
+
+@dataclass(frozen=True)
+class _RejectRow:
+    source_file: str
+    line: int | None
+    reason: str
+    detail: str
+    raw: str | None
+
+
+class SnapshotVersions:
+    """The version the corpus snapshot in force at a time gave a document (contract 14).
+
+    In force at t: the latest successful corpus load at or before t. A span older than
+    every load has no snapshot in force: its documents need the version in metadata.
+    """
+
+    def __init__(self, con):
+        self.con = con
+        self.loads = con.execute("SELECT loaded_at, content_sha256 FROM corpus_loads ORDER BY loaded_at").fetchall()
+        self.cache: dict[tuple[str, str], str | None] = {}
+
+    def __call__(self, doc_id: str, at: datetime) -> str | None:
+        naive = at.astimezone(UTC).replace(tzinfo=None)
+        sha = None
+        for loaded_at, content in self.loads:
+            if loaded_at > naive:
+                break
+            sha = content
+        if sha is None:
+            return None
+        key = (sha, doc_id)
+        if key not in self.cache:
+            rows = self.con.execute(
+                "SELECT version FROM corpus_documents WHERE content_sha256 = ? AND doc_id = ?", [sha, doc_id]
+            ).fetchall()
+            self.cache[key] = rows[0][0] if rows else None
+        return self.cache[key]
+
+
+def import_traces(
+    con,
+    path: Path,
+    fmt: str,
+    mapping: Mapping,
+    logs: Path,
+    labels: Path | None = None,
+    now: datetime | None = None,
+) -> ImportResult:
+    """Read span files at `path`, write contract lines under `logs` (and `labels`), quarantine the rest."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    files = input_files(Path(path))
+    if not files:
+        raise InputError(f"no span files at {path}: give a .jsonl, .json or .parquet file, or a folder holding them")
+    if mapping.judge is not None and labels is None:
+        raise UsageError("the mapping has judge: rules, so give --labels for the judge label lines")
+    result = ImportResult(files_read=len(files))
+    rejects: list[_RejectRow] = []
+    spans: dict[tuple[str, str], tuple[Record, Span]] = {}
+    annotations: list[tuple[Record, Annotation]] = []
+    for name, file in files:
+        for rec in read_records(name, file, fmt):
+            if isinstance(rec.item, Bad):
+                rejects.append(_RejectRow(name, rec.line, rec.item.reason, rec.item.detail, rec.raw))
+            elif isinstance(rec.item, Span):
+                result.spans_read += 1
+                # A span re-sent later in the input replaces the earlier copy.
+                spans[(rec.item.trace_id, rec.item.span_id)] = (rec, rec.item)
+            else:
+                annotations.append((rec, rec.item))
+    lookup = SnapshotVersions(con)
+    serves: dict[str, Serve] = {}
+    by_span: dict[str, list[Serve]] = {}
+    non_retriever: set[str] = set()
+    for rec, span in spans.values():
+        if not is_retriever(span):
+            result.spans_skipped += 1
+            non_retriever.add(span.span_id)
+            continue
+        try:
+            serve, item_rejects = to_serve(span, mapping, lookup)
+        except Reject as r:
+            rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
+            continue
+        rejects += [_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw) for r in item_rejects]
+        serves[serve.serve_id] = serve
+        by_span.setdefault(serve.span_id, []).append(serve)
+    verdict_lines: dict[tuple, tuple[str, dict]] = {}
+    judge_lines: dict[tuple, tuple[str, dict]] = {}
+    for rec, ann in annotations:
+        try:
+            out = _annotation_line(ann, by_span, non_retriever, mapping)
+        except Reject as r:
+            rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
+            continue
+        if isinstance(out, str):
+            result.annotations_skipped[out] += 1
+            continue
+        kind, day, key, line = out
+        (verdict_lines if kind == "verdict" else judge_lines)[key] = (day, line)
+    result.serves = len(serves)
+    result.verdicts = len(verdict_lines)
+    result.judge_labels = len(judge_lines)
+    serve_lines = {("serve", s.serve_id): (s.ts.strftime("%Y-%m-%d"), s.line()) for s in serves.values()}
+    result.files_written += _merge(Path(logs), LOG_FILE, {**serve_lines, **verdict_lines})
+    if judge_lines and labels is not None:
+        result.files_written += _merge(Path(labels), JUDGE_FILE, judge_lines)
+    _store_rejects(con, [name for name, _ in files], rejects, now or datetime.now(UTC))
+    result.rejected = Counter(r.reason for r in rejects)
+    return result
+
+
+def _annotation_line(
+    ann: Annotation, by_span: dict[str, list[Serve]], non_retriever: set[str], mapping: Mapping
+) -> tuple[str, str, tuple, dict] | str:
+    """("verdict" | "label", day, key, line) for an annotation, or why it was skipped."""
+    candidates = by_span.get(ann.span_id, [])
+    if len(candidates) != 1:
+        if ann.span_id in non_retriever:
+            return "not_a_retriever_span"
+        why = "is not among the imported retriever spans" if not candidates else "matches spans of several traces"
+        raise Reject("unknown_span", f"annotation {ann.name!r}: span {ann.span_id} {why}")
+    serve = candidates[0]
+    if ann.position is not None:
+        if ann.position >= len(serve.positions):
+            raise Reject(
+                "invalid_field",
+                f"annotation {ann.name!r}: document_position {ann.position} but span {ann.span_id} has "
+                f"{len(serve.positions)} documents",
+            )
+        doc_id = serve.positions[ann.position]
+        if doc_id is None:
+            raise Reject(
+                "unknown_document_version",
+                f"annotation {ann.name!r}: document {ann.position} of span {ann.span_id} was rejected (no version)",
+            )
+    elif ann.document_id is not None:
+        if ann.document_id not in serve.positions:
+            raise Reject("invalid_field", f"annotation {ann.name!r} names document {ann.document_id!r} not in the span")
+        doc_id = ann.document_id
+    else:
+        return "names_no_document"
+    day = serve.ts.strftime("%Y-%m-%d")
+    if ann.kind in mapping.verdicts.kinds and (not mapping.verdicts.names or ann.name in mapping.verdicts.names):
+        if ann.ts is None:
+            raise Reject("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
+        v = verdict_of(ann, mapping)
+        line = {
+            "event": "verdict",
+            "serve_id": serve.serve_id,
+            "doc_id": doc_id,
+            "verdict": v,
+            "ts": contract_ts(ann.ts),
+        }
+        line.update(annotation=ann.name, annotator_kind=ann.kind)
+        return "verdict", day, ("verdict", serve.serve_id, doc_id, ann.name, ann.kind), line
+    judge = mapping.judge
+    if ann.kind == "LLM" and judge is not None and (not judge.names or ann.name in judge.names):
+        if ann.ts is None:
+            raise Reject("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
+        if ann.label not in judge.labels:
+            raise Reject("unknown_label", f"LLM annotation {ann.name!r} label {ann.label!r} is not in judge.labels")
+        label = judge.labels[ann.label]
+        item = next(it for it in serve.items if it.doc_id == doc_id)
+        qid = query_id(serve.project, normalise_task(serve.task))
+        line = {
+            "event": "label",
+            "query_id": qid,
+            "doc_id": doc_id,
+            "doc_version": item.doc_version,
+            "label": label,
+            "decided_by": judge.decided_by[label],
+            "annotator": judge.annotator,
+            "rubric": judge.rubric,
+            "ts": contract_ts(ann.ts),
+            "kind": "judge",
+            "annotation": ann.name,
+        }
+        return "label", day, ("label", judge.annotator, qid, doc_id, ann.name), line
+    return f"annotator_kind_{ann.kind}"
+
+
+def _key_of(line: dict) -> tuple | None:
+    """The merge key of a line this module wrote (None for anything else, which is dropped)."""
+    ev = line.get("event")
+    if ev == "serve":
+        return ("serve", line.get("serve_id"))
+    if ev == "verdict":
+        return ("verdict", line.get("serve_id"), line.get("doc_id"), line.get("annotation"), line.get("annotator_kind"))
+    if ev == "label":
+        return ("label", line.get("annotator"), line.get("query_id"), line.get("doc_id"), line.get("annotation"))
+    return None
+
+
+def _order(item: tuple[tuple, dict]) -> tuple:
+    key, line = item
+    # Serves first, by time then id; then verdicts and labels by key (None sorts as "").
+    return (key[0] != "serve", line.get("ts", "") if key[0] == "serve" else "", tuple(str(k or "") for k in key))
+
+
+def _merge(root: Path, file_name: str, lines: dict[tuple, tuple[str, dict]]) -> list[str]:
+    """Merge `lines` (key -> (day, line)) into root/dt=<day>/file_name; the files whose bytes changed."""
+    by_day: dict[str, dict[tuple, dict]] = {}
+    for key, (day, line) in lines.items():
+        by_day.setdefault(day, {})[key] = line
+    written = []
+    for day in sorted(by_day):
+        target = root / f"dt={day}" / file_name
+        merged: dict[tuple, dict] = {}
+        if target.exists():
+            for text in target.read_text(encoding="utf-8").splitlines():
+                try:
+                    old: Any = json.loads(text) if text.strip() else None
+                except ValueError:
+                    old = None  # not a line this module wrote: the merge rewrites the file without it
+                old_key = _key_of(old) if isinstance(old, dict) else None
+                if old_key is not None:
+                    merged[old_key] = old
+        merged.update(by_day[day])
+        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for _, line in sorted(merged.items(), key=_order))
+        if target.exists() and target.read_text(encoding="utf-8") == body:
+            continue
+        _write_atomically(target, body)
+        written.append(target.relative_to(root).as_posix())
+    return written
+
+
+def _write_atomically(target: Path, body: str) -> None:
+    """Write through a temporary file and a rename, so an ingest never reads half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".traces-", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _store_rejects(con, names: Iterable[str], rejects: list[_RejectRow], now: datetime) -> None:
+    """Replace the quarantine rows of every input file read, in one transaction."""
+    at = now.astimezone(UTC).replace(tzinfo=None)
+    with transaction(con):
+        con.execute("DELETE FROM trace_rejects WHERE list_contains(?, source_file)", [list(names)])
+        if rejects:
+            con.executemany(
+                "INSERT INTO trace_rejects (source_file, line, reason, detail, raw, rejected_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [[r.source_file, r.line, r.reason, r.detail, r.raw, at] for r in rejects],
+            )

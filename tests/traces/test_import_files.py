@@ -1,0 +1,304 @@
+"""Hand-made span files of both formats, valid and not: the lines written, the rejects and their reasons."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from goldenset.errors import InputError, UsageError
+from goldenset.quarantine import list_rejects
+from goldenset.snapshots import snapshot_corpus
+from goldenset.traces.importer import import_traces
+from goldenset.traces.mapping import Mapping, load_mapping
+from goldenset.warehouse import connect
+from tests.helpers import doc, write_corpus
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def kv(key, value):
+    if isinstance(value, bool):
+        v = {"boolValue": value}
+    elif isinstance(value, int):
+        v = {"intValue": str(value)}
+    elif isinstance(value, float):
+        v = {"doubleValue": value}
+    else:
+        v = {"stringValue": value}
+    return {"key": key, "value": v}
+
+
+def otlp_span(span_id, attrs, start="1764324000000000000", trace=TRACE):
+    span = {"traceId": trace, "spanId": span_id, "name": "retrieve", "attributes": [kv(k, v) for k, v in attrs.items()]}
+    if start is not None:
+        span["startTimeUnixNano"] = start
+    return span
+
+
+def request(*spans, service="billing"):
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [kv("service.name", service)]},
+                "scopeSpans": [{"scope": {}, "spans": list(spans)}],
+            }
+        ]
+    }
+
+
+def oi_docs(*docs):
+    out = {"openinference.span.kind": "RETRIEVER", "input.value": "refund window?"}
+    for i, (doc_id, meta) in enumerate(docs):
+        if doc_id is not None:
+            out[f"retrieval.documents.{i}.document.id"] = doc_id
+        out[f"retrieval.documents.{i}.document.score"] = 0.9 - i / 10
+        if meta is not None:
+            out[f"retrieval.documents.{i}.document.metadata"] = meta if isinstance(meta, str) else json.dumps(meta)
+    return out
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    con = connect(tmp_path / "g.duckdb")
+    yield con
+    con.close()
+
+
+def lines(root: Path) -> list[dict]:
+    return [json.loads(x) for p in sorted(root.rglob("*.jsonl")) for x in p.read_text().splitlines()]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_bad_otlp_spans_are_quarantined_with_their_reasons_and_the_rest_imported(tmp_path, warehouse):
+    good = otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"}), ("b", {"version": "2"})))
+    rows = [
+        request(good),
+        "{not json",
+        "[1, 2]",
+        request(otlp_span("", oi_docs(("a", {"version": "1"})))),
+        request(otlp_span("00f067aa0ba902b8", oi_docs((None, {"version": "1"})))),
+        request(otlp_span("00f067aa0ba902b9", oi_docs(("a", "{version")))),
+        request(otlp_span("00f067aa0ba902ba", oi_docs(("a", {"version": "1"})), start=None)),
+        request(otlp_span("00f067aa0ba902bb", oi_docs(("c", {})))),
+        request(otlp_span("zz", oi_docs(("a", {"version": "1"})))),
+    ]
+    f = write_jsonl(tmp_path / "in" / "export.jsonl", rows)
+    result = import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert result.serves == 1
+    out = lines(tmp_path / "logs")
+    assert out == [
+        {
+            "event": "serve",
+            "serve_id": f"{TRACE}-00f067aa0ba902b7",
+            "ts": "2025-11-28T10:00:00.000000Z",
+            "project": "billing",
+            "task": "refund window?",
+            "items": [
+                {"doc_id": "a", "doc_version": "1", "channel": "ranked", "rank": 1, "score": 0.9},
+                {"doc_id": "b", "doc_version": "2", "channel": "ranked", "rank": 2, "score": 0.8},
+            ],
+            "span_id": "00f067aa0ba902b7",
+        }
+    ]
+    assert (tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl").exists()
+    rejects, total = list_rejects(warehouse, limit=None)
+    assert [(r.source_file, r.line, r.reason) for r in rejects] == [
+        ("traces/export.jsonl", 2, "invalid_json"),
+        ("traces/export.jsonl", 3, "not_an_object"),
+        ("traces/export.jsonl", 4, "missing_field"),
+        ("traces/export.jsonl", 5, "missing_field"),
+        ("traces/export.jsonl", 6, "invalid_field"),
+        ("traces/export.jsonl", 7, "missing_field"),
+        ("traces/export.jsonl", 8, "unknown_document_version"),
+        ("traces/export.jsonl", 9, "invalid_field"),
+    ]
+    assert total == 8 and "no id" in rejects[3].detail and "metadata is not JSON" in rejects[4].detail
+
+
+def test_reimporting_the_same_spans_writes_the_same_bytes_and_replaces_the_rejects(tmp_path, warehouse):
+    f = write_jsonl(
+        tmp_path / "export.jsonl",
+        [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"})))), "{bad"],
+    )
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    target = tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl"
+    first, mtime = target.read_bytes(), target.stat().st_mtime_ns
+    again = import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert target.read_bytes() == first and target.stat().st_mtime_ns == mtime and again.files_written == []
+    assert list_rejects(warehouse)[1] == 1
+
+
+def test_a_span_resent_with_new_content_in_another_file_converges_to_the_latest(tmp_path, warehouse):
+    v1 = write_jsonl(tmp_path / "a.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"}))))])
+    v2 = write_jsonl(tmp_path / "b.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "2"}))))])
+    other = write_jsonl(
+        tmp_path / "c.jsonl", [request(otlp_span("00f067aa0ba902c0", oi_docs(("z", {"version": "9"}))))]
+    )
+    for f in (v1, other, v2):
+        import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    out = lines(tmp_path / "logs")
+    assert [(s["serve_id"][-4:], s["items"][0]["doc_version"]) for s in out] == [("02b7", "2"), ("02c0", "9")]
+
+
+def test_versions_come_from_the_snapshot_in_force_at_the_span_time(tmp_path, warehouse):
+    old = write_corpus(tmp_path / "old.jsonl", [doc("a", "1"), doc("b", "1")])
+    new = write_corpus(tmp_path / "new.jsonl", [doc("a", "2"), doc("b", "1")])
+    snapshot_corpus(warehouse, old, now=datetime(2025, 11, 1))
+    snapshot_corpus(warehouse, new, now=datetime(2025, 11, 28, 10, 0, 1))  # one second after the span
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {}), ("b", None))))])
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert [i["doc_version"] for i in lines(tmp_path / "logs")[0]["items"]] == ["1", "1"]
+
+
+def test_gen_ai_retrieval_spans_read_the_json_array_of_documents(tmp_path, warehouse):
+    attrs = {
+        "gen_ai.operation.name": "retrieval",
+        "gen_ai.retrieval.query.text": "reset a password",
+        "gen_ai.retrieval.documents": json.dumps(
+            [
+                {"id": "kb-1", "score": 0.7, "metadata": {"version": "4"}},
+                {"id": "kb-2", "score": 0.5, "metadata": {"version": "1"}},
+            ]
+        ),
+        "project": "helpdesk",
+    }
+    f = write_jsonl(tmp_path / "g.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
+    mapping = Mapping.model_validate({"project": {"attribute": "project"}})
+    import_traces(warehouse, f, "otlp-json", mapping, tmp_path / "logs", now=NOW)
+    [s] = lines(tmp_path / "logs")
+    assert s["project"] == "helpdesk" and s["task"] == "reset a password"
+    assert [(i["doc_id"], i["doc_version"], i["rank"]) for i in s["items"]] == [("kb-1", "4", 1), ("kb-2", "1", 2)]
+
+
+PHOENIX_SPAN = {
+    "name": "retrieve",
+    "span_kind": "RETRIEVER",
+    "context.span_id": "5e1c0b2a9d3f4e67",
+    "context.trace_id": "7f3e2d1c0b9a8f7e6d5c4b3a29180716",
+    "start_time": "2026-11-30T08:15:00.123456+00:00",
+    "attributes.input.value": "Which plan includes SSO?",
+    "attributes.retrieval.documents": [
+        {"document.id": "plan-ent", "document.score": 0.8, "document.metadata": {"version": "5", "pinned": "yes"}},
+        {"document.id": "plan-pro", "document.score": 0.6, "document.metadata": {"version": "3"}},
+    ],
+}
+
+
+def phoenix_annotations():
+    base = {"span_id": "5e1c0b2a9d3f4e67", "name": "relevance", "annotator_kind": "HUMAN"}
+    return [
+        {**base, "document_position": 0, "label": "relevant", "score": 1, "updated_at": "2026-11-30T09:00:00Z"},
+        {**base, "document_position": 1, "label": "meh", "score": None, "updated_at": "2026-11-30T09:00:00Z"},
+        {**base, "document_position": 5, "label": "relevant", "updated_at": "2026-11-30T09:00:00Z"},
+        {
+            **base,
+            "span_id": "ffffffffffffffff",
+            "document_position": 0,
+            "label": "relevant",
+            "updated_at": "2026-11-30T09:00:00Z",
+        },
+        {
+            **base,
+            "document_position": 1,
+            "label": "irrelevant",
+            "annotator_kind": "LLM",
+            "updated_at": "2026-11-30T09:00:00Z",
+        },
+        {**base, "document_position": None, "label": "relevant", "updated_at": "2026-11-30T09:00:00Z"},
+    ]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_phoenix_span_table_and_its_document_annotations_become_serves_and_verdicts(tmp_path, warehouse, suffix):
+    folder = tmp_path / "phoenix"
+    folder.mkdir()
+    if suffix == ".jsonl":
+        write_jsonl(folder / "spans.jsonl", [PHOENIX_SPAN])
+        write_jsonl(folder / "annotations.jsonl", phoenix_annotations())
+    else:
+        pq.write_table(
+            pa.Table.from_pylist([{**PHOENIX_SPAN, "start_time": datetime(2026, 11, 30, 8, 15, 0, 123456)}]),
+            folder / "spans.parquet",
+        )
+        pq.write_table(pa.Table.from_pylist(phoenix_annotations()), folder / "annotations.parquet")
+    mapping = Mapping.model_validate({"project": {"default": "sales"}, "always": {"key": "pinned", "values": ["yes"]}})
+    result = import_traces(warehouse, folder, "openinference", mapping, tmp_path / "logs", now=NOW)
+    serve, verdict = lines(tmp_path / "logs")
+    assert serve["ts"] == "2026-11-30T08:15:00.123456Z" and serve["project"] == "sales"
+    assert serve["items"] == [
+        {"doc_id": "plan-ent", "doc_version": "5", "channel": "always", "score": 0.8},
+        {"doc_id": "plan-pro", "doc_version": "3", "channel": "ranked", "rank": 2, "score": 0.6},
+    ]
+    assert (verdict["doc_id"], verdict["verdict"], verdict["ts"]) == (
+        "plan-ent",
+        "helped",
+        "2026-11-30T09:00:00.000000Z",
+    )
+    assert dict(result.annotations_skipped) == {"annotator_kind_LLM": 1, "names_no_document": 1}
+    reasons = [(r.source_file, r.line, r.reason) for r in list_rejects(warehouse)[0]]
+    ann = "traces/annotations" + suffix
+    assert reasons == [(ann, 2, "unknown_label"), (ann, 3, "invalid_field"), (ann, 4, "unknown_span")]
+
+
+def test_the_judge_rule_writes_llm_annotations_as_judge_label_lines_not_verdicts(tmp_path, warehouse):
+    folder = tmp_path / "phoenix"
+    write_jsonl(folder / "spans.jsonl", [PHOENIX_SPAN])
+    write_jsonl(folder / "annotations.jsonl", phoenix_annotations()[4:5])
+    mapping = Mapping.model_validate(
+        {
+            "project": {"default": "sales"},
+            "judge": {
+                "rubric": "support-policies",
+                "annotator": "phoenix-llm",
+                "labels": {"irrelevant": "irrelevant"},
+                "decided_by": {"irrelevant": "answerability"},
+            },
+        }
+    )
+    result = import_traces(warehouse, folder, "openinference", mapping, tmp_path / "logs", tmp_path / "labels", now=NOW)
+    assert result.verdicts == 0 and result.judge_labels == 1
+    [label] = lines(tmp_path / "labels")
+    assert label["kind"] == "judge" and label["doc_id"] == "plan-pro" and label["doc_version"] == "3"
+    # Contract section 3's query_id, computed here by hand.
+    qid = hashlib.sha256(b"sales\x1fwhich plan includes sso?").hexdigest()[:16]
+    assert label["query_id"] == qid and label["label"] == "irrelevant" and label["decided_by"] == "answerability"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("verdicts:\n  kinds: [LLM]\n", "verdicts.kinds: LLM annotations are never verdicts"),
+        (
+            "verdicts:\n  labels: {relevant: great}\n",
+            "verdicts.labels.relevant: Input should be 'helped', 'noise' or 'wrong'",
+        ),
+        ("projekt: x\n", "projekt: unknown key"),
+        ("- a\n", "must hold a mapping of keys"),
+        ("a: [\n", "is not valid YAML at line 2"),
+    ],
+)
+def test_a_bad_mapping_file_is_one_line_naming_the_field(tmp_path, text, message):
+    f = tmp_path / "mapping.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_mapping(f)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_unknown_format_and_missing_input_are_clear(tmp_path, warehouse):
+    with pytest.raises(UsageError, match="--format must be one of otlp-json, openinference"):
+        import_traces(warehouse, tmp_path, "zipkin", Mapping(), tmp_path / "logs")
+    with pytest.raises(InputError, match="no span files at"):
+        import_traces(warehouse, tmp_path / "nothing", "otlp-json", Mapping(), tmp_path / "logs")
