@@ -49,9 +49,9 @@ def _age_days(warehouse: WarehouseResource) -> float:
 
 def _options(text: str) -> dict:
     # Same rule as the CLI's --retriever-config: empty, or a JSON object.
-    from goldenset.bench.cli import _parse_json_object
+    from goldenset.bench.retriever import parse_retriever_config
 
-    return _parse_json_object(text, "retriever_config")
+    return parse_retriever_config(text, "retriever_config")
 
 
 def _inline_plot(markdown: str, report: Path) -> str:

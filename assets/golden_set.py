@@ -7,8 +7,8 @@ import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
-from goldenset.build import TRIGGERS, BuildResult, FunnelStep, build_golden_set
-from goldenset.builds import load_build
+from goldenset.build import TRIGGERS, BuildResult, build_golden_set
+from goldenset.builds import FunnelStep, load_build
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
 from goldenset.errors import BuildBlocked
 from goldenset.export import export_build

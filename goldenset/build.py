@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from goldenset import delta, failpoints, history
-from goldenset.builds import BuildRecord, latest_build_or_none
+from goldenset.builds import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.ingest import utcnow
@@ -34,14 +34,6 @@ from goldenset.warehouse import checkpoint_after
 
 TRIGGERS = ("schedule", "reindex", "manual")
 STEPS = ("judged", "always_served", "retired", "repeats", "no_positive")
-
-
-@dataclass(frozen=True)
-class FunnelStep:
-    step: str
-    judgments_dropped: int
-    judgments_left: int
-    units_left: int
 
 
 @dataclass

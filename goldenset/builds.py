@@ -39,6 +39,16 @@ COUNT_FIELDS = (
 
 
 @dataclass(frozen=True)
+class FunnelStep:
+    """One step of a build's filter funnel: what it dropped and what was left after it."""
+
+    step: str
+    judgments_dropped: int
+    judgments_left: int
+    units_left: int
+
+
+@dataclass(frozen=True)
 class BuildRecord:
     """One committed build (contract section 4, `golden_builds`)."""
 

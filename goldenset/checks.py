@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from goldenset.build import FunnelStep
-    from goldenset.builds import BuildRecord
+    from goldenset.builds import BuildRecord, FunnelStep
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from goldenset.build import FunnelStep
-from goldenset.builds import BuildRecord, load_build
+from goldenset.builds import BuildRecord, FunnelStep, load_build
 from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError
 from goldenset.export import build_manifest

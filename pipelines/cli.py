@@ -1,8 +1,9 @@
 """The installed `goldenset` program: the library's commands plus `build` and `demo`.
 
 `build` and `demo` run the Dagster jobs in-process against the instance the UI
-shows, so they live here, in the orchestration package; every other command is
-`goldenset.cli`'s and needs no Dagster.
+shows, so they live here, in the orchestration package, and join the program
+through the library's one hook, `create_app(register=...)`; every other command
+is `goldenset.cli`'s and needs no Dagster.
 """
 
 from __future__ import annotations
@@ -15,24 +16,15 @@ import typer
 
 from goldenset import settings
 from goldenset.checks import BuildChecks
-from goldenset.cli import app as library_app
-from goldenset.cli import err, out, print_status
-from goldenset.cli import main as run_app
-from goldenset.commands.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
+from goldenset.cli.app import create_app
+from goldenset.cli.app import main as run_app
+from goldenset.cli.golden import print_status
+from goldenset.cli.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import err, out
 from goldenset.labelling.merge import JudgeGate
 from goldenset.settings import resolve_paths
 
-app = typer.Typer(
-    name="goldenset",
-    help=library_app.info.help,
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
-
-@app.command()
 def build(
     logs: LogsOpt = None,
     corpus: CorpusOpt = None,
@@ -91,7 +83,6 @@ def build(
     print_status(result.status, title=f"build {result.status.build.build_id} published")
 
 
-@app.command()
 def demo(
     root: Annotated[
         Path | None, typer.Option("--dir", help="Where the sample data and warehouse go (default: the goldenset home).")
@@ -109,9 +100,13 @@ def demo(
     typer.echo(summary.epilogue)
 
 
-# build and demo first, then the library's commands and groups (status, rejects, export, bench, ...).
-app.registered_commands += library_app.registered_commands
-app.registered_groups += library_app.registered_groups
+def register(app: typer.Typer) -> None:
+    """Add `build` and `demo`; they come first in `--help`, before the library's commands and groups."""
+    app.command()(build)
+    app.command()(demo)
+
+
+app = create_app(register)
 
 
 def main(argv: list[str] | None = None) -> int:

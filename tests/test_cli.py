@@ -229,3 +229,18 @@ def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, ca
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_version_is_the_packaged_version_from_pyproject(capsys):
+    import tomllib
+
+    import goldenset
+
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert goldenset.__version__ == expected
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"goldenset {expected}\n"
+    installed = subprocess.run(
+        [sys.executable, "-m", "goldenset", "--version"], capture_output=True, text=True, check=True
+    )
+    assert installed.stdout == f"goldenset {expected}\n"

@@ -102,3 +102,82 @@ def test_every_dagster_context_a_test_builds_is_closed_by_a_with_block():
         if (lines := bare_context_builders(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the modules of `sources` it imports, at any depth of the file (inside functions and
+    `if TYPE_CHECKING:` blocks too: a cycle a lazy import hides is still a cycle)."""
+    graph: dict[str, set[str]] = {name: set() for name in sources}
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                # The library imports absolutely; a relative import would escape this graph.
+                assert node.level == 0, f"{name} line {node.lineno}: relative import"
+                base = node.module or ""
+                # `from package import module` imports the module; `from module import name` the module.
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in sources else base for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in sources and t != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_the_cycle_check_finds_a_lazy_and_a_type_only_cycle_and_passes_a_chain():
+    sources = {
+        "pkg.a": "def f():\n    from pkg.b import g\n",
+        "pkg.b": "from pkg import c\n",
+        "pkg.c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import f\n",
+        "pkg.d": "import pkg.a\n",
+    }
+    assert import_cycles(import_graph(sources)) == [["pkg.a", "pkg.b", "pkg.c"]]
+    del sources["pkg.c"]
+    assert import_cycles(import_graph(sources)) == []
+
+
+def test_no_import_cycle_inside_the_library():
+    library = ROOT / "goldenset"
+    sources = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path.read_text(
+            encoding="utf-8"
+        )
+        for path in sorted(library.rglob("*.py"))
+    }
+    assert len(sources) > 30
+    assert import_cycles(import_graph(sources)) == []

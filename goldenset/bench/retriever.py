@@ -25,6 +25,7 @@ retriever; the reference is `goldenset.bench.reference:hybrid`.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,3 +159,16 @@ def probe_all(retriever, corpus: CorpusSnapshot) -> list[ComponentStatus]:
 def component_down(statuses: list[ComponentStatus]) -> ComponentDown:
     """One `COMPONENT DOWN: <name>: <reason>` line per component that is down."""
     return ComponentDown("\n".join(s.line for s in statuses if not s.up))
+
+
+def parse_retriever_config(text: str | None, option: str) -> dict:
+    """A retriever factory's options from their JSON text: empty means none, else a JSON object (`option` names the source)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} must be a JSON object, got {text!r} ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} must be a JSON object, got {text!r}")
+    return value

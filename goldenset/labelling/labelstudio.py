@@ -1,6 +1,6 @@
 """Label Studio in and out: tasks and a labelling config from the queue, label lines from an export.
 
-Out: `write_label_studio` (what `pool.export_queue` calls for `label-studio`) writes the labelling queue as a Label Studio tasks file (a JSON
+Out: `write_label_studio` (what `queue_export.export_queue` calls for `label-studio`) writes the labelling queue as a Label Studio tasks file (a JSON
 list of `{"data": {...}}`, in priority order) and, next to it as `FILE.config.xml`, a
 labelling config generated from the rubric: one pass/fail `Choices` per dimension (named
 after the dimension), a `Choices` named `decided-by` listing every dimension, and a

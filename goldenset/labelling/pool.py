@@ -648,23 +648,6 @@ class ExportResult:
     n_tasks: int
 
 
-EXPORT_FORMATS = ("jsonl", "label-studio")
-
-
-def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> ExportResult:
-    """Write the labelling queue for annotators: `jsonl` (one task a line, the rubric on each) or
-    `label-studio` (a tasks file plus FILE.config.xml). GoldensetError before the first pool."""
-    tasks = queue_tasks(con)
-    if fmt not in EXPORT_FORMATS:
-        raise UsageError(f"--format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    if fmt == "label-studio":
-        from goldenset.labelling.labelstudio import write_label_studio  # it builds on this module
-
-        return write_label_studio(tasks, out, rubric)
-    text = "".join(json.dumps(task_json(t, rubric), ensure_ascii=False) + "\n" for t in tasks)
-    return ExportResult((write_atomically(out, text),), len(tasks))
-
-
 def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
     """Write `text` to `path` through a temporary file and a rename, so a reader never sees half a file."""
     target = Path(path)

@@ -9,7 +9,7 @@ from bench_world import DATA, build_golden, days_ago
 from typer.testing import CliRunner
 
 from goldenset import warehouse
-from goldenset.bench.cli import bench_app
+from goldenset.cli.bench import app as bench_app
 from goldenset.errors import ComponentDown, GoldenSetTooOld, InputError, UsageError
 
 runner = CliRunner()

@@ -9,9 +9,9 @@ from bench_world import rebuild
 from typer.testing import CliRunner
 
 from goldenset import warehouse
-from goldenset.bench.cli import bench_app
 from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
+from goldenset.cli.bench import app as bench_app
 
 runner = CliRunner()
 LABELS_WARNING = "WARNING: the runs were measured against different golden builds"

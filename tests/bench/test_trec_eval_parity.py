@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 from goldenset import warehouse
 from goldenset.bench import metrics as M
 from goldenset.bench import trec
-from goldenset.bench.cli import bench_app
 from goldenset.bench.service import evaluate_run_file
+from goldenset.cli.bench import app as bench_app
 from goldenset.errors import InputError, UsageError
 
 # Ids that make byte order matter: case, digits before letters, prefixes, non-ASCII.

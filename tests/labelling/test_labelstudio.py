@@ -23,9 +23,9 @@ if str(HERE) not in sys.path:
 from pool_rankers import FIRST, Q1, Q2, SECOND, World, build_world  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
-from goldenset.cli import main  # noqa: E402
-from goldenset.commands.labels import app as labels_app  # noqa: E402
-from goldenset.commands.pool import app as pool_app  # noqa: E402
+from goldenset.cli.app import main  # noqa: E402
+from goldenset.cli.labels import app as labels_app  # noqa: E402
+from goldenset.cli.pool import app as pool_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
 from goldenset.labelling.labelstudio import (  # noqa: E402
     append_lines,
@@ -34,7 +34,8 @@ from goldenset.labelling.labelstudio import (  # noqa: E402
     label_file,
     label_studio_config,
 )
-from goldenset.labelling.pool import export_queue, run_pool  # noqa: E402
+from goldenset.labelling.pool import run_pool  # noqa: E402
+from goldenset.labelling.queue_export import export_queue  # noqa: E402
 from goldenset.labelling.rubric import load_rubric, parse_rubric  # noqa: E402
 
 RUBRIC_FILE = HERE.parent / "data" / "conformance" / "rubric.yaml"

@@ -17,8 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from goldenset.cli import main
-from goldenset.commands.label import app as label_app
+from goldenset.cli.app import main
+from goldenset.cli.label import app as label_app
 from goldenset.errors import DatabaseBusy, UsageError
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.page import LabelWriter, check_annotator, create_app, open_session
@@ -580,7 +580,7 @@ def test_serve_help_names_every_option():
 def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
     write_labels(world.labels, "2026-11-20", "x.jsonl", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
     code = (
-        "import sys\nfrom goldenset.cli import main\nfrom goldenset.commands.label import app\n"
+        "import sys\nfrom goldenset.cli.app import main\nfrom goldenset.cli.label import app\n"
         "sys.exit(main(sys.argv[1:], application=app))\n"
     )
     proc = subprocess.Popen(

@@ -22,8 +22,8 @@ for folder in (HERE, HERE.parent / "bench"):
 from pool_rankers import FAILING, FIRST, Q1, Q2, Q3, SECOND, World, build_world  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
-from goldenset.cli import main  # noqa: E402
-from goldenset.commands.pool import app as pool_app  # noqa: E402
+from goldenset.cli.app import main  # noqa: E402
+from goldenset.cli.pool import app as pool_app  # noqa: E402
 from goldenset.errors import GoldensetError, NoBuild, UsageError  # noqa: E402
 from goldenset.labelling.pool import queue_summary, run_pool  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from goldenset.commands.rubric import app
+from goldenset.cli.rubric import app
 from goldenset.labelling.rubric import RubricError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 `check FILE` prints the closure (`closed: N assignments, M labels`, or one line per
 assignment that matches no label or several) and exits 0 when closed, 1 when open. An
-invalid file raises RubricError, which goldenset/cli.py turns into "Error: ..." and exit 1.
+invalid file raises RubricError, which goldenset.cli.app turns into "Error: ..." and exit 1.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `goldenset pool` alone runs the pool over the latest build and prints its report (a table
 and the arithmetic, or `--json`); `goldenset pool export --out FILE` writes the queue for
 annotators, as JSON Lines or as Label Studio tasks plus a labelling config. Library errors
-propagate as GoldensetError subclasses; goldenset/cli.py turns them into "Error: ..." and
+propagate as GoldensetError subclasses; goldenset.cli.app turns them into "Error: ..." and
 the exit code (1: no build yet, a ranker that fails, an open or invalid rubric; 2: an
 unknown ranker or a bad option).
 """
@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt, RubricOpt, WaitOpt
+from goldenset.cli.options import DbOpt, RubricOpt, WaitOpt
 from goldenset.errors import NoBuild
 
 app = typer.Typer(
@@ -115,7 +115,7 @@ def export(
     wait: WaitOpt = None,
 ) -> None:
     """Write the labelling queue for annotators, in priority order, with the rubric they label by."""
-    from goldenset.labelling.pool import export_queue
+    from goldenset.labelling.queue_export import export_queue
     from goldenset.labelling.rubric import load_rubric
 
     closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()

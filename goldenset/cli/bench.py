@@ -1,7 +1,7 @@
 """`goldenset bench`: run the benchmark, evaluate a TREC run, compare two runs, list runs.
 
 Each command parses, calls one library function and prints. Errors are raised as
-GoldensetError subclasses; goldenset/cli.py turns them into exit codes (1 error,
+GoldensetError subclasses; goldenset.cli.app turns them into exit codes (1 error,
 2 usage, 3 golden set too old, 4 component down).
 """
 
@@ -14,11 +14,10 @@ from typing import Annotated
 import typer
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt
-from goldenset.errors import UsageError
+from goldenset.cli.options import DbOpt
 from goldenset.settings import resolve_paths
 
-bench_app = typer.Typer(
+app = typer.Typer(
     help="Benchmark retrieval against the golden set: run, eval, compare, list.",
     no_args_is_help=True,
     add_completion=False,
@@ -34,19 +33,7 @@ CorpusOpt = Annotated[
 ]
 
 
-def _parse_json_object(text: str | None, option: str) -> dict:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{option} must be a JSON object, got {text!r} ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"{option} must be a JSON object, got {text!r}")
-    return value
-
-
-@bench_app.command("run")
+@app.command("run")
 def run_cmd(
     db: DbOpt = None,
     corpus: CorpusOpt = None,
@@ -83,13 +70,14 @@ def run_cmd(
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.report import console, print_run
+    from goldenset.bench.retriever import parse_retriever_config
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
     from goldenset.bench.service import run_and_store
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(
         retriever=retriever,
-        retriever_config=_parse_json_object(retriever_config, "--retriever-config"),
+        retriever_config=parse_retriever_config(retriever_config, "--retriever-config"),
         k_values=tuple(k) if k else DEFAULT_K,
         depth=depth,
         exclude_stale=exclude_stale,
@@ -101,7 +89,7 @@ def run_cmd(
     print_run(console(), result.run, result.report)
 
 
-@bench_app.command("eval")
+@app.command("eval")
 def eval_cmd(
     run: Annotated[Path, typer.Option("--run", help="TREC run file: query_id Q0 doc_id rank score tag.")],
     qrels: Annotated[
@@ -152,7 +140,7 @@ def eval_cmd(
     out.print(result.policy, markup=False, highlight=False)
 
 
-@bench_app.command("compare")
+@app.command("compare")
 def compare_cmd(
     run_a: Annotated[str, typer.Argument(help="Baseline run id (A).")],
     run_b: Annotated[str, typer.Argument(help="Candidate run id (B); differences are B - A.")],
@@ -205,7 +193,7 @@ def compare_cmd(
     print_comparison(console(), comp, md)
 
 
-@bench_app.command("list")
+@app.command("list")
 def list_cmd(
     db: DbOpt = None,
     as_json: Annotated[

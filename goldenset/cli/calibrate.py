@@ -10,7 +10,7 @@ stderr with --json) and writes the policy manifest only with `--policy OUT.json`
 says whether its rates still hold: exit 0 when they do, 1 when they do not (a scorer
 version or config other than the policy's does not hold either).
 
-Library errors propagate as GoldensetError subclasses for goldenset/cli.py: 1 for no
+Library errors propagate as GoldensetError subclasses for goldenset.cli.app: 1 for no
 build, nothing to calibrate, a scorer that cannot start (a missing model, a judge that
 cannot be reached); 2 for an unknown scorer or a bad option.
 """
@@ -27,7 +27,7 @@ import typer
 from rich.table import Table
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
+from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError, NoBuild, UsageError
 
 app = typer.Typer(
@@ -71,7 +71,7 @@ def _options(text: str | None) -> dict[str, Any]:
 
 
 def _connect(db: str | None, wait: float | None):
-    from goldenset.cli import open_warehouse
+    from goldenset.cli.shared import open_warehouse
 
     path = settings.resolve("db", db)
     if not path.exists():
@@ -266,7 +266,7 @@ def calibrate_cmd(
 
 
 def _write_outputs(outcome, plot: Path | None, policy: Path | None, as_json: bool) -> None:
-    from goldenset.cli import err, out
+    from goldenset.cli.shared import err, out
     from goldenset.scoring.plot import plot_rates
     from goldenset.scoring.policy import write_policy
     from goldenset.scoring.report import to_json
@@ -353,7 +353,7 @@ def _shown_rows(m) -> list[int | None]:
 
 def print_calibration(outcome) -> None:
     """The readable report of one calibration: table, single, band, bootstrap, slices, holdout, repeats, errors."""
-    from goldenset.cli import err, out
+    from goldenset.cli.shared import err, out
 
     cal = outcome.calibration
     m = cal.measurement
@@ -447,7 +447,7 @@ def print_calibration(outcome) -> None:
 
 
 def _print_bootstrap(cal) -> None:
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     b = cal.bootstrap
     t = Table(title=f"bootstrap, {b.n} resamples (seed {b.seed}): rates at the single cutoff", title_justify="left")
@@ -467,7 +467,7 @@ def _print_bootstrap(cal) -> None:
 
 
 def _print_slices(cal) -> None:
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     t = Table(title="by project, each chosen on its own pairs", title_justify="left")
     for col in ("project", "pairs", "acc", "unacc", "single", "FP rate", "FF rate", "band"):
@@ -498,7 +498,7 @@ def _print_slices(cal) -> None:
 
 
 def _print_holdout(cal) -> None:
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     h = cal.holdout
     s = h.single.row
@@ -514,7 +514,7 @@ def _print_holdout(cal) -> None:
 
 
 def _print_repeats(cal) -> None:
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     rows = cal.stability or ()
     unstable = [x for x in rows if x.unstable]
@@ -543,7 +543,7 @@ def _print_repeats(cal) -> None:
 
 def print_check(outcome, path: Path) -> None:
     """The readable report of `--check`: each test with today's value and its limit, and the verdict."""
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     c = outcome.check
     p = outcome.policy

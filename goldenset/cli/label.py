@@ -2,7 +2,7 @@
 
 The page loads the queue, the rubric and LABELS once, closes DuckDB, prints its URL and
 serves until interrupted. Library errors (an open rubric, a busy or missing warehouse, a bad
-annotator name) propagate as GoldensetError subclasses for goldenset/cli.py to turn into
+annotator name) propagate as GoldensetError subclasses for goldenset.cli.app to turn into
 "Error: ..." and the exit code.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import UsageError
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError, UsageError
 
 app = typer.Typer(
@@ -64,7 +64,7 @@ def label_cmd(
     wait: WaitOpt = None,
 ) -> None:
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
-    from goldenset.cli import reading
+    from goldenset.cli.shared import reading
     from goldenset.labelling.rubric import load_rubric
     from goldenset.scoring.judge import JudgeClient, JudgeSettings
     from goldenset.scoring.judge_label import check_annotator, judge_queue
@@ -104,7 +104,7 @@ def label_cmd(
 
 
 def _warn(result, queued: int) -> None:
-    from goldenset.cli import err
+    from goldenset.cli.shared import err
 
     if not queued:
         err.print("the labelling queue is empty: run `goldenset pool` first", markup=False)
@@ -116,7 +116,7 @@ def _warn(result, queued: int) -> None:
 
 
 def _print(result, queued: int) -> None:
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     answers = result.answers
     out.print(

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from goldenset import settings
-from goldenset.commands.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.errors import GoldensetError
 
 app = typer.Typer(
@@ -79,7 +79,7 @@ def agreement_cmd(
     """Cohen's kappa between annotators and against the agent's verdicts, and the pairs people disagree on."""
     import json
 
-    from goldenset.cli import reading
+    from goldenset.cli.shared import reading
     from goldenset.labelling.agreement import agreement_report, disagreement_breakdown
     from goldenset.labelling.rubric import load_rubric
     from goldenset.labelling.store import agreement_inputs
@@ -116,7 +116,7 @@ def agreement_cmd(
 def _print_agreement(report: dict, breakdown, build_id: int) -> None:
     from rich.table import Table
 
-    from goldenset.cli import out
+    from goldenset.cli.shared import out
 
     def fmt(v) -> str:
         return "n/a" if v is None else f"{v:.4f}"

@@ -1,69 +1,24 @@
-"""The `goldenset` command line: parse, call one library function, report.
+"""`goldenset status`, `rejects` and `export`: the top-level commands that read the published golden set.
 
-This module holds every command that needs no orchestration (status, rejects,
-export, bench, ...); `goldenset_dagster.cli` adds `build` and `demo`, which run
-the Dagster jobs in-process, and is the installed `goldenset` program. Errors
-are turned into exit codes in one place (`main`): 1 error, 2 usage, 3 golden set
-too old, 4 a retrieval component down.
+They are plain functions that `goldenset.cli.app` registers on the program; `print_status`
+is also how `build` and `demo` (in the Dagster package) report.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from goldenset import progress, settings
-from goldenset.commands.options import CorpusOpt, DbOpt, WaitOpt
-from goldenset.errors import GoldensetError, InputError, UsageError
+from goldenset.cli.options import CorpusOpt, DbOpt, WaitOpt
+from goldenset.cli.shared import err, out, reading
+from goldenset.errors import UsageError
 from goldenset.settings import resolve_paths
 
-app = typer.Typer(
-    name="goldenset",
-    help="Keep a retrieval golden set current from serve logs, and benchmark retrieval against it.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
-)
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 
-
-def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
-    """Open the warehouse, waiting (and saying so on stderr) while another process writes it."""
-    from goldenset.warehouse import connect
-
-    return connect(db, read_only=read_only, wait=settings.lock_timeout(wait))
-
-
-@contextmanager
-def reading(db: Path, wait: float | None = None) -> Iterator:
-    """A read-only connection for the length of a block; a DuckDB failure inside it names the file."""
-    import duckdb
-
-    con = open_warehouse(db, read_only=True, wait=wait)
-    try:
-        yield con
-    except duckdb.Error as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise InputError(
-            f"warehouse {db} could not be read ({first}); if the file is damaged, restore it from a "
-            "backup, or move it aside and build again from the logs"
-        ) from None
-    finally:
-        con.close()
-
-
-@app.command()
 def status(
     corpus: CorpusOpt = None,
     db: DbOpt = None,
@@ -82,7 +37,6 @@ def status(
         print_status(st, title=f"golden set: build {st.build.build_id}")
 
 
-@app.command()
 def rejects(
     reason: Annotated[str | None, typer.Option(help="Only this reason (e.g. invalid_json).")] = None,
     file: Annotated[
@@ -133,7 +87,6 @@ def rejects(
         )
 
 
-@app.command()
 def export(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write (created if missing).")],
     build_id: Annotated[int | None, typer.Option("--build", help="Build to export (default: the latest).")] = None,
@@ -203,110 +156,4 @@ def _breakdown(counts: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
-def _mount() -> None:
-    from goldenset.bench.cli import bench_app
-    from goldenset.commands import calibrate, judge, label, labels, pool, rubric
-
-    app.add_typer(rubric.app, name="rubric")
-    app.add_typer(pool.app, name="pool")
-    app.add_typer(label.app, name="label")
-    app.add_typer(labels.app, name="labels")
-    app.add_typer(bench_app, name="bench")
-    app.add_typer(calibrate.app, name="calibrate")
-    app.add_typer(judge.app, name="judge")
-
-
-_mount()
-
-
-class RichReporter:
-    """Progress bars on stderr for long steps when it is a terminal; notices on stderr always."""
-
-    def __init__(self, console: Console):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.console = console
-        self.bars = console.is_terminal
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self.active = 0
-
-    def start(self, description: str, total: int | None) -> object:
-        if not self.bars:
-            return None
-        if self.active == 0:
-            self.progress.start()
-        self.active += 1
-        return self.progress.add_task(description, total=total)
-
-    def advance(self, handle: object, n: int) -> None:
-        if handle is not None:
-            self.progress.advance(handle, n)  # type: ignore[arg-type]
-
-    def finish(self, handle: object) -> None:
-        if handle is None:
-            return
-        self.progress.remove_task(handle)  # type: ignore[arg-type]
-        self.active -= 1
-        if self.active == 0:
-            self.progress.stop()
-
-    def notice(self, message: str) -> None:
-        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
-
-
-def main(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
-    """Run the app, turning library errors into their exit codes; no traceback reaches a user."""
-    application = application or app
-    previous = progress.set_reporter(RichReporter(err))
-    try:
-        # Without standalone mode click returns a command's exit code (typer.Exit(1)) instead
-        # of exiting; it must not be lost (`rubric check` on an open rubric exits 1).
-        code = application(args=argv, standalone_mode=False)
-    except GoldensetError as exc:
-        _report(exc)
-        return exc.exit_code
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 0
-    except (typer.Abort, KeyboardInterrupt):
-        err.print("Aborted.")
-        return 130
-    except Exception as exc:
-        # Usage errors from the (vendored) click parser carry their own exit code, 2.
-        exit_code = getattr(exc, "exit_code", None)
-        show = getattr(exc, "show", None)
-        if callable(show) and isinstance(exit_code, int):
-            show()
-            return exit_code
-        if isinstance(exc, OSError):
-            sys.stderr.write(f"Error: {exc.strerror or exc}: {exc.filename or ''}\n".replace(": \n", "\n"))
-            return 1
-        sys.stderr.write(
-            f"Error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
-            "This is a bug in goldenset; please report it with the command you ran. "
-            "GOLDENSET_DEBUG=1 shows the traceback.\n"
-        )
-        import os
-
-        if os.environ.get("GOLDENSET_DEBUG"):
-            raise
-        return 1
-    finally:
-        progress.set_reporter(previous)
-    return code if isinstance(code, int) else 0
-
-
-def _report(exc: GoldensetError) -> None:
-    msg = str(exc)
-    if msg.startswith("COMPONENT DOWN"):
-        sys.stderr.write(msg + "\n")
-    else:
-        sys.stderr.write(f"Error: {msg}\n")
+COMMANDS = (status, rejects, export)
