@@ -46,11 +46,7 @@ def _print_version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        # Hidden until the CLI reference leaves the README (issue 21's docs half): shown, it
-        # would change the generated root help there, which this change may not rewrite.
-        typer.Option(
-            "--version", is_eager=True, callback=_print_version, hidden=True, help="Print the version and exit."
-        ),
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
 ) -> None:
     pass
