@@ -38,7 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # No subcommands: the usage line shows options only.
     subcommand_metavar="",
-    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
 

@@ -31,7 +31,7 @@ app = typer.Typer(
     help="Label queued pairs in a local web page; it appends label lines to LABELS and never writes DuckDB.",
     no_args_is_help=True,
     add_completion=False,
-    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
 

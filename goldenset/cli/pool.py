@@ -28,7 +28,7 @@ app = typer.Typer(
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
-    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
 

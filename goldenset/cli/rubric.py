@@ -19,7 +19,7 @@ app = typer.Typer(
     help="Check a labelling rubric: every pass/fail assignment of its dimensions must match exactly one label.",
     no_args_is_help=True,
     add_completion=False,
-    # Plain help: the README's CLI reference is generated from it and must not depend on the terminal.
+    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
     rich_markup_mode=None,
 )
 
