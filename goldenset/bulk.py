@@ -53,7 +53,7 @@ _TEXTS = (
 # NaN, Infinity, an array or an object.
 # gs_nc: a field present counts its key's colon plus the colons in its text (0 when
 # absent); most texts hold none, and `contains` finds that without copying the text
-# (the check over the fields of 1.4 million lines went from 0.36 to 0.23 s).
+# (over the fields of 1.4 million lines: 0.23 s, against 0.36 s copying every text).
 # gs_ts: the contract's ts, as a naive UTC timestamp; the shape (hours <= 23, minutes
 # and seconds <= 59, offsets <= 23:59) is checked by the pattern, the date by the cast,
 # which cuts fractions past microseconds as the contract does. A local time of year 0,
