@@ -221,3 +221,22 @@ def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(st
                 start -= 1
             expected = [(start,)]
         assert w.rows("SELECT first_flagged_build FROM relabel_queue WHERE doc_id = 'd1'") == expected
+
+
+def test_stale_changed_rows_hold_the_old_and_the_new_reason(tmp_path):
+    # A label going stale, changing reason, and clearing: each a stale_changed row whose
+    # old_value is the reason before (NULL when fresh) and new_value the reason after.
+    w = World(tmp_path)
+    _day1(w)
+    w.build([doc("d1"), doc("d2")])
+    w.build([doc("d1", "v2"), doc("d2")])  # build 2: d1 judged at v1, now v2
+    w.build([doc("d1", "v2", superseded_by="d2"), doc("d2")])  # build 3: superseded wins
+    w.build([doc("d1"), doc("d2")])  # build 4: back at the judged version, fresh again
+    assert w.rows(
+        "SELECT from_build, to_build, change, old_value, new_value FROM label_changes "
+        "WHERE doc_id = 'd1' AND change = 'stale_changed' ORDER BY to_build"
+    ) == [
+        (1, 2, "stale_changed", None, "version_changed"),
+        (2, 3, "stale_changed", "version_changed", "superseded"),
+        (3, 4, "stale_changed", "superseded", None),
+    ]

@@ -1,8 +1,8 @@
 """The benchmark's gates: refuse what it cannot trust (exit 3, 4), warn about what it can't fix.
 
 Order, so that the lowest exit code wins: errors (exit 1: no build, unreadable
-corpus) and usage (2: bad retriever path) come first, then the age gate (3),
-then the component probes (4). Drift and fingerprint changes only warn.
+corpus) and usage (2: bad retriever path or k, a retriever that cannot search) come
+first, then the age gate (3), then the component probes (4). Drift and fingerprint changes only warn.
 """
 
 from __future__ import annotations

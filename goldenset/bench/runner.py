@@ -162,9 +162,12 @@ def open_gates(
     build = golden.latest_build(con)
     config.effective_depth()
     factory = load_factory(config.retriever)
-    gates.check_age(build, config.max_age_days, now)
+    # The retriever is built before the age gate: a factory whose object cannot search is
+    # wrong usage (2), which must win over a golden set that is too old (3). Building it
+    # only constructs; its parts are first touched by the probes, after the age gate.
     ctx = RetrieverContext(corpus, con, embedder, Path(config.index_dir), dict(config.retriever_config))
     retriever = build_retriever(factory, config.retriever, ctx)
+    gates.check_age(build, config.max_age_days, now)
     statuses = probe_all(retriever, corpus)
     down = [s for s in statuses if not s.up]
     if down and (not config.allow_degraded or len(down) == len(statuses)):

@@ -102,3 +102,8 @@ def fails_on_search(ctx):
 
 
 not_callable = 42
+
+
+def speechless(ctx):
+    """A factory whose retriever cannot search: wrong usage of the plug-in protocol (exit 2)."""
+    return object()

@@ -16,7 +16,7 @@ from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
-from goldenset.errors import ComponentDown, GoldenSetTooOld, NoBuild, UsageError
+from goldenset.errors import ComponentDown, GoldensetError, GoldenSetTooOld, NoBuild, UsageError
 
 
 def _config(g, **kw):
@@ -293,3 +293,35 @@ def test_a_retriever_that_fails_during_the_run_is_an_error_naming_the_query_and_
     assert message.startswith("retriever failed on query ") and "\n" not in message
     assert message.endswith("): search backend went away; nothing was stored, fix the retriever and run again")
     assert _count_runs(golden.db) == 0
+
+
+# Contract section 6: when several exit codes apply, the lowest non-zero one wins. Each case
+# breaks two or three rules at once; 3 against 4 is test_age_gate_is_checked_before_the_probes.
+@pytest.mark.parametrize(
+    "retriever, k_values, expected",
+    [
+        ("no_colon", (5,), 2),  # bad retriever path (2) + too old (3) + dense down (4)
+        ("bench_plugins:speechless", (5,), 2),  # retriever without search() (2) + too old (3) + dense down (4)
+        ("bench_plugins:keywords", (0,), 2),  # bad k (2) + too old (3)
+        (None, (5,), 3),  # too old (3) + dense down (4)
+    ],
+)
+def test_the_lowest_exit_code_wins_when_several_apply(tmp_path, monkeypatch, retriever, k_values, expected):
+    monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
+    g = build_golden(tmp_path / "g", built_at=days_ago(40))
+    kw = {"retriever": retriever} if retriever else {}
+    with pytest.raises(GoldensetError) as exc:
+        _run(g, k_values=k_values, **kw)
+    assert exc.value.exit_code == expected
+    assert _count_runs(g.db) == 0
+
+
+def test_no_build_is_exit_1_before_any_usage_error(tmp_path):
+    # No build (1) + bad retriever path (2) + bad k (2): the error wins.
+    with pytest.raises(NoBuild) as exc:
+        run_and_store(
+            tmp_path / "none.duckdb",
+            tmp_path / "c.jsonl",
+            BenchConfig(index_dir=tmp_path, retriever="no_colon", k_values=(0,)),
+        )
+    assert exc.value.exit_code == 1

@@ -89,6 +89,42 @@ def test_bootstrap_is_reproducible_with_its_seed_and_agrees_with_t_on_a_clear_ef
     assert "seed 7" in one.method
 
 
+DIFFS = {"q1": 0.1, "q2": 0.3, "q3": 0.2, "q4": 0.4, "q5": 0.0, "q6": 0.25, "q7": -0.05}
+
+
+@pytest.mark.parametrize(("resamples", "seed"), [(7, 3), (2000, 11)])
+def test_bootstrap_interval_is_the_95_percent_percentile_interval_of_resampled_means(resamples, seed):
+    # Independent of the code: the resampled means drawn with numpy, sorted, and the 2.5th and
+    # 97.5th percentiles interpolated by hand (position p * (N - 1), linear between neighbours).
+    # With N = 7 the positions are 0.15 and 5.85: a 90% interval (0.3, 5.7) or another
+    # percentile method reads other numbers.
+    a = {q: 0.5 for q in DIFFS}
+    b = {q: 0.5 + d for q, d in DIFFS.items()}
+    diffs = np.array([b[q] - a[q] for q in sorted(DIFFS)])
+    idx = np.random.default_rng(seed).integers(0, len(diffs), size=(resamples, len(diffs)))
+    means = sorted(float(sum(diffs[i] for i in row)) / len(row) for row in idx)
+
+    def percentile(p):
+        pos = p * (resamples - 1)
+        k = math.floor(pos)
+        return means[k] + (pos - k) * (means[min(k + 1, resamples - 1)] - means[k])
+
+    p = compare_paired("map", a, b, 1, bootstrap=resamples, seed=seed)
+    assert (p.lo, p.hi) == pytest.approx((percentile(0.025), percentile(0.975)), abs=1e-12)
+
+
+def test_minimum_detectable_effect_is_the_paired_t_formula_at_95_percent_and_80_percent_power():
+    # diffs 0.1, 0.3, 0.2, 0.4, 0.0: mean 0.2, sd sqrt(0.1 / 4) = 0.158114; from printed t tables
+    # t(0.975, 4) = 2.7764 and t(0.80, 4) = 0.9410, so (2.7764 + 0.9410) * 0.158114 / sqrt(5).
+    mde = min_detectable_effect(np.array([0.1, 0.3, 0.2, 0.4, 0.0]))
+    assert mde == pytest.approx((2.7764 + 0.9410) * math.sqrt(0.025) / math.sqrt(5), rel=1e-4)
+    assert mde == pytest.approx(0.26286, abs=1e-5)
+    a = {q: 0.5 for q in DIFFS}
+    assert compare_paired("map", a, {q: 0.5 + d for q, d in DIFFS.items()}, 1).mde == pytest.approx(
+        (2.4469 + 0.9057) * float(np.std(list(DIFFS.values()), ddof=1)) / math.sqrt(7), rel=1e-4
+    )
+
+
 def test_minimum_detectable_effect_shrinks_with_more_queries():
     rng = np.random.default_rng(0)
     small = min_detectable_effect(rng.normal(0, 0.2, 10))

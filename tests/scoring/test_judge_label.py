@@ -173,6 +173,24 @@ def test_a_score_no_rubric_label_has_is_invalid_no_label_for_grade(capsys, queue
     assert lines_of(queued) == ([], [])
 
 
+def test_two_labels_of_one_grade_give_the_first_in_file_order(capsys, queued, judge_stub, tmp_path):
+    # Contract: the judge's score maps to the first rubric label, in file order, of that grade.
+    rubric = tmp_path / "shared-grade.yaml"
+    rubric.write_text(
+        "name: support-policies\ntask: Answer policy questions.\ndimensions:\n"
+        "  answerability: The passage answers it.\n  coverage: Every clause is addressed.\nlabels:\n"
+        "  answers: {grade: 2, pass: [answerability], fail: [coverage]}\n"
+        "  relevant: {grade: 2, pass: [answerability, coverage]}\n"
+        "  irrelevant: {grade: 0, fail: [answerability]}\n"
+    )
+    judge_stub.answer_by(lambda body: good(2, "States it.", SPAN[DOC_OF[passage_of(body)]]))
+    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 0
+    assert json.loads(capsys.readouterr().out)["labels_written"] == 12
+    _, lines = lines_of(queued)
+    assert sorted(line["doc_id"] for line in lines) == sorted(REPLIES)  # the 12 queued pairs
+    assert {line["label"] for line in lines} == {"answers"}
+
+
 def test_a_second_run_appends_to_the_days_file(capsys, queued, judge_stub):
     judge_stub.answer_by(lambda body: good(0))
     assert judge_label(queued, judge_stub.url, "--json") == 0
