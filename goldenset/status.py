@@ -6,9 +6,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from goldenset import build_marker
 from goldenset.builds import BuildRecord, FunnelStep, load_build
 from goldenset.corpus import active_signature, drift, read_corpus
-from goldenset.errors import CorpusError
+from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
 from goldenset.ingest import utcnow
 from goldenset.schema import KNOWN_VERSIONS_SQL
@@ -72,7 +73,17 @@ class Status:
 def golden_status(con, corpus_path: str | Path | None = None, now: datetime | None = None) -> Status:
     """What `goldenset status` shows (raises NoBuild before any build)."""
     now = now or utcnow()
-    build = load_build(con)
+    try:
+        build = load_build(con)
+    except NoBuild:
+        (db,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+        first = build_marker.running(db) if db else None
+        if first is not None:
+            raise NoBuild(
+                f"the first build is running ({first.describe()}); no golden set is published until it "
+                "finishes: run `goldenset status` again then"
+            ) from None
+        raise
     manifest = build_manifest(con, build)
     corpus = CorpusStatus(build.corpus_fingerprint)
     same = unchanged_load(con, corpus_path) if corpus_path is not None else None

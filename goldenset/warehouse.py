@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldenset import progress, schema
+from goldenset import progress, schema, settings
 from goldenset.errors import DatabaseBusy, InputError, NoBuild
 
 _PID = re.compile(r"PID (\d+)")
@@ -34,11 +34,9 @@ def connect(
         raise InputError(f"warehouse {path} is a directory; point --db or GOLDENSET_DB at a .duckdb file")
     if read_only and not path.exists():
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
-    if not read_only:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create the warehouse folder {path.parent}: {exc.strerror or exc}") from None
+    creating = not read_only and not path.exists()
+    if creating:
+        require_folder(path)
     deadline = time.monotonic() + max(0.0, wait)
     told = False
     while True:
@@ -67,7 +65,32 @@ def connect(
     memory_settings(con)
     if not read_only:
         schema.create_all(con)
+    if creating:
+        notify(f"new warehouse: {path} (none was there before)")
     return con
+
+
+def require_folder(path: Path) -> None:
+    """Refuse a warehouse whose folder does not exist, unless that folder is the goldenset home.
+
+    A typo in --db (`/nonexistent-dir/x.duckdb`) used to create the folder and start an
+    empty warehouse from scratch. The home is goldenset's own folder and is made on first
+    use; any other folder is the user's, and must exist already.
+    """
+    folder = path.parent
+    if folder.is_dir():
+        return
+    home = settings.home()
+    if folder.resolve() == home.resolve():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the goldenset home {folder}: {exc.strerror or exc}") from None
+        return
+    raise InputError(
+        f"the folder of the warehouse {path} does not exist: {folder}; "
+        "create it first, or fix --db / GOLDENSET_DB"
+    )
 
 
 # DuckDB's own default memory limit is 80% of the machine's memory: a large build then

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from goldenset import ingest, layout, progress, settings
+from goldenset import build_marker, ingest, layout, progress, settings
 from goldenset.checks import empty_reason
 from goldenset.corpus import read_corpus, remembering_reads
 from goldenset.errors import GoldensetError, InputError
@@ -20,7 +20,7 @@ from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, funnel_steps, golden_status
-from goldenset.warehouse import connect
+from goldenset.warehouse import connect, require_folder
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.jobs import build_run_config, trigger_tags
 from goldenset_dagster.partitions import range_tags, register_days
@@ -77,7 +77,11 @@ def run_refresh(
     With `workers` above 0 the log days are first staged as Parquet by the
     stage_serve_log job in up to that many processes, and the refresh loads them.
     """
-    with remembering_reads():  # the corpus checked up front is the one the snapshot step reads
+    # remembering_reads: the corpus checked up front is the one the snapshot step reads;
+    # marking: `status` can tell a build in progress from no build at all.
+    if not Path(paths.db).exists():
+        require_folder(Path(paths.db))  # a typo in --db is refused before anything is read
+    with remembering_reads(), build_marker.marking(paths.db):
         return _run_refresh(paths, trigger, golden_set_config, wait, notify, workers)
 
 

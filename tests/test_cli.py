@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,10 +109,52 @@ def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     corpus = write_corpus(project_dir / "c.jsonl", [doc("d1")])
     assert _build(project_dir / "g.duckdb", logs=logs, corpus=corpus) == 1
     err = capsys.readouterr().err
-    assert err.strip() == (
+    assert err.strip().splitlines() == [
+        f"new warehouse: {project_dir / 'g.duckdb'} (none was there before)",
         "Error: build not published: 2 of 4 log lines rejected (50.0%), above the blocking share 10% "
-        "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet"
+        "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet",
+    ]
+
+
+def test_a_db_whose_folder_does_not_exist_is_refused_naming_the_folder(project_dir, capsys):
+    db = project_dir / "nonexistent-dir" / "x.duckdb"
+    assert _build(db) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"Error: the folder of the warehouse {db} does not exist: {db.parent}; "
+        "create it first, or fix --db / GOLDENSET_DB\n"
     )
+    assert not db.parent.exists()
+
+
+def test_the_first_build_says_it_made_a_new_warehouse_and_later_builds_do_not(project_dir, capsys):
+    db = project_dir / "g.duckdb"
+    assert _build(db) == 0
+    assert f"new warehouse: {db} (none was there before)" in capsys.readouterr().err.splitlines()
+    assert _build(db) == 0
+    assert "new warehouse" not in capsys.readouterr().err
+
+
+def test_status_during_the_first_build_says_a_build_is_running(project_dir, capsys):
+    from goldenset import build_marker
+    from goldenset.warehouse import connect
+
+    db = project_dir / "g.duckdb"
+    connect(db).close()  # the first build has made the warehouse and not yet published
+    capsys.readouterr()
+    with build_marker.marking(db):
+        assert main(["status", "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: the first build is running (PID {os.getpid()}, since ")
+    assert "run `goldenset status` again then" in err
+    assert not build_marker.marker_path(db).exists()  # removed when the build ends
+    # A marker left by a process that died is no build in progress.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    build_marker.marker_path(db).write_text(
+        json.dumps({"pid": int(dead.stdout), "since": "2026-12-02T10:00:00+00:00"}), encoding="utf-8"
+    )
+    assert main(["status", "--db", str(db)]) == 1
+    assert capsys.readouterr().err == "Error: no golden set has been built yet: run `goldenset build` first\n"
 
 
 def test_export_writes_beir_and_trec_files(project_dir, capsys):
