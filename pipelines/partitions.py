@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+from sqlalchemy.exc import IntegrityError
 
 # Dynamic, not daily: every dt= folder present is a partition whatever its date, while
 # DailyPartitionsDefinition leaves out today, future days and days before its start.
@@ -19,10 +20,19 @@ RANGE_END = "dagster/asset_partition_range_end"
 def register_days(instance: dg.DagsterInstance, present: list[str]) -> list[str]:
     """Add the days not yet known as partitions; return every known day in Dagster's order."""
     name = DAYS
-    known = instance.get_dynamic_partitions(name)
-    new = sorted(set(present) - set(known))
-    if new:
-        instance.add_dynamic_partitions(name, new)
+    for attempt in range(5):
+        new = sorted(set(present) - set(instance.get_dynamic_partitions(name)))
+        if not new:
+            break
+        try:
+            instance.add_dynamic_partitions(name, new)
+            break
+        except IntegrityError:
+            # Two builds started together both found the day missing and both added it: the
+            # storage's unique key refused the second (seen under load, as "UNIQUE constraint
+            # failed: dynamic_partitions..."). The day is known now; read again and add the rest.
+            if attempt == 4:
+                raise
     return list(instance.get_dynamic_partitions(name))
 
 
