@@ -186,6 +186,7 @@ class Reject:
     where: str
     reason: str
     detail: str
+    items: int = 1  # items this one report stands for (lines that all lack an annotator are reported once)
 
     def line(self) -> str:
         """`rejected <where>: <reason>: <detail>`."""
@@ -216,6 +217,11 @@ class ImportResult:
         return sum(self.written.values())
 
     @property
+    def n_rejected(self) -> int:
+        """Items rejected (a grouped report counts every item it stands for)."""
+        return sum(r.items for r in self.rejects)
+
+    @property
     def ok(self) -> bool:
         """True when some item was valid (written now or by an earlier import of the same lines)."""
         return self.n_written + self.already_imported > 0
@@ -226,7 +232,7 @@ class ImportResult:
         counts = [
             f"{self.n_written} written",
             f"{self.already_imported} already imported",
-            f"{len(self.rejects)} rejected",
+            f"{self.n_rejected} rejected",
         ]
         if self.kind == "label-studio":
             counts.append(f"{self.unannotated} task{'s' if self.unannotated != 1 else ''} without annotations")
@@ -236,7 +242,7 @@ class ImportResult:
     def failure(self) -> str:
         """The one-line error when nothing was valid."""
         return (
-            f"{self.source}: no valid label in it ({len(self.rejects)} rejected); nothing written. "
+            f"{self.source}: no valid label in it ({self.n_rejected} rejected); nothing written. "
             "Fix the rejected items and import again"
         )
 
@@ -464,7 +470,14 @@ def _utc_z(ann: Mapping[str, Any]) -> str:
 
 
 def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: ImportResult) -> list[dict[str, Any]]:
+    """The valid label lines of a JSONL file; each bad line rejected with its reason.
+
+    Lines that only lack an annotator (a file written by a script that never named one)
+    are reported together in one line with the fix, `--annotator NAME`, rather than once
+    per line with the same words.
+    """
     out = []
+    unnamed: list[int] = []
     for n, line in enumerate(raw.split(b"\n"), start=1):
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -480,11 +493,26 @@ def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: Impor
                     obj["annotator"] = annotator
                 elif obj["annotator"] != annotator:
                     raise _Bad("invalid_field", f"annotator {obj['annotator']!r} is not --annotator {annotator!r}")
+            if annotator is None and isinstance(obj, dict) and obj.get("annotator") is None:
+                probe = dict(obj, annotator="annotator")
+                _check(probe, rubric)  # any other fault is reported on its own line, as usual
+                unnamed.append(n)
+                continue
             _check(obj, rubric)
         except _Bad as bad:
             result.rejects.append(Reject(f"line {n}", bad.reason, bad.detail))
             continue
         out.append(obj)
+    if unnamed:
+        shown = ", ".join(str(n) for n in unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
+        result.rejects.append(
+            Reject(
+                f"{len(unnamed)} line{'s' if len(unnamed) != 1 else ''} ({shown})",
+                "missing_field",
+                "no annotator named in the line; give one with --annotator NAME",
+                items=len(unnamed),
+            )
+        )
     return out
 
 

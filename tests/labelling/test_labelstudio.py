@@ -662,6 +662,25 @@ def test_labels_import_with_nothing_valid_exits_1(tmp_path, capsys):
     assert not (tmp_path / "labels").exists()
 
 
+def test_labels_import_of_lines_without_annotators_prints_one_line_with_the_hint(tmp_path, capsys):
+    path = tmp_path / "lines.jsonl"
+    unnamed = [good_line(annotator=None, doc_id=f"c{i}") for i in range(7)]
+    bad = {"event": "label"}  # a line with another fault keeps its own report
+    path.write_text("\n".join(json.dumps(x) for x in [*unnamed[:3], bad, *unnamed[3:]]) + "\n", encoding="utf-8")
+    code, out, err = run_labels(
+        ["import", str(path), "--labels", str(tmp_path / "labels"), "--rubric", str(RUBRIC_FILE)], capsys
+    )
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("rejected line 4: ")
+    assert lines[1] == (
+        "rejected 7 lines (1, 2, 3, 5, 6, ...): missing_field: no annotator named in the line; "
+        "give one with --annotator NAME"
+    )
+    assert lines[2] == f"{path} (jsonl): 0 written, 0 already imported, 8 rejected"
+    assert "(8 rejected)" in err
+
+
 def test_labels_import_refuses_an_open_rubric(tmp_path, capsys):
     path = tmp_path / "lines.jsonl"
     path.write_text(json.dumps(good_line()) + "\n", encoding="utf-8")
