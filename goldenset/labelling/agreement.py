@@ -30,9 +30,14 @@ Decisions
 - The agent's label is its verdict (`helped` is 1, `noise` and `wrong` are 0); a human label
   is 1 when its grade is >= 1. Against "(human label)" the human label of 7.3 counts only
   where it stands at the same doc_version as the agent's judgment, like every other entry.
-- Breakdowns (for the human-readable report): a disagreement counts once under each distinct
-  decided_by among its labels, and once under its query's project (`(no project)` when the
-  caller gave none); counts are sorted by count, descending, then name. The disagreeing
+- Breakdowns (for the human-readable report): a disagreement counts once under the distinct
+  decided_by values among its labels, sorted and joined with " / " (`answerability / coverage`
+  when the annotators' labels were decided by those two dimensions, `coverage` when every
+  label names coverage), and once under its query's project (`(no project)` when the caller
+  gave none). Each disagreeing pair counts exactly once in each breakdown, so both add up to
+  the number of disagreeing pairs (counting it under each of its dimensions did not, and a
+  reader took the sum for the number of pairs). Counts are sorted by count, descending, then
+  name. The disagreeing
   annotator pairs list every pair (a, b) that disagrees on at least one shared pair, with
   how many they share and the pairs where their labels differ.
 """
@@ -406,6 +411,9 @@ class DisagreementBreakdown:
     annotator_pairs: tuple[PairDisagreements, ...]  # sorted by (a, b)
 
 
+DECIDED_BY_JOIN = " / "
+
+
 def _counts(counter: Counter[str]) -> tuple[Count, ...]:
     return tuple(Count(k, n) for k, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -417,7 +425,7 @@ def disagreement_breakdown(lines: Iterable[LabelLine]) -> DisagreementBreakdown:
     by_decided_by: Counter[str] = Counter()
     by_project: Counter[str] = Counter()
     for d in found:
-        by_decided_by.update({x.decided_by for x in d.labels})
+        by_decided_by[DECIDED_BY_JOIN.join(sorted({x.decided_by for x in d.labels}))] += 1
         by_project[d.project if d.project is not None else NO_PROJECT] += 1
     annotator_pairs = []
     for (a, b), shared in sorted(_shared(current).items()):

@@ -188,12 +188,12 @@ def test_conformance_breakdown_by_decided_by_project_and_pair(conformance_lines)
     breakdown = disagreement_breakdown(conformance_lines)
     assert breakdown.total == 2
     # d1: answerability (ana), coverage (ben), entity (cy); d5: answerability (ana), recency (ben).
+    # Each disagreeing pair counts once, under its dimensions together: the counts add up to 2.
     assert breakdown.by_decided_by == (
-        Count("answerability", 2),
-        Count("coverage", 1),
-        Count("entity", 1),
-        Count("recency", 1),
+        Count("answerability / coverage / entity", 1),
+        Count("answerability / recency", 1),
     )
+    assert sum(c.n for c in breakdown.by_decided_by) == breakdown.total
     assert breakdown.by_project == (Count("billing", 2),)
     assert breakdown.annotator_pairs == (
         PairDisagreements("ana", "ben", 2, (PairRef(GOLDEN_QUERY, "d1"), PairRef(GOLDEN_QUERY, "d5"))),
@@ -424,7 +424,9 @@ def test_breakdown_counts_unknown_project_apart():
     ]
     breakdown = disagreement_breakdown(lines)
     assert breakdown.by_project == (Count("(no project)", 1), Count("billing", 1))
-    assert breakdown.by_decided_by == (Count("answerability", 2), Count("coverage", 1))
+    # d1 split between answerability and coverage, d2 decided by answerability on both sides.
+    assert breakdown.by_decided_by == (Count("answerability", 1), Count("answerability / coverage", 1))
+    assert sum(c.n for c in breakdown.by_decided_by) == breakdown.total == 2
 
 
 # --------------------------------------------------------------------------- agent
