@@ -188,8 +188,14 @@ class _Steps:
         return done
 
     def build(self, paths: Paths, trigger: str, note: str = "") -> RefreshResult:
-        """One build, as `goldenset build` runs it, with its short summary."""
-        self.echo("$ goldenset build" + (f"   # {note}" if note else ""))
+        """One build, as `goldenset build` runs it, with its short summary.
+
+        The command printed is the one that records what this build records: a build the
+        sensor would start is shown with its trigger, since `goldenset build` alone records
+        `manual`.
+        """
+        command = "$ goldenset build" + (f" --trigger {trigger}" if trigger != "manual" else "")
+        self.echo(command + (f"   # {note}" if note else ""))
         result = run_refresh(paths, trigger=trigger)
         b, st = result.status.build, result.status
         self.echo(
@@ -308,7 +314,7 @@ def _run_steps(root: Path, seed: int, default: bool, echo: Callable[[str], None]
     steps.build(paths, "manual")
     shutil.copyfile(data.corpus_after, corpus)
     echo(f"$ cp {data.corpus_after.name} {corpus.name}   # the reindex: new, revised and superseded pages")
-    steps.build(paths, "reindex", "what corpus_reindex_sensor starts when the corpus changes")
+    steps.build(paths, "reindex", "as corpus_reindex_sensor starts it when the corpus changes")
 
     steps.heading("3. Pool the rankers into the labelling queue, export it for the annotators")
     steps.run("pool")

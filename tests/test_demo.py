@@ -108,7 +108,7 @@ def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
         shown[1],  # the packaged open rubric, wherever the package is installed
         "$ goldenset build",
         "$ cp corpus-v2.jsonl corpus.jsonl",
-        "$ goldenset build",
+        "$ goldenset build --trigger reindex",
         "$ goldenset pool",
         f"$ goldenset pool export --out {root}/queue.jsonl",
         "$ goldenset build",
@@ -142,6 +142,17 @@ def test_builds_are_manual_then_reindex_then_the_build_that_merges_the_labels(de
             ("reindex",),
             ("manual",),
         ]
+    # The demo prints the command that records what each build records (a plain
+    # `goldenset build` records manual), then the trigger the build recorded.
+    printed = demo.out.splitlines()
+    builds = [i for i, line in enumerate(printed) if line.startswith("$ goldenset build")]
+    assert [printed[i].split("#")[0].strip() for i in builds] == [
+        "$ goldenset build",
+        "$ goldenset build --trigger reindex",
+        "$ goldenset build",
+    ]
+    assert [printed[i + 1].split(":")[0] for i in builds] == ["build 1 (manual)", "build 2 (reindex)", "build 3 (manual)"]
+    with demo.con() as con:
         ((queries, helped),) = con.execute(
             "SELECT n_queries, n_helped FROM golden_builds WHERE build_id = 2"
         ).fetchall()
