@@ -88,8 +88,7 @@ def require_folder(path: Path) -> None:
             raise InputError(f"cannot create the goldenset home {folder}: {exc.strerror or exc}") from None
         return
     raise InputError(
-        f"the folder of the warehouse {path} does not exist: {folder}; "
-        "create it first, or fix --db / GOLDENSET_DB"
+        f"the folder of the warehouse {path} does not exist: {folder}; create it first, or fix --db / GOLDENSET_DB"
     )
 
 

@@ -151,7 +151,11 @@ def test_builds_are_manual_then_reindex_then_the_build_that_merges_the_labels(de
         "$ goldenset build --trigger reindex",
         "$ goldenset build",
     ]
-    assert [printed[i + 1].split(":")[0] for i in builds] == ["build 1 (manual)", "build 2 (reindex)", "build 3 (manual)"]
+    assert [printed[i + 1].split(":")[0] for i in builds] == [
+        "build 1 (manual)",
+        "build 2 (reindex)",
+        "build 3 (manual)",
+    ]
     with demo.con() as con:
         ((queries, helped),) = con.execute(
             "SELECT n_queries, n_helped FROM golden_builds WHERE build_id = 2"
