@@ -197,6 +197,6 @@ def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(tm
     # d2 left the relabel queue (ana labelled it at v2); d4 is stale only as superseded, so it is
     # never queued as stale; its successor d5 already has a golden row.
     assert ("stale", "d2") not in queue and ("stale", "d4") not in queue
-    assert all(reason == "pooled" for reason, _ in queue)
+    assert queue and {reason for reason, _ in queue} == {"pooled"}
     metadata = result.asset_materializations_for_node("labelling_queue")[0].metadata
     assert metadata["queue_size"].value == len(queue)

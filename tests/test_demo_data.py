@@ -315,7 +315,10 @@ def test_tasks_repeat_with_variants(accepted):
     serves, _, _ = accepted
     canonical = {norm(t) for tasks in TASKS.values() for t, _ in tasks}
     tasks = [s["task"] for s, _ in serves.values()]
-    assert all(norm(t) in canonical for t in tasks)
+    assert tasks and all(norm(t) in canonical for t in tasks)
+    # Variants: more spellings than normalised tasks, and some task served more than once.
+    assert len(set(tasks)) > len({norm(t) for t in tasks})
+    assert len(tasks) > len(set(tasks))
     per_query = Counter((s["project"], norm(s["task"])) for s, _ in serves.values())
     assert per_query.most_common(1)[0][1] >= 5
     variants: dict[str, set[str]] = {}

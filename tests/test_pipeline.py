@@ -59,7 +59,10 @@ def _materialize(instance, resources, tmp_path, trigger="manual", **config):
 def test_definitions_load_with_every_job_schedule_and_sensor():
     defs = build_definitions()
     dg.Definitions.validate_loadable(defs)
-    assert {j.name for j in [defs.resolve_job_def("refresh_golden_set"), defs.resolve_job_def("rebuild_golden_set")]}
+    assert [defs.resolve_job_def(name).name for name in ("refresh_golden_set", "rebuild_golden_set")] == [
+        "refresh_golden_set",
+        "rebuild_golden_set",
+    ]
     assert defs.resolve_schedule_def("nightly_golden_set").default_status == dg.DefaultScheduleStatus.STOPPED
     assert defs.resolve_sensor_def("corpus_reindex_sensor").default_status == dg.DefaultSensorStatus.STOPPED
 
@@ -181,7 +184,7 @@ def test_sensor_decides_one_rebuild_per_fingerprint_change_including_a_to_b_to_a
     for stat in [(10, 1.0), (11, 2.0), (10, 3.0)]:
         cursor, key, _ = decide(cursor, stat, lambda: next(fps))
         keys.append(key)
-    assert all(keys) and len(set(keys)) == 3
+    assert len(keys) == 3 and all(keys) and len(set(keys)) == 3
     # Unchanged size and mtime: the file is not even read.
     same, key, why = decide(cursor, (10, 3.0), lambda: pytest.fail("read an unchanged file"))
     assert key is None and "unchanged" in why

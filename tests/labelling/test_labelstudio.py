@@ -117,7 +117,7 @@ def test_every_field_the_config_references_is_in_every_task(pooled, tmp_path):
     root = ET.fromstring((tmp_path / "tasks.json.config.xml").read_text(encoding="utf-8"))
     refs = {e.get("value")[1:] for e in root.iter() if (e.get("value") or "").startswith("$")}
     assert {"task", "text", "doc_heading", "rubric_task", *(f"test_{d}" for d in DIMS)} == refs
-    assert all(refs <= set(t["data"]) for t in tasks)
+    assert tasks and all(refs <= set(t["data"]) for t in tasks)
 
 
 def test_rubric_text_with_a_dollar_sign_goes_to_the_data_not_the_config(pooled, tmp_path):

@@ -134,6 +134,7 @@ def test_a_reader_polling_during_a_build_killed_from_outside_sees_only_whole_bui
             assert look["labels"] == look["expected_labels"] == [published_a], look
             assert look["history_open"] == look["history_matches"] == [published_a], look
     paused_looks = looks[during - 5 : during]
+    assert len(paused_looks) == 5, looks  # a short slice would make the next line vacuous
     assert all(look["locked"] for look in paused_looks), paused_looks
 
     ok(at_stage_b.build(batch_lines=BATCH))

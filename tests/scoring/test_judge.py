@@ -255,12 +255,19 @@ def test_the_probe_refuses_a_model_the_server_does_not_list(judge_stub):
 
 def test_the_probe_accepts_ollamas_latest_spelling(judge_stub):
     judge_stub.models = ["stub-model:latest"]
-    client(judge_stub.url).probe()
+    assert client(judge_stub.url).probe() is None  # raised ScorerError before the :latest spelling
+    assert judge_stub.probes == ["/v1/models"]
+    # Only the `:latest` tag stands for the bare name: another tag is another model.
+    judge_stub.models = ["stub-model:7b"]
+    with pytest.raises(ScorerError, match=r"does not serve model 'stub-model' \(it serves stub-model:7b\)"):
+        client(judge_stub.url).probe()
 
 
 def test_the_probe_lets_a_server_without_a_model_listing_through(judge_stub):
     judge_stub.models = None  # GET /v1/models answers 404
-    client(judge_stub.url).probe()
+    assert client(judge_stub.url).probe() is None
+    assert judge_stub.probes == ["/v1/models"]  # it did ask, and took the 404 as "no listing"
+    assert judge_stub.requests == []
 
 
 def test_the_probe_of_a_closed_port_is_one_line_naming_the_url(closed_port_url):
