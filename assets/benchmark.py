@@ -202,6 +202,11 @@ def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | No
         "corpus_fingerprint": dg.MetadataValue.text(run.corpus_fingerprint[:16]),
         "corpus_drift": dg.MetadataValue.float(_round(run.corpus_drift)),
         "warnings": dg.MetadataValue.json(run.warnings),
+        # The fifth gate: judged@k of every row, and the BIASED lines when the deciding row is below the floor.
+        "coverage": dg.MetadataValue.json(
+            {r: {m: _round(v) for m, v in run.means(r).items() if m.startswith("judged@")} for r in run.rows}
+        ),
+        "coverage_warning": dg.MetadataValue.text("\n".join(run.coverage_warnings)),
         "metrics": dg.MetadataValue.md(table),
         "report": dg.MetadataValue.md(_inline_plot(markdown, report) if report else ""),
     }

@@ -49,3 +49,9 @@ class ComponentDown(GoldensetError):
     """The benchmark refuses: a retrieval component is down; exit code 4."""
 
     exit_code = 4
+
+
+class ComparisonBiased(GoldensetError):
+    """`bench compare --fail-on-bias`: the verdict rests on unjudged documents; exit code 5."""
+
+    exit_code = 5

@@ -116,6 +116,34 @@ def ingest_workers(flag: int | None = None) -> int:
     return workers
 
 
+ENV_COVERAGE_MAX_GAP = "GOLDENSET_COVERAGE_MAX_GAP"
+ENV_COVERAGE_FLOOR = "GOLDENSET_COVERAGE_FLOOR"
+
+
+def _share(flag: float | None, env: str, default: float, option: str) -> float:
+    if flag is not None:
+        return float(flag)
+    value = os.environ.get(env)
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        from goldenset.errors import UsageError
+
+        raise UsageError(f"{env} (or {option}) must be a share between 0 and 1, got {value!r}") from None
+
+
+def coverage_max_gap(flag: float | None = None) -> float:
+    """Largest judged@k difference between two compared runs before BIASED (GOLDENSET_COVERAGE_MAX_GAP, 0.10)."""
+    return _share(flag, ENV_COVERAGE_MAX_GAP, 0.10, "--coverage-max-gap")
+
+
+def coverage_floor(flag: float | None = None) -> float:
+    """Lowest judged@k a run may have before BIASED (GOLDENSET_COVERAGE_FLOOR, 0.80)."""
+    return _share(flag, ENV_COVERAGE_FLOOR, 0.80, "--coverage-floor")
+
+
 @dataclass(frozen=True)
 class Paths:
     """The inputs and the warehouse of one command."""

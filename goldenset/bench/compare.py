@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from goldenset.bench import coverage as cov
 from goldenset.bench import gates
 from goldenset.bench.metrics import get_metric
 from goldenset.bench.paired import Paired, compare_paired
@@ -45,10 +46,32 @@ class Comparison:
     sides: tuple[RunInfo, RunInfo] | None = None
     # `key: A -> B` for each configuration value that differs between runs of one retriever.
     config_differences: list[str] = field(default_factory=list)
+    # The fifth gate: judged@k of each side and, when BIASED, its lines and the closing command.
+    coverage: cov.CoverageCheck | None = None
+
+    @property
+    def coverage_lines(self) -> list[str]:
+        """The BIASED lines and the command that closes the gap; printed before everything else."""
+        return self.coverage.lines + self.coverage.commands if self.coverage else []
 
     @property
     def n(self) -> int:
         return max((p.n for p in self.results), default=0)
+
+    @property
+    def biased(self) -> bool:
+        return self.coverage is not None and self.coverage.biased
+
+    def incomplete(self, metric: str) -> bool:
+        """Whether the verdict on `metric` rests on incomplete judgments (BIASED, a deciding metric)."""
+        m = get_metric(metric)
+        return self.biased and not m.reference and m.direction != 0
+
+    def verdict_text(self, p: Paired) -> str:
+        """The verdict as printed: marked (reference) or (incomplete judgments) where it applies."""
+        if get_metric(p.metric).reference:
+            return f"{p.verdict} (reference)"
+        return f"{p.verdict} (incomplete judgments)" if self.incomplete(p.metric) else p.verdict
 
 
 def _metrics(run_a: BenchmarkRun, run_b: BenchmarkRun, metrics: Sequence[str] | None) -> list[str]:
@@ -95,8 +118,13 @@ def compare_runs(
     metrics: Sequence[str] | None = None,
     bootstrap: int | None = None,
     seed: int = 0,
+    thresholds: cov.Thresholds | None = None,
 ) -> Comparison:
-    """Pair run B with run A on `row` (the deciding row by default) over the queries both saw."""
+    """Pair run B with run A on `row` (the deciding row by default) over the queries both saw.
+
+    The coverage gate's lines (BIASED, the command that closes it) are in `coverage`, printed
+    before `warnings` and before any verdict.
+    """
     names = _metrics(run_a, run_b, metrics)
     results = [
         compare_paired(
@@ -104,6 +132,7 @@ def compare_runs(
         )
         for m in names
     ]
+    coverage = cov.check_comparison(run_a, run_b, row, thresholds or cov.Thresholds())
     warnings = [w for w in (gates.fingerprint_warning([run_a, run_b]), gates.build_warning([run_a, run_b])) if w]
     for run in (run_a, run_b):
         if run.degraded:
@@ -120,6 +149,7 @@ def compare_runs(
         degraded=run_a.degraded or run_b.degraded,
         sides=(RunInfo.of(run_a), RunInfo.of(run_b)),
         config_differences=diffs,
+        coverage=coverage,
     )
 
 

@@ -42,6 +42,25 @@ code (pytrec_eval).
 k beyond the list: the cut-off metrics divide by k (precision@k, noise@k,
 hole@k), so empty slots count as neither relevant, noise nor hole, exactly as
 trec_eval's P_k does. MRR and MAP read the whole list as given, however long.
+judged@k is the one exception: as ir_measures' `Judged@k` it divides by the
+documents actually in the top k (min(k, len(ranked))), so a short list is not
+"unjudged" for the slots it never filled.
+
+Coverage and condensed lists (contract section 10)
+--------------------------------------------------
+- `judged@k`: the share of the top k that has a label in the qrels the run is
+  measured on (any source, any grade, any version the golden set kept; a stale label
+  left out by --exclude-stale is not in the qrels, so it does not count). An empty
+  list scores 1: it holds no unjudged document that could count as a miss.
+  Negative relevance (trec_eval's "pooled, not judged") counts as unjudged, as in
+  hole@k; ir_measures counts it as judged, but the golden set never writes one.
+- Condensed (Sakai 2007): `ndcg'@k`, `precision'@k` are ndcg@k and precision@k on the
+  ranking with its unjudged documents removed; `bpref` (Buckley and Voorhees 2004,
+  trec_eval's `bpref`) ignores unjudged documents by construction. They are reference
+  metrics (`Metric.reference`): printed, never deciding. Their own bias runs the other
+  way: removing unjudged documents promotes the judged ones, so a run full of
+  unjudged documents is scored as if it had ranked its judged ones first, which
+  flatters it against a fully judged run.
 """
 
 from __future__ import annotations
@@ -141,6 +160,61 @@ def noise_at(ranked: Ranked, rels: Rels, k: int) -> float:
     return sum(1 for d in ranked[:k] if d in rels and 0 <= rels[d] < RELEVANCE_LEVEL) / k
 
 
+def _judged(rels: Rels, doc: str) -> bool:
+    return doc in rels and rels[doc] >= 0
+
+
+def judged_at(ranked: Ranked, rels: Rels, k: int) -> float:
+    """judged@k: share of the top k documents that are judged (ir_measures `Judged@k`).
+
+    |judged ∩ top k| / min(k, len(ranked)); 1.0 for an empty list (nothing in it can
+    count as a miss for want of a label). Higher is better: it is how far the other
+    metrics can be trusted, not how good the ranking is.
+    """
+    top = ranked[:k]
+    if not top:
+        return 1.0
+    return sum(1 for d in top if _judged(rels, d)) / len(top)
+
+
+def condensed(ranked: Ranked, rels: Rels) -> list[str]:
+    """The ranking with its unjudged documents removed, order kept (Sakai's condensed list)."""
+    return [d for d in ranked if _judged(rels, d)]
+
+
+def condensed_ndcg_at(ranked: Ranked, rels: Rels, k: int) -> float:
+    """ndcg'@k: ndcg@k of the condensed list (reference only)."""
+    return ndcg_at(condensed(ranked, rels), rels, k)
+
+
+def condensed_precision_at(ranked: Ranked, rels: Rels, k: int) -> float:
+    """precision'@k: precision@k of the condensed list, divided by k (reference only)."""
+    return precision_at(condensed(ranked, rels), rels, k)
+
+
+def bpref(ranked: Ranked, rels: Rels) -> float:
+    """bpref: trec_eval's binary preference (Buckley and Voorhees 2004), unjudged documents ignored.
+
+    With R relevant and N judged non-relevant documents, each relevant document
+    retrieved adds 1 - min(n, R) / min(R, N), n being the judged non-relevant documents
+    ranked above it (it adds 1 when none is, also when N = 0); the sum is divided by R.
+    0 when R = 0.
+    """
+    r = num_relevant(rels)
+    if r == 0:
+        return 0.0
+    n_nonrel = sum(1 for g in rels.values() if 0 <= g < RELEVANCE_LEVEL)
+    above, total = 0, 0.0
+    for d in ranked:
+        if not _judged(rels, d):
+            continue
+        if rels[d] >= RELEVANCE_LEVEL:
+            total += 1.0 - (min(above, r) / min(r, n_nonrel) if above else 0.0)
+        else:
+            above += 1
+    return total / r
+
+
 def hole_at(ranked: Ranked, rels: Rels, k: int) -> float:
     """hole@k: share of the top k never judged for this query, divided by k.
 
@@ -161,6 +235,8 @@ class Metric:
     # +1 higher is better, -1 lower is better, 0 neither (hole@k): compare's verdict.
     direction: int
     compute: Callable[[Ranked, Rels], float]
+    # Printed beside the deciding metrics, never deciding: condensed lists and coverage.
+    reference: bool = False
 
     def __call__(self, ranked: Ranked, rels: Rels) -> float:
         return self.compute(ranked, rels)
@@ -172,9 +248,14 @@ _AT_K: dict[str, tuple[Callable[[Ranked, Rels, int], float], int]] = {
     "ndcg": (ndcg_at, 1),
     "noise": (noise_at, -1),
     "hole": (hole_at, 0),
+    "judged": (judged_at, 1),
+    "ndcg'": (condensed_ndcg_at, 1),
+    "precision'": (condensed_precision_at, 1),
 }
-_WHOLE: dict[str, Callable[[Ranked, Rels], float]] = {"mrr": mrr, "map": average_precision}
-_NAME = re.compile(r"^([a-z]+)(?:@(\d+))?$")
+_WHOLE: dict[str, Callable[[Ranked, Rels], float]] = {"mrr": mrr, "map": average_precision, "bpref": bpref}
+# Reference metrics: what the gate of coverage reads (judged) and the condensed ones.
+REFERENCE_FAMILIES = frozenset({"judged", "ndcg'", "precision'", "bpref"})
+_NAME = re.compile(r"^([a-z]+'?)(?:@(\d+))?$")
 
 
 def _cut(fn: Callable[[Ranked, Rels, int], float], k: int, ranked: Ranked, rels: Rels) -> float:
@@ -189,20 +270,35 @@ def get_metric(name: str) -> Metric:
         if family in _AT_K and k is not None and int(k) >= 1:
             fn, direction = _AT_K[family]
             kk = int(k)
-            return Metric(f"{family}@{kk}", family, kk, direction, functools.partial(_cut, fn, kk))
+            return Metric(
+                f"{family}@{kk}",
+                family,
+                kk,
+                direction,
+                functools.partial(_cut, fn, kk),
+                reference=family in REFERENCE_FAMILIES,
+            )
         if family in _WHOLE and k is None:
-            return Metric(family, family, None, 1, _WHOLE[family])
+            return Metric(family, family, None, 1, _WHOLE[family], reference=family in REFERENCE_FAMILIES)
     raise UsageError(
-        f"unknown metric {name!r}; use recall@K, precision@K, ndcg@K, noise@K, hole@K (K >= 1), mrr or map"
+        f"unknown metric {name!r}; use recall@K, precision@K, ndcg@K, noise@K, hole@K, judged@K, ndcg'@K, "
+        "precision'@K (K >= 1), mrr, map or bpref"
     )
 
 
 def benchmark_metrics(k_values: Sequence[int]) -> list[Metric]:
-    """The benchmark's metric set: recall, precision, noise and hole at each k, ndcg@10, mrr, map."""
+    """The benchmark's metric set: recall, precision, noise and hole at each k, ndcg@10, mrr, map;
+    then judged@k at each k and the condensed references precision'@k, ndcg'@10 and bpref."""
     names = [f"{fam}@{k}" for fam in ("recall", "precision") for k in k_values]
     names += ["ndcg@10", "mrr", "map"]
-    names += [f"{fam}@{k}" for fam in ("noise", "hole") for k in k_values]
+    names += [f"{fam}@{k}" for fam in ("noise", "hole", "judged") for k in k_values]
+    names += [f"precision'@{k}" for k in k_values] + ["ndcg'@10", "bpref"]
     return [get_metric(n) for n in names]
+
+
+def judged_cutoffs(names: Sequence[str]) -> list[int]:
+    """The k of every judged@k among metric names, sorted."""
+    return sorted({m.k for m in map(get_metric, names) if m.family == "judged" and m.k is not None})
 
 
 # `bench eval`'s metrics with a trec_eval equivalent, keyed by canonical name; the

@@ -53,8 +53,15 @@ def run_table(run: BenchmarkRun) -> Table:
         t.add_column(f"{row} (deciding)" if row == DECIDING_ROW else f"{row} (reference)", justify="right")
     means = {row: run.means(row) for row in run.rows}
     for m in run.metric_names:
-        t.add_row(m, *(fmt(means[row][m]) for row in run.rows))
+        t.add_row(metric_label(m), *(fmt(means[row][m]) for row in run.rows))
     return t
+
+
+def metric_label(name: str) -> str:
+    """A metric's name as a table shows it: reference metrics (coverage, condensed) say so."""
+    from goldenset.bench.metrics import get_metric
+
+    return f"{name} (reference)" if get_metric(name).reference else name
 
 
 def comparison_table(comp: Comparison) -> Table:
@@ -82,7 +89,7 @@ def comparison_table(comp: Comparison) -> Table:
             fmt_signed(p.diff),
             f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}]",
             fmt(p.mde),
-            p.verdict,
+            comp.verdict_text(p),
         )
     return t
 
@@ -104,8 +111,8 @@ def _side(label: str, side: RunInfo) -> str:
 # Warnings and the lines naming a run are printed with soft_wrap: one line each however
 # long, so that a pipe or a log keeps them whole (`grep WARNING` finds the whole reason).
 def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> None:
-    """Warnings, the retriever and its config, the table, the notes, then `run_id: <id>` on its own line."""
-    for w in run.warnings:
+    """Warnings (BIASED first), the retriever and its config, the table, the notes, then `run_id: <id>`."""
+    for w in run.coverage_warnings + run.warnings:
         out.print(w, markup=False, highlight=False, soft_wrap=True)
     out.print(f"retriever: {run.config_summary}", markup=False, highlight=False, soft_wrap=True)
     out.print(run_table(run))
@@ -117,8 +124,8 @@ def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> No
 
 
 def print_comparison(out: Console, comp: Comparison, report: Path | None = None) -> None:
-    """Warnings, which run each side is (retriever and config), what differs in their configs, the table."""
-    for w in comp.warnings:
+    """BIASED and warnings, which run each side is (retriever and config), what differs in their configs, the table."""
+    for w in comp.coverage_lines + comp.warnings:
         out.print(w, markup=False, highlight=False, soft_wrap=True)
     for line in _sides(comp):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -127,7 +134,13 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
     out.print(
         f"n = {comp.n} queries both runs saw. 95% CI: {method}. B - A > 0 means B scored higher. MDE: the smallest true "
         "difference a paired t test on this n detects with 80% power (n/a when the differences do not vary). "
-        "Verdicts read only the interval: indistinguishable when it contains 0.",
+        "Verdicts read only the interval: indistinguishable when it contains 0. "
+        "(reference): judged@k and the condensed metrics (ndcg', precision', bpref) inform, never decide."
+        + (
+            " (incomplete judgments): the verdict counts unjudged documents as misses (BIASED above)."
+            if comp.biased
+            else ""
+        ),
         markup=False,
         highlight=False,
     )
@@ -191,7 +204,7 @@ def _md_comparison(comp: Comparison) -> list[str]:
     for p in comp.results:
         out.append(
             f"| {p.metric} | {p.n} | {fmt(p.mean_a)} | {fmt(p.mean_b)} | {fmt_signed(p.diff)} | "
-            f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {p.verdict} |"
+            f"[{fmt_signed(p.lo)}, {fmt_signed(p.hi)}] | {fmt(p.mde)} | {comp.verdict_text(p)} |"
         )
     return out
 
@@ -199,7 +212,8 @@ def _md_comparison(comp: Comparison) -> list[str]:
 def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str | None) -> str:
     """The Markdown report of one run: warnings, means per row, each row against core, notes."""
     lines = [f"# {_stamp('Retrieval benchmark ' + run.run_id, run.degraded)}", ""]
-    lines += [f"> {w}" for w in run.warnings] + ([""] if run.warnings else [])
+    warnings = run.coverage_warnings + run.warnings
+    lines += [f"> {w}" for w in warnings] + ([""] if warnings else [])
     lines += [
         f"- started: {run.started_at:%Y-%m-%d %H:%M:%S} UTC; golden build {run.build_id}; "
         f"{run.n_queries} queries; corpus fingerprint `{run.corpus_fingerprint[:16]}`",
@@ -218,7 +232,9 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
         "| --- | " + " | ".join("---:" for _ in run.rows) + " |",
     ]
     means = {row: run.means(row) for row in run.rows}
-    lines += [f"| {m} | " + " | ".join(fmt(means[r][m]) for r in run.rows) + " |" for m in run.metric_names]
+    lines += [
+        f"| {metric_label(m)} | " + " | ".join(fmt(means[r][m]) for r in run.rows) + " |" for m in run.metric_names
+    ]
     for comp in comps:
         lines += ["", f"## {comp.row} against core (paired t, B = {comp.row}, A = core)", ""] + _md_comparison(comp)
     if plot_name:
@@ -238,7 +254,8 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
 def comparison_markdown(comp: Comparison, plot_name: str | None) -> str:
     """The Markdown report of `bench compare`."""
     lines = [f"# {_stamp(f'Benchmark comparison: {comp.b} vs {comp.a}', comp.degraded)}", ""]
-    lines += [f"> {w}" for w in comp.warnings] + ([""] if comp.warnings else [])
+    warnings = comp.coverage_lines + comp.warnings
+    lines += [f"> {w}" for w in warnings] + ([""] if warnings else [])
     lines += [f"- {line}" for line in _sides(comp)] + ([""] if comp.sides else [])
     method = comp.results[0].method if comp.results else "paired t"
     lines += [f"Row `{comp.row}`, {method}, n = {comp.n} queries both runs saw; B - A > 0 means B scored higher.", ""]

@@ -31,8 +31,8 @@ from typing import Any
 import duckdb
 
 from goldenset import progress
+from goldenset.bench import coverage, gates, golden
 from goldenset.bench import feedback as fb
-from goldenset.bench import gates, golden
 from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate, select_queries
 from goldenset.bench.retriever import (
     REFERENCE,
@@ -44,7 +44,7 @@ from goldenset.bench.retriever import (
     load_factory,
     probe_all,
 )
-from goldenset.bench.runs import ROWS, BenchmarkRun, new_run_id
+from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
 from goldenset.bench.trec import ranked_lists
 from goldenset.corpus import CorpusSnapshot, active_signature, drift
 from goldenset.embeddings import Embedder
@@ -77,6 +77,8 @@ class BenchConfig:
     max_age_days: float = gates.MAX_AGE_DAYS
     allow_degraded: bool = False
     index_dir: Path = Path("var/bench-index")
+    # The fifth gate on a single run: warn when the deciding row's judged@k is below this.
+    coverage_floor: float = coverage.DEFAULT_FLOOR
 
     def effective_depth(self) -> int:
         if any(k < 1 for k in self.k_values) or not self.k_values:
@@ -259,7 +261,7 @@ def run_benchmark(
         retriever_config["retriever"] = cfg()
     retriever_config["graph"] = {"seeds": fb.GRAPH_SEEDS, "hop_decay": fb.HOP_DECAY, "enabled": features.graph}
     retriever_config["boosts"] = {"strength": fb.BOOST_STRENGTH, "enabled": features.boosts}
-    return BenchmarkRun(
+    run = BenchmarkRun(
         run_id=new_run_id(started),
         started_at=started,
         build_id=gated.build.build_id,
@@ -281,6 +283,9 @@ def run_benchmark(
         skipped_queries=len(gq.queries_without_relevant),
         ranked=lists,
     )
+    check = coverage.check_run(run, DECIDING_ROW, coverage.Thresholds(floor=config.coverage_floor).floor)
+    run.coverage_warnings = check.lines + check.commands
+    return run
 
 
 def _variant(

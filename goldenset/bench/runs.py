@@ -45,6 +45,8 @@ class BenchmarkRun:
     labels_build_id: int | None = None
     # Golden queries skipped for want of a label with grade >= 1; None for runs stored before it was kept.
     skipped_queries: int | None = None
+    # The fifth gate on this run (coverage.check_run): BIASED lines and the command, printed first.
+    coverage_warnings: list[str] = field(default_factory=list)
     # row -> query_id -> [(doc_id, score)] as ranked; kept in memory for the TREC files, not stored
     ranked: dict[str, dict[str, list[tuple[str, float]]]] = field(default_factory=dict, repr=False)
 

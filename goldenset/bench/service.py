@@ -15,6 +15,7 @@ from goldenset import settings, warehouse
 from goldenset.bench import golden, trec
 from goldenset.bench import metrics as M
 from goldenset.bench.compare import Comparison, compare_rows, compare_runs
+from goldenset.bench.coverage import Thresholds
 from goldenset.bench.report import write_comparison_report, write_run_report
 from goldenset.bench.runner import BenchConfig, run_benchmark
 from goldenset.bench.runs import BenchmarkRun, list_runs, load_run, store_run
@@ -187,6 +188,7 @@ def compare_stored(
     bootstrap: int | None = None,
     seed: int = 0,
     report_dir: Path | None = None,
+    thresholds: Thresholds | None = None,
 ) -> tuple[Comparison, Path | None]:
     """Load two stored runs and compare B against A; write a report when report_dir is given."""
     _require_db(db)
@@ -195,7 +197,7 @@ def compare_stored(
         a, b = load_run(con, run_a), load_run(con, run_b)
     finally:
         con.close()
-    comp = compare_runs(a, b, row=row, metrics=metrics, bootstrap=bootstrap, seed=seed)
+    comp = compare_runs(a, b, row=row, metrics=metrics, bootstrap=bootstrap, seed=seed, thresholds=thresholds)
     md = write_comparison_report(comp, report_dir) if report_dir else None
     return comp, md
 

@@ -2,7 +2,7 @@
 
 Each command parses, calls one library function and prints. Errors are raised as
 GoldensetError subclasses; goldenset.cli.app turns them into exit codes (1 error,
-2 usage, 3 golden set too old, 4 component down).
+2 usage, 3 golden set too old, 4 component down, 5 comparison biased with --fail-on-bias).
 """
 
 from __future__ import annotations
@@ -25,6 +25,13 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+FloorOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--coverage-floor",
+        help="BIASED when a run's judged@k is below this share (else GOLDENSET_COVERAGE_FLOOR, else 0.80).",
+    ),
+]
 CorpusOpt = Annotated[
     str | None,
     typer.Option(
@@ -67,8 +74,10 @@ def run_cmd(
             help="Folder for report.md, the plot and TREC files (else GOLDENSET_REPORTS/RUN_ID, else HOME/reports/RUN_ID)."
         ),
     ] = None,
+    coverage_floor: FloorOpt = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
+    from goldenset.bench.coverage import Thresholds
     from goldenset.bench.report import console, print_run
     from goldenset.bench.retriever import parse_retriever_config
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
@@ -84,6 +93,7 @@ def run_cmd(
         max_age_days=max_age_days,
         allow_degraded=allow_degraded,
         index_dir=index_dir or settings.resolve("bench_index"),
+        coverage_floor=Thresholds(floor=settings.coverage_floor(coverage_floor)).floor,
     )
     result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
     print_run(console(), result.run, result.report)
@@ -156,12 +166,28 @@ def compare_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     report: Annotated[Path | None, typer.Option(help="Write report.md and differences.png into this folder.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
+    coverage_max_gap: Annotated[
+        float | None,
+        typer.Option(
+            "--coverage-max-gap",
+            help="BIASED when the runs' judged@k differ by more than this (else GOLDENSET_COVERAGE_MAX_GAP, else 0.10).",
+        ),
+    ] = None,
+    coverage_floor: FloorOpt = None,
+    fail_on_bias: Annotated[
+        bool, typer.Option("--fail-on-bias", help="Exit 5 when the comparison is BIASED (after printing it).")
+    ] = False,
 ) -> None:
-    """Pair two runs query by query: mean difference, 95% CI, verdict per metric."""
+    """Pair two runs query by query: mean difference, 95% CI, verdict per metric; BIASED first when
+    the verdicts rest on documents the golden set never judged."""
     from dataclasses import asdict
 
+    from goldenset.bench.coverage import Thresholds
     from goldenset.bench.report import console, print_comparison
     from goldenset.bench.service import compare_stored
+    from goldenset.errors import ComparisonBiased
+
+    thresholds = Thresholds(settings.coverage_max_gap(coverage_max_gap), settings.coverage_floor(coverage_floor))
 
     comp, md = compare_stored(
         resolve_paths(None, None, db).db,
@@ -172,9 +198,11 @@ def compare_cmd(
         bootstrap=bootstrap,
         seed=seed,
         report_dir=report,
+        thresholds=thresholds,
     )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}
+        check = comp.coverage
         typer.echo(
             json.dumps(
                 {
@@ -185,12 +213,19 @@ def compare_cmd(
                     "degraded": comp.degraded,
                     **runs,
                     "config_differences": comp.config_differences,
-                    "metrics": [asdict(p) for p in comp.results],
+                    "coverage": check.coverage if check else {"a": {}, "b": {}},
+                    "coverage_warning": check.warning if check else None,
+                    "biased": comp.biased,
+                    "metrics": [{**asdict(p), "incomplete_judgments": comp.incomplete(p.metric)} for p in comp.results],
                 }
             )
         )
-        return
-    print_comparison(console(), comp, md)
+    else:
+        print_comparison(console(), comp, md)
+    if fail_on_bias and comp.biased:
+        raise ComparisonBiased(
+            f"comparison of {comp.b} against {comp.a} is BIASED by unjudged documents (--fail-on-bias)"
+        )
 
 
 @app.command("list")

@@ -182,7 +182,7 @@ def test_compare_warns_first_when_the_runs_searched_different_corpora(tmp_path):
     a = run_id_of(bench(*run_args(g)))
     write_corpus(g.corpus, DOCS[:-1])
     b = run_id_of(bench(*run_args(g)))
-    result = bench("compare", a, b, "--db", g.db)
+    result = bench("compare", a, b, "--db", g.db, "--coverage-floor", "0")
     assert result.exit_code == 0, result.output
     assert result.output.startswith("WARNING: the runs searched different corpora (fingerprints ")
 

@@ -54,7 +54,7 @@ def test_compare_warns_when_the_labels_differ(golden):
     a = _run(golden)
     assert rebuild(golden, more_queries=[("Store timestamps in UTC", ["time/zones"], ["obs/errors"])]) == 2
     b = _run(golden)
-    result = bench("compare", a.run_id, b.run_id, "--db", golden.db)
+    result = bench("compare", a.run_id, b.run_id, "--db", golden.db, "--coverage-floor", "0")
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == (
         f"{LABELS_WARNING} ({a.run_id} build 1, {b.run_id} build 2): the labels differ"
@@ -111,7 +111,7 @@ def test_list_and_compare_tell_rrf_k_60_from_rrf_k_10(golden, embedder):
     assert "goldenset.bench.reference:hybrid " in rows[default.run_id]
     assert "rrf_k" not in rows[default.run_id]
 
-    compared = bench("compare", default.run_id, tuned.run_id, "--db", golden.db)
+    compared = bench("compare", default.run_id, tuned.run_id, "--db", golden.db, "--coverage-floor", "0")
     assert compared.exit_code == 0, compared.output
     lines = compared.output.splitlines()
     assert lines[:3] == [

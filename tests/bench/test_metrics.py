@@ -115,7 +115,11 @@ def test_complete_policy_scores_a_qrels_query_missing_from_the_run_on_an_empty_l
     sel = M.select_queries(POLICY_RUN, POLICY_QRELS, M.QueryPolicy.COMPLETE)
     assert sel.evaluated == ("has_rel", "missing_from_run", "no_rel")
     per_query = M.evaluate(POLICY_RUN, POLICY_QRELS, M.benchmark_metrics((1, 5)), policy=M.QueryPolicy.COMPLETE)
-    assert set(per_query["missing_from_run"].values()) == {0.0}
+    # judged@k of an empty list is 1 (nothing in it is unjudged); every other metric is 0.
+    assert {n: v for n, v in per_query["missing_from_run"].items() if not n.startswith("judged@")} == dict.fromkeys(
+        [n for n in per_query["missing_from_run"] if not n.startswith("judged@")], 0.0
+    )
+    assert per_query["missing_from_run"]["judged@5"] == 1.0
     assert M.mean_over_queries(per_query, ["mrr"]) == {"mrr": pytest.approx(1 / 3)}
 
 
@@ -173,10 +177,11 @@ def test_a_cut_off_below_one_is_a_usage_error_quoting_it(k):
     assert str(exc.value) == f"cut-off --k {k} is not a whole number >= 1; give --k 5 or another positive k"
 
 
-def test_empty_ranked_list_scores_zero_everywhere():
+def test_empty_ranked_list_scores_zero_everywhere_but_judged():
     rels = {"a": 1, "b": 0}
     for m in M.benchmark_metrics((5, 24)):
-        assert m([], rels) == 0.0, m.name
+        # judged@k: nothing in an empty list is unjudged, so nothing counts as a miss for want of a label.
+        assert m([], rels) == (1.0 if m.family == "judged" else 0.0), m.name
 
 
 def test_k_beyond_the_list_divides_by_k():
@@ -354,4 +359,10 @@ def test_canonical_names_are_normalised():
         "noise@24",
         "hole@5",
         "hole@24",
+        "judged@5",
+        "judged@24",
+        "precision'@5",
+        "precision'@24",
+        "ndcg'@10",
+        "bpref",
     ]

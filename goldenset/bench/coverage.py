@@ -1,0 +1,147 @@
+"""The fifth gate: say when a verdict rests on documents nobody judged (contract section 10).
+
+The golden set holds only what was served and what a pool returned, and every metric
+scores an unjudged document as not relevant. A candidate that finds documents the log
+never showed is therefore scored down for finding them. judged@k (metrics.py) measures
+how much of each run's top k the golden set can see; this module turns it into the
+warning `bench compare` and `bench run` print first.
+
+Decisions
+---------
+- Coverage of a run at k is the mean of judged@k over the queries the comparison pairs
+  (those both runs measured on the row compared); for `bench run` over the deciding
+  row's queries.
+- A comparison is BIASED at a cut-off k that both runs measured judged@k at when the two
+  coverages differ by more than `max_gap` (default 0.10) or either is below `floor`
+  (default 0.80). Strictly: a gap of exactly 0.10 or a coverage of exactly 0.80 passes.
+- One BIASED line per flagged k, k ascending, naming the less-judged run first (B when
+  both are equal); percentages rounded to whole numbers. Then the command that closes the
+  gap for each run that is below the floor or the less judged at a flagged k:
+  `goldenset pool --from-run RUN_ID --depth K`, K its largest flagged k.
+- Runs stored before judged@k existed have no coverage: no gate, and `coverage` is empty.
+- The gate never changes a number or a verdict; it marks the verdicts as resting on
+  incomplete judgments. `--fail-on-bias` makes it exit 5 (ComparisonBiased).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from goldenset.bench.metrics import judged_cutoffs
+from goldenset.bench.runs import BenchmarkRun
+from goldenset.errors import UsageError
+
+DEFAULT_MAX_GAP = 0.10
+DEFAULT_FLOOR = 0.80
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When coverage makes a comparison BIASED: a gap above max_gap, or a coverage below floor."""
+
+    max_gap: float = DEFAULT_MAX_GAP
+    floor: float = DEFAULT_FLOOR
+
+    def __post_init__(self) -> None:
+        for name, value, option in (
+            ("max_gap", self.max_gap, "--coverage-max-gap"),
+            ("floor", self.floor, "--coverage-floor"),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise UsageError(f"{option} must be a share between 0 and 1, got {value!r} ({name})")
+
+
+@dataclass(frozen=True)
+class CoverageCheck:
+    """Coverage of each side at each k, the BIASED lines and the commands that close the gap."""
+
+    coverage: dict[str, dict[str, float]]  # side label -> judged@k -> mean
+    lines: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def biased(self) -> bool:
+        return bool(self.lines)
+
+    @property
+    def warning(self) -> str | None:
+        """The BIASED lines and the commands, one text (what --json calls coverage_warning)."""
+        return "\n".join(self.lines + self.commands) if self.lines else None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def mean_judged(run: BenchmarkRun, row: str, k: int, queries: Iterable[str] | None = None) -> float | None:
+    """Mean judged@k of a run's row over `queries` (default: all it measured); None without any."""
+    name = f"judged@{k}"
+    if name not in run.metric_names or row not in run.values:
+        return None
+    per_query = run.per_query(row, name)
+    keep = per_query.keys() if queries is None else [q for q in queries if q in per_query]
+    values = [per_query[q] for q in keep]
+    return sum(values) / len(values) if values else None
+
+
+def close_command(run_id: str, k: int) -> str:
+    """The one command that pools what a run returned and the golden set never judged."""
+    return f"goldenset pool --from-run {run_id} --depth {k}"
+
+
+def _commands(needs: Mapping[str, int]) -> list[str]:
+    if not needs:
+        return []
+    cmds = " and ".join(f"`{close_command(run_id, k)}`" for run_id, k in needs.items())
+    return [f"To close it: {cmds}, label the queue, `goldenset build`, then run the benchmark again."]
+
+
+def check_comparison(
+    run_a: BenchmarkRun, run_b: BenchmarkRun, row: str, thresholds: Thresholds = Thresholds()
+) -> CoverageCheck:
+    """Coverage of A and B on `row` over the queries both measured; BIASED lines per flagged k."""
+    ks = sorted(set(judged_cutoffs(run_a.metric_names)) & set(judged_cutoffs(run_b.metric_names)))
+    if not ks or row not in run_a.values or row not in run_b.values:
+        return CoverageCheck({"a": {}, "b": {}})
+    both = sorted(set(run_a.values[row]) & set(run_b.values[row]))
+    cov: dict[str, dict[str, float]] = {"a": {}, "b": {}}
+    lines: list[str] = []
+    needs: dict[str, int] = {}
+    for k in ks:
+        ca, cb = mean_judged(run_a, row, k, both), mean_judged(run_b, row, k, both)
+        if ca is None or cb is None:
+            continue
+        cov["a"][f"judged@{k}"], cov["b"][f"judged@{k}"] = ca, cb
+        if abs(ca - cb) <= thresholds.max_gap and min(ca, cb) >= thresholds.floor:
+            continue
+        (low, low_run, cl), (high, high_run, ch) = (
+            (("A", run_a, ca), ("B", run_b, cb)) if ca < cb else (("B", run_b, cb), ("A", run_a, ca))
+        )
+        lines.append(
+            f"BIASED: run {low}'s top {k} is {_pct(cl)} judged against {_pct(ch)} for run {high}; "
+            "its unjudged documents count as misses."
+        )
+        needs[low_run.run_id] = k
+        if ch < thresholds.floor:
+            needs[high_run.run_id] = k
+    return CoverageCheck(cov, lines, _commands(needs))
+
+
+def check_run(run: BenchmarkRun, row: str, floor: float = DEFAULT_FLOOR) -> CoverageCheck:
+    """`bench run`'s warning: the deciding row's judged@k below the floor at any k."""
+    cov: dict[str, float] = {}
+    lines: list[str] = []
+    worst = 0
+    for k in judged_cutoffs(run.metric_names):
+        c = mean_judged(run, row, k)
+        if c is None:
+            continue
+        cov[f"judged@{k}"] = c
+        if c < floor:
+            lines.append(
+                f"BIASED: run {run.run_id}'s top {k} is {_pct(c)} judged, below the floor of {_pct(floor)}; "
+                "its unjudged documents count as misses."
+            )
+            worst = k
+    return CoverageCheck({"run": cov}, lines, _commands({run.run_id: worst} if lines else {}))

@@ -1,0 +1,142 @@
+"""The fifth gate through the command line: BIASED first, verdicts marked, --json, exit 5 with --fail-on-bias.
+
+Two runs are stored by hand with known per-query judged@5 (A fully judged, B 3/5 on
+average), so the expected coverages are plain arithmetic written out here.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+from typer.testing import CliRunner
+
+from goldenset import warehouse
+from goldenset.bench import coverage
+from goldenset.cli.bench import app as bench_app
+from goldenset.bench.runs import BenchmarkRun, store_run
+from goldenset.cli.app import main
+
+QUERIES = [f"q{i}" for i in range(1, 6)]
+# B's judged@5 per query: 0.6, 0.6, 0.6, 0.4, 0.8 -> mean 3.0 / 5 = 0.60.
+B_JUDGED = [0.6, 0.6, 0.6, 0.4, 0.8]
+A_RECALL = [1.0, 1.0, 0.5, 1.0, 0.5]
+B_RECALL = [0.0, 0.5, 0.0, 0.5, 0.0]
+
+
+def _run(run_id: str, judged: list[float], recall: list[float]) -> BenchmarkRun:
+    names = ["recall@5", "judged@5"]
+    return BenchmarkRun(
+        run_id=run_id,
+        started_at=datetime(2026, 1, 1, 12, 0, 0),
+        build_id=1,
+        corpus_fingerprint="f" * 64,
+        retriever="goldenset.bench.reference:hybrid",
+        retriever_config={},
+        degraded=False,
+        warnings=[],
+        k_values=(5,),
+        depth=100,
+        exclude_stale=False,
+        stale_labels=0,
+        corpus_drift=0.0,
+        down_components=[],
+        metric_names=names,
+        values={"core": {q: {"recall@5": r, "judged@5": j} for q, r, j in zip(QUERIES, recall, judged, strict=True)}},
+        labels_build_id=1,
+    )
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "w.duckdb"
+    con = warehouse.connect(path)
+    try:
+        store_run(con, _run("runA", [1.0] * 5, A_RECALL))
+        store_run(con, _run("runB", B_JUDGED, B_RECALL))
+        store_run(con, _run("runC", [0.9] * 5, A_RECALL))
+    finally:
+        con.close()
+    return path
+
+
+LINE = "BIASED: run B's top 5 is 60% judged against 100% for run A; its unjudged documents count as misses."
+CLOSE = (
+    "To close it: `goldenset pool --from-run runB --depth 5`, label the queue, `goldenset build`, "
+    "then run the benchmark again."
+)
+
+
+def test_compare_says_biased_first_with_the_command_that_closes_it(db):
+    result = CliRunner().invoke(bench_app, ["compare", "runA", "runB", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == LINE
+    assert lines[1] == CLOSE
+    recall_row = next(x for x in lines if x.startswith("│ recall@5"))
+    assert "worse (incomplete judgments)" in recall_row
+    judged_row = next(x for x in lines if x.startswith("│ judged@5"))
+    assert "(reference)" in judged_row and "incomplete" not in judged_row
+
+
+def test_compare_json_carries_coverage_and_the_warning(db):
+    result = CliRunner().invoke(bench_app, ["compare", "runA", "runB", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["coverage"]["a"] == {"judged@5": pytest.approx(1.0)}
+    assert out["coverage"]["b"] == {"judged@5": pytest.approx(0.6)}
+    assert out["coverage_warning"] == LINE + "\n" + CLOSE
+    assert out["biased"] is True
+    by_metric = {m["metric"]: m for m in out["metrics"]}
+    assert by_metric["recall@5"]["incomplete_judgments"] is True
+    assert by_metric["judged@5"]["incomplete_judgments"] is False
+
+
+def test_fail_on_bias_exits_5_after_printing(db):
+    code = main(["bench", "compare", "runA", "runB", "--db", str(db), "--fail-on-bias"])
+    assert code == 5
+
+
+def test_within_the_thresholds_there_is_no_warning_and_fail_on_bias_exits_0(db):
+    # A 1.00 against C 0.90: a gap of exactly 0.10 is not more than 0.10, and 0.90 is above the floor.
+    result = CliRunner().invoke(bench_app, ["compare", "runA", "runC", "--db", str(db), "--json", "--fail-on-bias"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["coverage_warning"] is None and out["biased"] is False
+    assert not any(m["incomplete_judgments"] for m in out["metrics"])
+    assert main(["bench", "compare", "runA", "runC", "--db", str(db), "--fail-on-bias"]) == 0
+
+
+def test_thresholds_are_options_and_settings(db, monkeypatch):
+    # A floor of 0.95 flags C (0.90, side B) although the gap is within 0.10.
+    result = CliRunner().invoke(bench_app, ["compare", "runA", "runC", "--db", str(db), "--coverage-floor", "0.95"])
+    assert result.output.splitlines()[0] == (
+        "BIASED: run B's top 5 is 90% judged against 100% for run A; its unjudged documents count as misses."
+    )
+    monkeypatch.setenv("GOLDENSET_COVERAGE_MAX_GAP", "0.5")
+    monkeypatch.setenv("GOLDENSET_COVERAGE_FLOOR", "0.5")
+    result = CliRunner().invoke(bench_app, ["compare", "runA", "runB", "--db", str(db), "--json"])
+    assert json.loads(result.output)["coverage_warning"] is None
+    monkeypatch.setenv("GOLDENSET_COVERAGE_FLOOR", "lots")
+    assert main(["bench", "compare", "runA", "runB", "--db", str(db)]) == 2
+
+
+def test_a_threshold_outside_zero_to_one_is_a_usage_error(db):
+    assert main(["bench", "compare", "runA", "runB", "--db", str(db), "--coverage-floor", "1.5"]) == 2
+
+
+def test_the_less_judged_run_is_named_first_whichever_side_it_is(db):
+    result = CliRunner().invoke(bench_app, ["compare", "runB", "runA", "--db", str(db)])
+    assert result.output.splitlines()[0] == (
+        "BIASED: run A's top 5 is 60% judged against 100% for run B; its unjudged documents count as misses."
+    )
+
+
+def test_a_single_run_below_the_floor_warns():
+    run = _run("runB", B_JUDGED, B_RECALL)
+    check = coverage.check_run(run, "core", 0.8)
+    assert check.lines == [
+        "BIASED: run runB's top 5 is 60% judged, below the floor of 80%; its unjudged documents count as misses."
+    ]
+    assert coverage.check_run(run, "core", 0.6).lines == []  # 0.60 is not below 0.60
