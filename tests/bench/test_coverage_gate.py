@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from goldenset import warehouse
 from goldenset.bench import coverage
-from goldenset.cli.bench import app as bench_app
 from goldenset.bench.runs import BenchmarkRun, store_run
 from goldenset.cli.app import main
+from goldenset.cli.bench import app as bench_app
 
 QUERIES = [f"q{i}" for i in range(1, 6)]
 # B's judged@5 per query: 0.6, 0.6, 0.6, 0.4, 0.8 -> mean 3.0 / 5 = 0.60.
