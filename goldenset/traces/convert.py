@@ -183,7 +183,14 @@ def documents(a: dict[str, Any]) -> list[dict[str, Any]]:
         index, _, rest = key[len(prefix) :].partition(".")
         if not index.isdigit() or not rest.startswith("document."):
             raise Reject("invalid_field", f"attribute {key} is not retrieval.documents.<i>.document.<field>")
-        flat.setdefault(int(index), {})[rest.removeprefix("document.")] = value
+        doc, name = flat.setdefault(int(index), {}), rest.removeprefix("document.")
+        if name.startswith("metadata."):
+            # Phoenix's REST API returns metadata flattened: document.metadata.<key>.
+            meta = doc.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta[name.removeprefix("metadata.")] = value
+        else:
+            doc[name] = value
     if flat:
         return [flat[i] for i in sorted(flat)]
     for key, inner in (("retrieval.documents", "document."), ("gen_ai.retrieval.documents", "")):

@@ -24,6 +24,14 @@ from pathlib import Path
 from typing import Any
 
 SPAN_SUFFIXES = (".jsonl", ".json", ".parquet")
+# Phoenix's GraphQL names for annotation fields (documentEvaluations), read as its dataframe's.
+_CAMEL = {
+    "annotatorKind": "annotator_kind",
+    "documentPosition": "document_position",
+    "spanId": "span_id",
+    "createdAt": "created_at",
+    "updatedAt": "updated_at",
+}
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,8 @@ def _parquet_rows(name: str, path: Path, fmt: str) -> Iterator[Record]:
 
 def _from_object(obj: dict, fmt: str) -> list[Span | Annotation | Bad]:
     try:
-        if "annotator_kind" in obj:
-            return [_annotation(flatten(obj))]
+        if "annotator_kind" in obj or "annotatorKind" in obj:
+            return [_annotation({_CAMEL.get(k, k): v for k, v in flatten(obj).items()})]
         if fmt == "otlp-json":
             return list(_otlp_request(obj))
         return [_phoenix_span(flatten(obj))]

@@ -50,10 +50,13 @@ def ns(at: datetime) -> int:
     return int(at.astimezone(UTC).timestamp()) * 1_000_000_000 + at.microsecond * 1000
 
 
-def retriever_spans(project: str, retrievals: list[Retrieval], seed: int = 1) -> list[ReadableSpan]:
+def retriever_spans(
+    project: str, retrievals: list[Retrieval], seed: int = 1, resource: dict | None = None
+) -> list[ReadableSpan]:
     """Record one RETRIEVER span (inside an agent span) per retrieval with opentelemetry-sdk."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": project}), id_generator=SeededIds(seed))
+    attrs = {"service.name": project, **(resource or {})}
+    provider = TracerProvider(resource=Resource.create(attrs), id_generator=SeededIds(seed))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("goldenset-tests")
     for r in retrievals:
