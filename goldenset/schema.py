@@ -570,14 +570,19 @@ REJECTED_RECORDS = Relation(
     "rejected_records",
     "rejected line or unreadable file",
     (
-        C("source_file", "VARCHAR", "file relative to LOGS; label files as labels/ + the path relative to LABELS"),
+        C(
+            "source_file",
+            "VARCHAR",
+            "file relative to LOGS; label files as labels/ + the path relative to LABELS; "
+            "traces import inputs as traces/ + the path relative to the imported folder",
+        ),
         C("line", "INTEGER", "line number (null for an unreadable file read no further than its start)"),
         C(
             "reason",
             "VARCHAR",
             "invalid_json, not_an_object, unknown_event, missing_field, invalid_field, "
             "conflicting_duplicate_serve, unreadable_file; label lines also "
-            "label_contradicts_rubric, unknown_document_version",
+            "label_contradicts_rubric, unknown_document_version; traces also unknown_label, unknown_span",
         ),
         C("raw", "VARCHAR", "the line as read"),
         C("rejected_at", "TIMESTAMP", "when it was quarantined (UTC)"),
@@ -712,9 +717,7 @@ LABEL_REJECTS = Relation(
 )
 # Contract section 14: spans and annotations `goldenset traces import` could not turn into
 # lines. Written by the import (which writes no log line for them), replaced per input
-# file on re-import; listed in rejected_records as traces/ + the input file's name, with
-# reasons unknown_label and unknown_span besides the log's (the public column docs stay
-# as the README's generated reference has them until the docs move lands).
+# file on re-import; listed in rejected_records as traces/ + the input file's name.
 TRACE_REJECTS = Relation(
     "trace_rejects",
     "span, document or annotation rejected by a traces import",

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from goldenset import __version__, progress
-from goldenset.cli import bench, calibrate, golden, judge, label, labels, pool, rubric
+from goldenset.cli import bench, calibrate, golden, judge, label, labels, pool, rubric, traces
 from goldenset.cli.shared import err
 from goldenset.errors import GoldensetError
 
@@ -34,6 +34,7 @@ GROUPS: tuple[tuple[str, typer.Typer], ...] = (
     ("bench", bench.app),
     ("calibrate", calibrate.app),
     ("judge", judge.app),
+    ("traces", traces.app),
 )
 
 

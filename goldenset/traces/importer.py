@@ -54,6 +54,23 @@ class ImportResult:
     rejected: Counter = field(default_factory=Counter)  # by reason
     files_written: list[str] = field(default_factory=list)
 
+    def summary(self) -> list[str]:
+        """What the command prints: one line per count, rejects and skips by reason."""
+        out = [
+            f"files read: {self.files_read}",
+            f"spans read: {self.spans_read} ({self.spans_skipped} not retriever spans)",
+            f"serves: {self.serves}",
+            f"verdicts: {self.verdicts}",
+        ]
+        if self.judge_labels:
+            out.append(f"judge label lines: {self.judge_labels}")
+        for why, n in sorted(self.annotations_skipped.items()):
+            out.append(f"annotations skipped ({why}): {n}")
+        for reason, n in sorted(self.rejected.items()):
+            out.append(f"rejected ({reason}): {n}")
+        out.append("files written: " + (", ".join(self.files_written) or "none (unchanged)"))
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "files_read": self.files_read,
