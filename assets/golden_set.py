@@ -58,8 +58,14 @@ def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
         passed=o.passed,
         severity=dg.AssetCheckSeverity.ERROR if o.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         description=o.detail,
-        metadata={k: (percent(v) if k == "share" else v) for k, v in o.metadata.items()},
+        metadata={k: _metadata_value(k, v) for k, v in o.metadata.items()},
     )
+
+
+def _metadata_value(key: str, value):
+    if key == "share":
+        return percent(value)
+    return dg.MetadataValue.json(value) if isinstance(value, dict) else value
 
 
 @dg.asset(
@@ -94,6 +100,7 @@ def golden_set(
     try:
         con = warehouse.connect()
         try:
+            rubric = labels.rubric() if labels.exists() else None
             merges = []
             if config.near_duplicates:
                 merges = plan_merges(con, embedder.get_embedder(), config.near_duplicate_threshold)
@@ -107,7 +114,8 @@ def golden_set(
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
                 judge_gate=JudgeGate(config.judge_min_pairs, config.judge_min_kappa),
-                rubric_sha256=labels.rubric().content_sha256 if labels.exists() else None,
+                rubric_sha256=rubric.content_sha256 if rubric is not None else None,
+                rubric_text=labels.rubric_text(rubric) if rubric is not None else None,
             )
             drift = None
             if result.build_id > 1:

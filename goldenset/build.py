@@ -15,7 +15,7 @@ from datetime import datetime
 from goldenset import delta, failpoints, history
 from goldenset.builds import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
-from goldenset.errors import BuildBlocked, UsageError
+from goldenset.errors import BuildBlocked, GoldensetError, UsageError
 from goldenset.ingest import utcnow
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.merge import JudgeGate, merge_labels
@@ -214,6 +214,7 @@ def build_golden_set(
     query_map: list[tuple[str, str, str]] | None = None,
     judge_gate: JudgeGate | None = None,
     rubric_sha256: str | None = None,
+    rubric_text: str | None = None,
     now: datetime | None = None,
 ) -> BuildResult:
     """Rebuild the golden set from everything ingested and the current snapshot.
@@ -231,6 +232,7 @@ def build_golden_set(
             query_map=query_map,
             judge_gate=judge_gate,
             rubric_sha256=rubric_sha256,
+            rubric_text=rubric_text,
             now=now,
         )
         failpoints.hit("build.after_commit")  # committed to the WAL, not checkpointed yet
@@ -245,6 +247,7 @@ def _build(
     query_map: list[tuple[str, str, str]] | None,
     judge_gate: JudgeGate | None,
     rubric_sha256: str | None,
+    rubric_text: str | None,
     now: datetime | None,
 ) -> BuildResult:
     if trigger not in TRIGGERS:
@@ -319,11 +322,18 @@ def _build(
             "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
             {"sha": content_sha, "all": computation == "full", "build": build_id},
         ).fetchall()[0][0]
-        outcomes = evaluate_checks(checks, funnel, record, missing)
+        reasons = label_reject_reasons(con, content_sha) if record.label_lines_rejected else {}
+        outcomes = evaluate_checks(checks, funnel, record, missing, reasons)
         blocking = [o for o in outcomes if not o.passed and o.blocking]
         if blocking:
             raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
         record.insert(con)
+        if record.rubric_sha256 is not None and rubric_text is not None:
+            # The rubric itself, once per content: `status` names it and an edit can be compared.
+            con.execute(
+                "INSERT INTO rubrics SELECT ?, ?, ?, ? ON CONFLICT DO NOTHING",
+                [record.rubric_sha256, _rubric_name(rubric_text), rubric_text, now],
+            )
         con.executemany(
             "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
             [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left] for i, s in enumerate(funnel)],
@@ -589,6 +599,30 @@ SELECT {cols}, false AS overridden FROM _merged{held_over}"""
     )
     con.execute("DROP TABLE _open")
     con.execute("DROP TABLE _closing")
+
+
+def _rubric_name(text: str) -> str | None:
+    from goldenset.labelling.rubric import parse_rubric
+
+    try:
+        return parse_rubric(text).name
+    except GoldensetError:
+        return None
+
+
+_UNKNOWN_VERSION_LINES = """SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (
+                     SELECT doc_id, version FROM corpus_documents
+                     WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
+                        OR content_sha256 = ?)"""
+
+
+def label_reject_reasons(con, content_sha: str) -> dict[str, int]:
+    """Label lines rejected as a build on snapshot `content_sha` sees them, by reason (most first)."""
+    counts = dict(con.execute("SELECT reason, count(*) FROM label_rejects GROUP BY reason").fetchall())
+    unknown = con.execute(_UNKNOWN_VERSION_LINES, [content_sha]).fetchone()[0]
+    if unknown:
+        counts["unknown_document_version"] = counts.get("unknown_document_version", 0) + int(unknown)
+    return dict(sorted(((k, int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _label_line_counts(con, content_sha: str) -> dict[str, int]:

@@ -39,7 +39,17 @@ NOT_EMPTY = CheckSpec("golden_set_not_empty", False, "At least one label survive
 ACTIVE_DOCUMENTS = CheckSpec(
     "labels_point_at_active_documents", True, "Every label's document is active in the snapshot."
 )
-CHECKS: tuple[CheckSpec, ...] = (FUNNEL_ADDS_UP, REJECTED_SHARE, REJECTED_SHARE_WARNING, NOT_EMPTY, ACTIVE_DOCUMENTS)
+LABEL_LINES_REJECTED = CheckSpec(
+    "label_lines_rejected", False, "No label line is rejected (count and reasons; `goldenset rejects` lists them)."
+)
+CHECKS: tuple[CheckSpec, ...] = (
+    FUNNEL_ADDS_UP,
+    REJECTED_SHARE,
+    REJECTED_SHARE_WARNING,
+    NOT_EMPTY,
+    ACTIVE_DOCUMENTS,
+    LABEL_LINES_REJECTED,
+)
 
 
 @dataclass(frozen=True)
@@ -106,8 +116,20 @@ def empty_reason(funnel: list[FunnelStep], record: BuildRecord) -> str:
     )
 
 
+def label_rejects_line(rejected: int, reasons: dict[str, int]) -> str:
+    """One line on rejected label lines, as the build's warning and its check say it."""
+    detail = ", ".join(f"{k} {v}" for k, v in reasons.items())
+    return (
+        f"{rejected} label line(s) rejected" + (f" ({detail})" if detail else "") + "; `goldenset rejects` lists them"
+    )
+
+
 def evaluate_checks(
-    cfg: BuildChecks, funnel: list[FunnelStep], record: BuildRecord, labels_missing_document: int
+    cfg: BuildChecks,
+    funnel: list[FunnelStep],
+    record: BuildRecord,
+    labels_missing_document: int,
+    label_reasons: dict[str, int] | None = None,
 ) -> list[CheckOutcome]:
     """Evaluate every check of CHECKS on a computed (not yet published) build."""
     out = []
@@ -172,6 +194,18 @@ def evaluate_checks(
             if labels_missing_document == 0
             else f"{labels_missing_document} labels point at documents not active in the snapshot",
             {"labels_missing_document": labels_missing_document},
+        )
+    )
+
+    rejected_labels = record.label_lines_rejected
+    out.append(
+        CheckOutcome(
+            LABEL_LINES_REJECTED,
+            rejected_labels == 0,
+            label_rejects_line(rejected_labels, label_reasons or {})
+            if rejected_labels
+            else f"no label line rejected ({record.label_lines_read} read)",
+            {"rejected": rejected_labels, "lines_read": record.label_lines_read, "reasons": dict(label_reasons or {})},
         )
     )
     return out

@@ -55,3 +55,12 @@ class ComparisonBiased(GoldensetError):
     """`bench compare --fail-on-bias`: the verdict rests on unjudged documents; exit code 5."""
 
     exit_code = 5
+
+
+class InputMoved(GoldensetError):
+    """A build refused: an input changed in a way that would change the published set silently; exit code 1.
+
+    Raised before anything is written (a LOGS or LABELS root other than the one recorded,
+    a rubric edit that invalidates label lines or changes a grade); the message names
+    the flag that lets the build go on.
+    """

@@ -831,6 +831,33 @@ BUILD_JUDGES = Relation(
 )
 
 # --------------------------------------------------------------------------- benchmark
+# --------------------------------------------------------------------------- sources (contract 9)
+SOURCE_ROOTS = Relation(
+    "source_roots",
+    "(kind, root) a warehouse has ingested from, the current one open",
+    (
+        C("kind", "VARCHAR", "logs or labels"),
+        C("root", "VARCHAR", "the directory, absolute with symbolic links resolved"),
+        C("recorded_at", "TIMESTAMP", "when a build first ingested from it (UTC)"),
+        C(
+            "replaced_at",
+            "TIMESTAMP",
+            "when a build moved on with --new-source, or `forget` removed its last file (UTC); null: current",
+        ),
+    ),
+)
+RUBRICS = Relation(
+    "rubrics",
+    "rubric a build checked label lines against",
+    (
+        C("rubric_sha256", "VARCHAR", "sha256 of the rubric file's bytes (golden_builds.rubric_sha256)"),
+        C("name", "VARCHAR", "the rubric's name"),
+        C("content", "VARCHAR", "the rubric file as UTF-8 text"),
+        C("first_used_at", "TIMESTAMP", "when a build first used it (UTC)"),
+    ),
+    primary_key=("rubric_sha256",),
+)
+
 BENCHMARK_RUNS = Relation(
     "benchmark_runs",
     "benchmark run",
@@ -960,6 +987,8 @@ RELATIONS: tuple[Relation, ...] = (
     LABEL_CHANGES,
     RELABEL_QUEUE,
     REJECTED_RECORDS,
+    SOURCE_ROOTS,
+    RUBRICS,
     BENCHMARK_RUNS,
     BENCHMARK_RESULTS,
     EMBEDDING_CACHE,

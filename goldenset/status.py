@@ -38,6 +38,8 @@ class Status:
     relabel_queue_by_reason: dict[str, int]
     labelling_queue_by_reason: dict[str, int] = field(default_factory=dict)
     judges_held_back: list[dict] = field(default_factory=list)
+    rubric_name: str | None = None  # the rubric the build's labels were checked against (contract 9.3)
+    roots: dict[str, str] = field(default_factory=dict)  # the recorded LOGS and LABELS roots (contract 9.1)
 
     @property
     def rejected_records(self) -> int:
@@ -67,7 +69,19 @@ class Status:
             "relabel_queue_by_reason": self.relabel_queue_by_reason,
             "labelling_queue_by_reason": self.labelling_queue_by_reason,
             "judges_held_back": self.judges_held_back,
+            "rubric": {"name": self.rubric_name, "sha256": self.build.rubric_sha256}
+            if self.build.rubric_sha256
+            else None,
+            "roots": self.roots,
         }
+
+
+def _has_tables(con, *names: str) -> bool:
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND list_contains(?, table_name)",
+        [list(names)],
+    ).fetchone()[0]
+    return found == len(names)
 
 
 def golden_status(con, corpus_path: str | Path | None = None, now: datetime | None = None) -> Status:
@@ -122,8 +136,16 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
         ).fetchall()
     ]
     queue = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
+    rubric, roots = None, {}
+    if _has_tables(con, "rubrics", "source_roots"):  # (a warehouse from before contract 9, opened read-only)
+        rubric = con.execute("SELECT name FROM rubrics WHERE rubric_sha256 = ?", [build.rubric_sha256]).fetchone()
+        roots = dict(
+            con.execute("SELECT kind, root FROM source_roots WHERE replaced_at IS NULL ORDER BY kind").fetchall()
+        )
     return Status(
         build=build,
+        rubric_name=rubric[0] if rubric else None,
+        roots=roots,
         judges_held_back=judges,
         labelling_queue_by_reason=queue,
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),

@@ -56,6 +56,21 @@ def build(
             "(else GOLDENSET_INGEST_WORKERS, else 0: ingest straight into the warehouse)."
         ),
     ] = None,
+    new_source: Annotated[
+        bool,
+        typer.Option(
+            "--new-source",
+            help="LOGS or LABELS is meant to be another folder than the one the warehouse was built from "
+            "(files with the same relative path and bytes are recognised, not ingested twice).",
+        ),
+    ] = False,
+    accept_rubric_change: Annotated[
+        bool,
+        typer.Option(
+            "--accept-rubric-change",
+            help="Go on with a rubric edit that makes label lines invalid or changes a label's grade.",
+        ),
+    ] = False,
     wait: WaitOpt = None,
     trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
 ) -> None:
@@ -77,6 +92,8 @@ def build(
         },
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
         workers=settings.ingest_workers(workers),
+        new_source=new_source,
+        accept_rubric_change=accept_rubric_change,
     )
     for warning in result.warnings:
         err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from goldenset import build_marker, ingest, layout, progress, settings
-from goldenset.checks import empty_reason
+from goldenset import build_marker, ingest, layout, progress, settings, sources
+from goldenset.build import label_reject_reasons
+from goldenset.checks import empty_reason, label_rejects_line
 from goldenset.corpus import read_corpus, remembering_reads
-from goldenset.errors import GoldensetError, InputError
+from goldenset.errors import GoldensetError, InputError, InputMoved
 from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric import load_rubric
+from goldenset.labelling.rubric_change import rubric_change
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Paths
 from goldenset.snapshots import unchanged_load
@@ -71,18 +73,32 @@ def run_refresh(
     wait: float = settings.DEFAULT_LOCK_TIMEOUT,
     notify: Callable[[str], None] | None = None,
     workers: int = 0,
+    new_source: bool = False,
+    accept_rubric_change: bool = False,
 ) -> RefreshResult:
     """Ingest, snapshot and build in one in-process run; return the resulting status.
 
     With `workers` above 0 the log days are first staged as Parquet by the
     stage_serve_log job in up to that many processes, and the refresh loads them.
+    A LOGS or LABELS root other than the recorded one, or a rubric edit that changes
+    labels, refuses (InputMoved) before anything is written unless `new_source` or
+    `accept_rubric_change` says the change is meant (contract 9).
     """
+    guard = Guard(new_source, accept_rubric_change)
     # remembering_reads: the corpus checked up front is the one the snapshot step reads;
     # marking: `status` can tell a build in progress from no build at all.
     if not Path(paths.db).exists():
         require_folder(Path(paths.db))  # a typo in --db is refused before anything is read
     with remembering_reads(), build_marker.marking(paths.db):
-        return _run_refresh(paths, trigger, golden_set_config, wait, notify, workers)
+        return _run_refresh(paths, trigger, golden_set_config, wait, notify, workers, guard)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the user said a build may change: its source roots, and labels through a rubric edit."""
+
+    new_source: bool = False
+    accept_rubric_change: bool = False
 
 
 def _run_refresh(
@@ -92,7 +108,11 @@ def _run_refresh(
     wait: float,
     notify: Callable[[str], None] | None,
     workers: int,
+    guard: Guard,
 ) -> RefreshResult:
+    say = notify or progress.notice
+    labels = Path(paths.labels) if paths.labels is not None else None
+    roots: dict[str, Path | None] = {"logs": Path(paths.logs), "labels": labels if labels and labels.is_dir() else None}
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
     logs = Path(paths.logs)
@@ -108,6 +128,8 @@ def _run_refresh(
         # Wait for a writer here, with a word to the user, rather than fail inside a step.
         con = connect(paths.db, read_only=False, wait=wait, notify=notify)
         try:
+            for line in sources.check_roots(con, roots, new_source=guard.new_source):
+                say(line)
             ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
             corpus_known = unchanged_load(con, paths.corpus) is not None
             if workers == 0:  # (staging compares each day by content, in its own processes)
@@ -120,13 +142,13 @@ def _run_refresh(
         # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
         # warehouse; before that, a LOGS with nothing the contract reads is a mistake.
         layout.require_files(logs, "log", "--logs or GOLDENSET_LOGS")
-    labels = Path(paths.labels) if paths.labels is not None else None
     if labels is not None and labels.exists():
         if not labels.is_dir():
             raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
         rubric = load_rubric(paths.rubric or settings.default_path("rubric"))
         rubric.require_closed()
+        _check_rubric(paths, rubric, guard, wait, notify)
         label_days = list_partitions(labels)
         days = sorted(set(days) | set(label_days))
         to_read |= _label_days_to_read(paths, labels, rubric.content_sha256, label_days, wait, notify)
@@ -144,11 +166,14 @@ def _run_refresh(
             _stage_in_parallel(instance, workers)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         try:
-            job.execute_in_process(
-                instance=instance,
-                run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                tags={**range_tags(keys), **trigger_tags(trigger), **_process_tags()},
-            )
+            try:
+                job.execute_in_process(
+                    instance=instance,
+                    run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
+                    tags={**range_tags(keys), **trigger_tags(trigger), **_process_tags()},
+                )
+            finally:
+                _record_roots(paths, roots, wait)
         except dg.Failure as exc:
             cause = _unwrap(exc)
             if isinstance(cause, GoldensetError):
@@ -167,7 +192,53 @@ def _run_refresh(
         warnings = []
         if status.build.n_labels == 0:
             warnings.append(empty_reason(funnel_steps(con, status.build.build_id), status.build))
+        if status.build.label_lines_rejected:
+            reasons = label_reject_reasons(con, status.build.corpus_content_sha256)
+            warnings.append(label_rejects_line(status.build.label_lines_rejected, reasons))
         return RefreshResult(status, warnings)
+    finally:
+        con.close()
+
+
+def _check_rubric(paths: Paths, rubric, guard: Guard, wait: float, notify) -> None:
+    """Refuse a rubric edit that changes labels unless accepted; say in one line what an edit does."""
+    if not Path(paths.db).exists():
+        return
+    con = connect(paths.db, read_only=True, wait=wait, notify=notify)
+    try:
+        change = rubric_change(con, rubric)
+    finally:
+        con.close()
+    if change is None:
+        return
+    say = notify or progress.notice
+    old = ", ".join(sha[:12] for sha in change.old_sha256)
+    head = f"the rubric {paths.rubric} changed ({old} -> {change.new_sha256[:12]})"
+    if not change.changes_labels:
+        say(f"{head}: no label changes ({change.lines_checked} stored label lines checked again)")
+        return
+    if guard.accept_rubric_change:
+        say(f"{head}: {change.summary()}; going on (--accept-rubric-change)")
+        return
+    sample = "".join(f"\n  {c.text()}" for c in change.sample)
+    more = change.become_invalid + change.grade_changes + change.become_valid - len(change.sample)
+    raise InputMoved(
+        f"{head}: {change.summary()}; nothing was changed. Restore the rubric, or run the build again with "
+        f"--accept-rubric-change to go on. "
+        f"{'The first ' + str(len(change.sample)) + ':' if more > 0 else 'They are:'}{sample}"
+    )
+
+
+def _record_roots(paths: Paths, roots: dict[str, Path | None], wait: float) -> None:
+    """After a run (published or not), remember the roots it ingested from; a busy file is left for next time."""
+    if not Path(paths.db).exists():
+        return
+    try:
+        con = connect(paths.db, read_only=False, wait=wait, notify=lambda _m: None)
+    except GoldensetError:
+        return
+    try:
+        sources.record_roots(con, roots)
     finally:
         con.close()
 

@@ -37,3 +37,13 @@ class LabelSource(dg.ConfigurableResource):
     def rubric(self) -> Rubric:
         """The rubric, validated and closed (RubricError naming the file otherwise)."""
         return load_rubric(self.rubric_path).require_closed()
+
+    def rubric_text(self, rubric: Rubric) -> str | None:
+        """The rubric file's text, if its bytes are still those `rubric` was read from."""
+        import hashlib
+
+        try:
+            raw = Path(self.rubric_path).read_bytes()
+        except OSError:
+            return None
+        return raw.decode("utf-8") if hashlib.sha256(raw).hexdigest() == rubric.content_sha256 else None

@@ -104,6 +104,48 @@ def export(
     )
 
 
+@app.command()
+def forget(
+    logs: Annotated[
+        str | None, typer.Option("--logs", metavar="GLOB", help="Log files to forget, relative to LOGS.")
+    ] = None,
+    labels: Annotated[
+        str | None, typer.Option("--labels", metavar="GLOB", help="Label files to forget, relative to LABELS.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do it without asking.")] = False,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
+) -> None:
+    """Remove every row of the matching ingested files, in one transaction (the files are not touched).
+
+    The next build's label_history shows the effect. GLOB follows shell rules and is matched
+    against the path relative to the root (`dt=2026-11-*/*`; `*` also crosses `/`).
+    """
+    from goldenset.sources import forget_files, plan_forget
+
+    if (logs is None) == (labels is None):
+        raise UsageError("forget takes exactly one of --logs GLOB or --labels GLOB")
+    kind = "logs" if logs is not None else "labels"
+    pattern = logs if logs is not None else (labels or "")
+    path = resolve_paths(db=db).db
+    with reading(path, wait) as con:
+        plan = plan_forget(con, kind, pattern)
+    if not plan.files:
+        typer.echo(f"no ingested {kind} file matches {pattern!r}; nothing removed")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"would remove {plan.line()}; add --yes to do it (stdin is not a terminal to ask)")
+        if not typer.confirm(f"remove {plan.line()}?", err=True):
+            raise typer.Exit(1)
+    con = open_warehouse(path, read_only=False, wait=wait)
+    try:
+        done = forget_files(con, kind, pattern)
+    finally:
+        con.close()
+    typer.echo(f"removed {done.line()}; the next build shows the effect")
+
+
 def print_status(st, title: str) -> None:
     """The status table and the funnel, as `status` and `build` print them."""
     b = st.build
@@ -120,6 +162,10 @@ def print_status(st, title: str) -> None:
         t.add_row("drift since build", f"{corpus.drift_since_build:.1%}{flag}")
     elif corpus.error:
         t.add_row("drift since build", f"[red]{corpus.error}[/red]")
+    for kind, root in st.roots.items():
+        t.add_row(f"{kind} root", root)
+    if b.rubric_sha256:
+        t.add_row("rubric", f"{st.rubric_name or '(name not recorded)'} ({b.rubric_sha256[:16]})")
     t.add_row("queries / projects", f"{b.n_queries} / {b.n_projects}")
     t.add_row("log labels helped / noise / wrong", f"{b.n_helped} / {b.n_noise} / {b.n_wrong}")
     if b.n_human_labels or b.human_labels_unused or b.label_lines_read:

@@ -23,7 +23,7 @@ from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, l
 from goldenset.records import Rejected
 from goldenset.warehouse import transaction
 
-_DELETE = (
+DELETE_LABEL_FILES = (
     "DELETE FROM human_labels WHERE list_contains(?, source_file)",
     "DELETE FROM label_rejects WHERE list_contains(?, source_file)",
     "DELETE FROM label_files WHERE list_contains(?, source_file)",
@@ -235,7 +235,7 @@ def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]],
     reject_table = pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in rejects.items()})
     names = [f.source_file for f, _, _ in todo]
     with transaction(con):
-        for stmt in _DELETE:
+        for stmt in DELETE_LABEL_FILES:
             con.execute(stmt, [names])
         for view, table, sql in (
             ("_label_rows", label_table, "INSERT INTO human_labels BY NAME SELECT * FROM _label_rows"),

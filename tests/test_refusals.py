@@ -1,0 +1,213 @@
+"""Mistakes that must not change the golden set silently, reproduced through the command line (contract 9).
+
+A build against another LOGS folder, a `forget` of a wrong folder's files, and rubric
+edits that rename a label or change nothing. Expected counts are derived by hand from the
+conformance files (tests/data/conformance), line by line, in the comments.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from goldenset.warehouse import connect
+from goldenset_dagster.cli import main
+from tests.helpers import ranked, serve, verdict, write_log
+
+DATA = Path(__file__).parent / "data" / "conformance"
+QUERY = "07c6b23f1023f387"  # the conformance log's query 'fix the REFUND window' of project billing
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A working directory holding a copy of the conformance logs under `logs/`."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(DATA / "logs", tmp_path / "logs")
+    return tmp_path
+
+
+def _build(db: Path, logs: Path, *extra: str) -> int:
+    return main(["build", "--logs", str(logs), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db), *extra])
+
+
+def _one(db: Path, sql: str, params=None):
+    con = connect(db, read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def _other_team(root: Path) -> Path:
+    """Three serves of another team (project ops), each with a helped verdict on a document of the corpus."""
+    records = []
+    for n in range(3):
+        sid = f"ops-{n}"
+        records.append(serve(sid, f"2026-11-05T10:0{n}:00Z", f"restart worker {n}", [ranked("d1", 1)], project="ops"))
+        records.append(verdict(sid, "d1", "helped", f"2026-11-05T10:0{n}:30Z"))
+    write_log(root, "2026-11-05", "part-0001.jsonl", records)
+    return root
+
+
+def test_a_build_against_another_logs_folder_refuses_and_changes_nothing(workdir, capsys):
+    db, logs, other = workdir / "g.duckdb", workdir / "logs", _other_team(workdir / "other")
+    assert _build(db, logs) == 0
+    files_before = _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1")
+    capsys.readouterr()
+
+    assert _build(db, other) == 1
+
+    n_files = len(list(logs.glob("dt=*/*")))  # the conformance log: two files
+    assert capsys.readouterr().err == (
+        f"Error: --logs {other.resolve()} is not the logs folder this warehouse was built from "
+        f"({logs.resolve()}, {n_files} file(s) ingested from it); nothing was changed. If the move is meant, "
+        "run the build again with --new-source (files with the same path and bytes are recognised, not ingested "
+        f"twice); if {logs.resolve()} was the mistake, remove its rows with `goldenset forget --logs GLOB` first\n"
+    )
+    assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
+    assert _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1") == files_before
+    assert _one(db, "SELECT count(*) FROM log_serves WHERE project = 'ops'") == [(0,)]
+
+
+def test_new_source_recognises_the_files_already_ingested_under_the_old_root(workdir, capsys):
+    db, logs = workdir / "g.duckdb", workdir / "logs"
+    assert _build(db, logs) == 0
+    files_before = _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1")
+    moved = workdir / "archive" / "logs"
+    shutil.copytree(logs, moved)  # same relative paths and bytes, new mtimes
+    assert _build(db, moved) == 1
+    capsys.readouterr()
+
+    assert _build(db, moved, "--new-source") == 0
+
+    err = capsys.readouterr().err
+    assert f"logs root moves from {logs.resolve()} to {moved.resolve()} (--new-source)" in err
+    # Not ingested again: same rows, same ingestion time; the build repeats the first one.
+    assert _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1") == files_before
+    assert _one(db, "SELECT build_id, computation FROM golden_builds ORDER BY 1") == [(1, "full"), (2, "repeat")]
+    assert _one(db, "SELECT root, replaced_at IS NULL FROM source_roots WHERE kind = 'logs' ORDER BY recorded_at") == [
+        (str(logs.resolve()), False),
+        (str(moved.resolve()), True),
+    ]
+    # The old root is refused now.
+    assert _build(db, logs) == 1
+
+
+def test_forget_removes_a_wrong_first_folder_and_the_next_build_drops_its_labels(workdir, capsys):
+    db, logs, other = workdir / "g.duckdb", workdir / "logs", _other_team(workdir / "other")
+    assert _build(db, other) == 0  # the mistake: another team's logs first
+    ops = _one(db, "SELECT DISTINCT query_id FROM golden_set WHERE project = 'ops' ORDER BY 1")
+    assert len(ops) == 3
+    assert _build(db, logs) == 1
+    capsys.readouterr()
+
+    assert main(["forget", "--logs", "dt=2026-11-05/*", "--db", str(db), "--yes"]) == 0
+
+    # One file of 6 lines (3 serves, 3 verdicts, nothing rejected), as _other_team wrote it.
+    assert capsys.readouterr().out == (
+        "removed 1 logs file(s), 6 line(s): 3 serve(s), 3 verdict(s), 0 rejected line(s); "
+        "the next build shows the effect\n"
+    )
+    assert (other / "dt=2026-11-05" / "part-0001.jsonl").exists()  # the file itself is untouched
+    # No ingested log file is left, so the recorded root is closed and the real logs go through.
+    assert _build(db, logs) == 0
+    assert _one(db, "SELECT count(*) FROM golden_set WHERE project = 'ops'") == [(0,)]
+    # label_history shows the other team's labels closed by build 2, like any other change.
+    closed = _one(
+        db,
+        "SELECT DISTINCT query_id FROM label_history WHERE valid_to_build = 2 AND list_contains(?, query_id) "
+        "ORDER BY 1",
+        [[q for (q,) in ops]],
+    )
+    assert closed == ops
+    assert _one(db, "SELECT count(*) FROM golden_set WHERE query_id = ?", [QUERY])[0][0] > 0
+
+
+def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes_nothing(workdir, capsys):
+    db, logs = workdir / "g.duckdb", workdir / "logs"
+    assert _build(db, logs) == 0
+    capsys.readouterr()
+    assert main(["forget", "--logs", "*", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Error: would remove 2 logs file(s)") and err.rstrip().endswith(
+        "add --yes to do it (stdin is not a terminal to ask)"
+    )
+    assert _one(db, "SELECT count(*) FROM log_files") == [(2,)]
+    assert main(["forget", "--labels", "nothing/*", "--db", str(db), "--yes"]) == 0
+    assert capsys.readouterr().out == "no ingested labels file matches 'nothing/*'; nothing removed\n"
+    assert main(["forget", "--db", str(db)]) == 2
+
+
+def _labelled(workdir: Path) -> tuple[Path, Path, Path]:
+    db, rubric = workdir / "g.duckdb", workdir / "rubric.yaml"
+    shutil.copy(DATA / "rubric.yaml", rubric)
+    shutil.copytree(DATA / "labels", workdir / "labels")
+    return db, rubric, workdir / "labels"
+
+
+def test_renaming_a_label_in_the_rubric_refuses_with_the_lines_it_would_invalidate(workdir, capsys):
+    db, rubric, labels = _labelled(workdir)
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+    old_sha = _one(db, "SELECT rubric_sha256 FROM golden_builds")[0][0]
+    rejected_before = _one(db, "SELECT count(*) FROM label_rejects")
+    rubric.write_text(rubric.read_text().replace("partial:", "partly:  "))
+    capsys.readouterr()
+
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 1
+
+    import hashlib
+
+    new_sha = hashlib.sha256(rubric.read_bytes()).hexdigest()
+    err = capsys.readouterr().err.splitlines()
+    # Lines 2 and 8 are the accepted `partial` lines (ben on d1 and d6); line 17 says partial too but was
+    # already rejected. Stored lines: 14 accepted (1-13, 15) + 4 rejected for a rubric reason (16-19).
+    assert err[0] == (
+        f"Error: the rubric {rubric} changed ({old_sha[:12]} -> {new_sha[:12]}): 2 label line(s) become invalid, "
+        "0 label(s) change grade, 0 rejected line(s) become valid (of 18 stored lines); nothing was changed. "
+        "Restore the rubric, or run the build again with --accept-rubric-change to go on. They are:"
+    )
+    bad = "rejected: label 'partial' is not one of relevant, partly, irrelevant"
+    assert err[1:] == [
+        f"  dt=2026-11-03/part-0001.jsonl:2 query {QUERY} doc d1 by ben: partial (grade 1) -> {bad}",
+        f"  dt=2026-11-03/part-0001.jsonl:8 query {QUERY} doc d6 by ben: partial (grade 1) -> {bad}",
+    ]
+    assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
+    assert _one(db, "SELECT DISTINCT rubric_sha256 FROM label_files") == [(old_sha,)]
+
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric), "--accept-rubric-change") == 0
+    assert _one(db, "SELECT count(*) FROM label_rejects")[0][0] == rejected_before[0][0] + 2
+    assert _one(db, "SELECT rubric_sha256, name FROM rubrics ORDER BY first_used_at") == [
+        (old_sha, "support-policies"),
+        (new_sha, "support-policies"),
+    ]
+
+
+def test_a_rubric_edit_that_changes_no_label_goes_through_with_one_line(workdir, capsys):
+    db, rubric, labels = _labelled(workdir)
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+    rubric.write_text(rubric.read_text().replace("using only the published", "using only the current published"))
+    capsys.readouterr()
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("the rubric")]
+    assert len(lines) == 1 and lines[0].endswith(": no label changes (18 stored label lines checked again)")
+
+
+def test_rejected_label_lines_are_a_warning_of_the_build_and_status_shows_the_rubric(workdir, capsys):
+    db, rubric, labels = _labelled(workdir)
+    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+    # labels-expected.json: lines 15 (unknown_document_version), 16-17 (label_contradicts_rubric),
+    # 18-19 (invalid_field), 20 (missing_field), 21 (unknown_event), 22 (invalid_json).
+    assert (
+        "WARNING: 8 label line(s) rejected (invalid_field 2, label_contradicts_rubric 2, invalid_json 1, "
+        "missing_field 1, unknown_document_version 1, unknown_event 1); `goldenset rejects` lists them"
+    ) in capsys.readouterr().err.splitlines()
+    assert main(["status", "--db", str(db), "--json"]) == 0
+    import json
+
+    st = json.loads(capsys.readouterr().out)
+    import hashlib
+
+    assert st["rubric"] == {"name": "support-policies", "sha256": hashlib.sha256(rubric.read_bytes()).hexdigest()}
+    assert st["roots"] == {"labels": str(labels.resolve()), "logs": str((workdir / "logs").resolve())}
