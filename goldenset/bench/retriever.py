@@ -24,7 +24,6 @@ retriever; the reference is `goldenset.bench.reference:hybrid`.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from goldenset import plugins
 from goldenset.corpus import CorpusSnapshot
 from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldensetError, UsageError
@@ -77,22 +77,12 @@ class ComponentStatus:
 
 
 def load_factory(spec: str) -> Callable[[RetrieverContext], Any]:
-    """Import `module:factory`; UsageError when the path is malformed or does not resolve."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"retriever {spec!r} is not an import path; use `module:factory`, e.g. {REFERENCE}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"retriever {spec!r}: cannot import {module_name!r} ({exc}); check PYTHONPATH") from exc
-    factory: Any = module
-    for part in attr.split("."):
-        factory = getattr(factory, part, None)
-        if factory is None:
-            raise UsageError(f"retriever {spec!r}: module {module_name!r} has no {attr!r}")
-    if not callable(factory):
-        raise UsageError(f"retriever {spec!r}: {attr!r} is not callable")
-    return factory
+    """Import `module:factory` (the working directory first); UsageError when malformed or unresolved."""
+    return plugins.load_factory(
+        spec,
+        f"retriever {spec!r}",
+        f"retriever {spec!r} is not an import path; use `module:factory`, e.g. {REFERENCE}",
+    )
 
 
 def build_retriever(factory: Callable[[RetrieverContext], Any], spec: str, ctx: RetrieverContext):

@@ -30,7 +30,6 @@ sha256 of passage, repeat number); rows are only ever added (INSERT OR IGNORE).
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import math
 import threading
@@ -42,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from goldenset import plugins
 from goldenset.corpus import CorpusSnapshot
 from goldenset.embeddings import Embedder, default_model_path, embed_cached, text_sha256
 from goldenset.errors import GoldensetError, UsageError
@@ -237,22 +237,10 @@ def shared_embedder() -> Embedder:
 
 
 def load_factory(spec: str) -> Callable[[ScorerContext], Any]:
-    """Import `module:factory` for --scorer; UsageError naming what does not resolve."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"--scorer {spec!r} is not known; use dense, bm25, judge or module:factory")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"--scorer {spec!r}: cannot import {module_name!r} ({exc}); check PYTHONPATH") from exc
-    factory: Any = module
-    for part in attr.split("."):
-        factory = getattr(factory, part, None)
-        if factory is None:
-            raise UsageError(f"--scorer {spec!r}: module {module_name!r} has no {attr!r}")
-    if not callable(factory):
-        raise UsageError(f"--scorer {spec!r}: {attr!r} is not callable")
-    return factory
+    """Import `module:factory` for --scorer (the working directory first); UsageError naming what does not resolve."""
+    return plugins.load_factory(
+        spec, f"--scorer {spec!r}", f"--scorer {spec!r} is not known; use dense, bm25, judge or module:factory"
+    )
 
 
 def build_scorer(spec: str, ctx: ScorerContext) -> Scorer:
