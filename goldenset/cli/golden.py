@@ -1,4 +1,4 @@
-"""`goldenset status`, `rejects` and `export`: the top-level commands that read the published golden set.
+"""`goldenset status`, `rejects`, `export` and `forget`: the top-level commands on the published golden set.
 
 They are plain functions that `goldenset.cli.app` registers on the program; `print_status`
 is also how `build` and `demo` (in the Dagster package) report.
@@ -7,6 +7,7 @@ is also how `build` and `demo` (in the Dagster package) report.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ import typer
 from rich.table import Table
 
 from goldenset.cli.options import CorpusOpt, DbOpt, WaitOpt
-from goldenset.cli.shared import err, out, reading
+from goldenset.cli.shared import err, open_warehouse, out, reading
 from goldenset.errors import UsageError
 from goldenset.settings import resolve_paths
 
@@ -104,7 +105,6 @@ def export(
     )
 
 
-@app.command()
 def forget(
     logs: Annotated[
         str | None, typer.Option("--logs", metavar="GLOB", help="Log files to forget, relative to LOGS.")
@@ -202,4 +202,4 @@ def _breakdown(counts: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
-COMMANDS = (status, rejects, export)
+COMMANDS = (status, rejects, export, forget)
