@@ -19,6 +19,8 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_p
 
 @dg.asset(
     partitions_def=days,
+    # After the span files are imported as lines (trace_export, contract 14), when there are any.
+    deps=[dg.AssetKey("trace_export")],
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
     group_name="ingest",

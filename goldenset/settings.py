@@ -34,6 +34,8 @@ _PLACES: dict[str, tuple[str, str]] = {
     "reports": ("GOLDENSET_REPORTS", "reports"),
     "bench_index": ("GOLDENSET_BENCH_INDEX", "bench-index"),
     "staging": ("GOLDENSET_STAGING", "staging"),
+    "trace_export": ("GOLDENSET_TRACE_EXPORT", "trace_export"),
+    "trace_mapping": ("GOLDENSET_TRACE_MAPPING", "trace-mapping.yaml"),
 }
 ENV_INGEST_WORKERS = "GOLDENSET_INGEST_WORKERS"
 

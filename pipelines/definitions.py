@@ -13,11 +13,12 @@ from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, r
 from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
-from goldenset_dagster.jobs import pool_labelling_queue, rebuild_golden_set, refresh_golden_set
-from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
+from goldenset_dagster.assets.trace_export import trace_export
+from goldenset_dagster.jobs import import_trace_export, pool_labelling_queue, rebuild_golden_set, refresh_golden_set
+from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_golden_set, nightly_staged_golden_set, refresh_after_staging
-from goldenset_dagster.sensors import corpus_reindex_sensor
+from goldenset_dagster.sensors import corpus_reindex_sensor, trace_export_sensor
 from goldenset_dagster.staging import stage_serve_log
 
 
@@ -31,6 +32,7 @@ def _path(name: str) -> str | dg.EnvVar:
 def build_definitions() -> dg.Definitions:
     return dg.Definitions(
         assets=[
+            trace_export,
             serve_log,
             human_labels,
             corpus_snapshot,
@@ -40,14 +42,22 @@ def build_definitions() -> dg.Definitions:
             golden_set_export,
             *BENCHMARK_ASSETS,
         ],
-        jobs=[refresh_golden_set, rebuild_golden_set, pool_labelling_queue, stage_serve_log, *BENCHMARK_JOBS],
+        jobs=[
+            refresh_golden_set,
+            rebuild_golden_set,
+            pool_labelling_queue,
+            stage_serve_log,
+            import_trace_export,
+            *BENCHMARK_JOBS,
+        ],
         schedules=[nightly_golden_set, nightly_staged_golden_set],
-        sensors=[corpus_reindex_sensor, refresh_after_staging],
+        sensors=[corpus_reindex_sensor, refresh_after_staging, trace_export_sensor],
         resources={
             "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
             "logs": LogSource(path=_path("logs"), staging_path=_path("staging"), workers=settings.ingest_workers()),
             "corpus_source": CorpusSource(path=_path("corpus")),
             "labels": LabelSource(path=_path("labels"), rubric_path=_path("rubric")),
+            "trace_export_source": TraceExportSource(path=_path("trace_export"), mapping_path=_path("trace_mapping")),
             "embedder": EmbedderResource(model_path=os.environ.get("GOLDENSET_DENSE_MODEL", "")),
         },
     )

@@ -9,6 +9,7 @@ from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, r
 from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
+from goldenset_dagster.assets.trace_export import trace_export
 
 refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
@@ -29,6 +30,14 @@ pool_labelling_queue = dg.define_asset_job(
     "pool_labelling_queue",
     selection=[labelling_queue],
     description="Pool the rankers over the latest build's golden queries into the labelling queue.",
+)
+
+# Its own job, launched by trace_export_sensor when span files appear or change: the days
+# it writes must exist as LOGS folders before a build decides which days to read.
+import_trace_export = dg.define_asset_job(
+    "import_trace_export",
+    selection=[trace_export],
+    description="Import the span files of the trace_export folder as serve and verdict lines (contract 14).",
 )
 
 

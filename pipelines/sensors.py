@@ -1,7 +1,8 @@
-"""The reindex sensor: one rebuild per change of corpus fingerprint.
+"""The sensors: one rebuild per change of corpus fingerprint; one import per change of span files.
 
-It never opens the DuckDB file (a build may be holding it): it stats the corpus
-file, and reads it to fingerprint only when size or mtime moved.
+Neither opens the DuckDB file (a build may be holding it): the reindex sensor stats
+the corpus file, and reads it to fingerprint only when size or mtime moved; the
+trace sensor stats the files of the trace_export folder.
 """
 
 import json
@@ -9,9 +10,9 @@ import json
 import dagster as dg
 
 from goldenset.errors import CorpusError
-from goldenset_dagster.jobs import build_run_config, refresh_golden_set, trigger_tags
+from goldenset_dagster.jobs import build_run_config, import_trace_export, refresh_golden_set, trigger_tags
 from goldenset_dagster.partitions import days, range_tags
-from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource
+from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource
 
 
 def decide(cursor: dict, stat: tuple[int, float] | None, read_fingerprint) -> tuple[dict, str | None, str]:
@@ -70,3 +71,19 @@ def corpus_reindex_sensor(
         cursor=json.dumps(new_cursor),
         skip_reason=None if keys else dg.SkipReason("no log days to build from yet"),
     )
+
+
+@dg.sensor(
+    job=import_trace_export,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Import the trace_export folder's span files when one appears or changes; "
+    "the nightly build then reads the lines.",
+)
+def trace_export_sensor(context: dg.SensorEvaluationContext, trace_export_source: TraceExportSource):
+    signature = trace_export_source.signature()
+    if signature is None:
+        return dg.SkipReason(f"no span files in {trace_export_source.root}")
+    if signature == context.cursor:
+        return dg.SkipReason("span files unchanged (names, sizes, mtimes)")
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"traces-{signature[:16]}")], cursor=signature)
