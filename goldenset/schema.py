@@ -909,6 +909,18 @@ BENCHMARK_RESULTS = Relation(
         C("value", "DOUBLE", "value"),
     ),
 )
+BENCHMARK_RANKINGS = Relation(
+    "benchmark_rankings",
+    "(run, query, rank): the deciding row's ranking, what `pool --from-run` pools",
+    (
+        C("run_id", "VARCHAR", "run"),
+        C("query_id", "VARCHAR", "golden query"),
+        C("rank", "INTEGER", "1, 2, 3 ... down to the run's depth, ties as the retriever ordered them"),
+        C("doc_id", "VARCHAR", "document returned"),
+        C("score", "DOUBLE", "the retriever's score"),
+    ),
+    primary_key=("run_id", "query_id", "rank"),
+)
 
 EMBEDDING_CACHE = Relation(
     "embedding_cache",
@@ -991,6 +1003,7 @@ RELATIONS: tuple[Relation, ...] = (
     RUBRICS,
     BENCHMARK_RUNS,
     BENCHMARK_RESULTS,
+    BENCHMARK_RANKINGS,
     EMBEDDING_CACHE,
     SCORE_CACHE,
 )

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from goldenset.errors import UsageError
+from goldenset.errors import GoldensetError, UsageError
 from goldenset.warehouse import transaction
 
 ROWS = ("core", "+graph", "+graph+boosts", "+graph+boosts honest")
@@ -149,6 +149,55 @@ def store_run(con, run: BenchmarkRun) -> None:
             )
         finally:
             con.unregister("_goldenset_bench_values")
+        ranked = _rankings_table(run)
+        if ranked.num_rows:
+            con.register("_goldenset_bench_ranked", ranked)
+            try:
+                con.execute(
+                    "INSERT INTO benchmark_rankings (run_id, query_id, rank, doc_id, score) "
+                    "SELECT run_id, query_id, rank, doc_id, score FROM _goldenset_bench_ranked"
+                )
+            finally:
+                con.unregister("_goldenset_bench_ranked")
+
+
+def _rankings_table(run: BenchmarkRun) -> pa.Table:
+    # Only the deciding row: it is what a comparison decides on, so what `pool --from-run` must fill.
+    lists = run.ranked.get(DECIDING_ROW, {})
+    rows = [(q, i, d, s) for q, hits in sorted(lists.items()) for i, (d, s) in enumerate(hits, start=1)]
+    return pa.table(
+        {
+            "run_id": pa.array([run.run_id] * len(rows), pa.string()),
+            "query_id": pa.array([r[0] for r in rows], pa.string()),
+            "rank": pa.array([r[1] for r in rows], pa.int32()),
+            "doc_id": pa.array([r[2] for r in rows], pa.string()),
+            "score": pa.array([float(r[3]) for r in rows], pa.float64()),
+        }
+    )
+
+
+def load_rankings(con, run_id: str, depth: int | None = None) -> tuple[str, dict[str, list[str]]]:
+    """(retriever, {query_id: [doc_id, ...]}) of a stored run's deciding row, each cut to `depth`.
+
+    UsageError naming `bench list` for an unknown run; GoldensetError for a run stored
+    before its rankings were kept (run the benchmark again).
+    """
+    meta = con.execute("SELECT retriever FROM benchmark_runs WHERE run_id = ?", [run_id]).fetchone()
+    if meta is None:
+        raise UsageError(f"no benchmark run {run_id!r} in the warehouse; `goldenset bench list` shows the runs")
+    out: dict[str, list[str]] = {}
+    for qid, doc in con.execute(
+        "SELECT query_id, doc_id FROM benchmark_rankings WHERE run_id = ? AND (? IS NULL OR rank <= ?) "
+        "ORDER BY query_id, rank",
+        [run_id, depth, depth],
+    ).fetchall():
+        out.setdefault(qid, []).append(doc)
+    if not out:
+        raise GoldensetError(
+            f"benchmark run {run_id} has no stored ranking (it was stored before rankings were kept, "
+            "or measured no query); run `goldenset bench run` again and pool that run"
+        )
+    return meta[0], out
 
 
 # Runs stored before labels_build_id was kept: the build's own row still says which labels it

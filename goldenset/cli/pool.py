@@ -50,13 +50,34 @@ def _connect(db: str | None, wait: float | None, *, read_only: bool):
 def pool(
     ctx: typer.Context,
     rankers: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--rankers",
             help="Rankers, comma-separated: lexical, dense, core (the reference retriever's parts and "
-            "the whole of it) or a retriever as module:factory.",
+            "the whole of it) or a retriever as module:factory (default lexical,dense,core; none with --from-run).",
         ),
-    ] = "lexical,dense,core",
+    ] = None,
+    from_run: Annotated[
+        str | None,
+        typer.Option(
+            "--from-run",
+            help="Pool what this stored benchmark run returned in its top --depth (its deciding row, as "
+            "measured; the retriever is not run again). Combines with --rankers.",
+        ),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="Order of the pooled pairs: depth (best rank first), mtf (move-to-front) or bandit "
+            "(Thompson sampling over the rankers); rounds resume from the state of the last pool.",
+        ),
+    ] = "depth",
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", help="Pooled pairs queued this round at most (stale and successor rows always)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bandit's draws.")] = 0,
     depth: Annotated[int, typer.Option("--depth", help="Documents asked of each ranker per query.")] = 5,
     db: DbOpt = None,
     index_dir: Annotated[
@@ -77,7 +98,16 @@ def pool(
     con = _connect(db, wait, read_only=False)
     try:
         # The names are checked after the build is found: with no build the lower exit code (1) wins.
-        result = run_pool(con, rankers=rankers, depth=depth, index_dir=index_dir or settings.resolve("bench_index"))
+        result = run_pool(
+            con,
+            rankers=rankers if rankers is not None or from_run else "lexical,dense,core",
+            depth=depth,
+            index_dir=index_dir or settings.resolve("bench_index"),
+            from_run=from_run,
+            strategy=strategy,
+            budget=budget,
+            seed=seed,
+        )
     finally:
         con.close()
     if as_json:

@@ -62,6 +62,8 @@ from goldenset.corpus import CorpusSnapshot, Document
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.ingest import utcnow
+from goldenset.labelling import strategies
+from goldenset.labelling.from_run import RunRanking
 from goldenset.labelling.rubric import Rubric
 from goldenset.warehouse import transaction
 
@@ -110,6 +112,8 @@ class PoolReport:
     pooled: int
     pooled_never_judged: int
     queue: dict[str, int]
+    # The strategy that ordered the pooled pairs (strategies.py), with its round and state; None: plain depth.
+    strategy: dict[str, Any] | None = None
 
     @property
     def returned_total(self) -> int:
@@ -134,6 +138,7 @@ class PoolReport:
             "pooled": self.pooled,
             "pooled_never_judged": self.pooled_never_judged,
             "queue": {**self.queue, "total": sum(self.queue.values())},
+            **({"strategy": self.strategy} if self.strategy is not None else {}),
         }
 
     def lines(self) -> list[str]:
@@ -160,6 +165,14 @@ class PoolReport:
             f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
             "queue: " + " + ".join(f"{self.queue[k]} {k}" for k in REASONS) + f" = {sum(self.queue.values())} pairs",
         ]
+        if self.strategy is not None:
+            s = self.strategy
+            out.append(
+                f"strategy {s['name']}, round {s['round']}"
+                + (f", seed {s['seed']}" if "seed" in s else "")
+                + (f": pooled pairs capped at --budget {s['budget']}" if s.get("budget") else "")
+                + (f" ({s['pooled_before_budget']} before the cap)" if "pooled_before_budget" in s else "")
+            )
         return out
 
 
@@ -249,8 +262,11 @@ def _component(ref: Any, name: str) -> Search:
 
 def _ranked(search: Search, name: str, query_id: str, task: str, depth: int) -> list[str]:
     """The ranker's top `depth` distinct doc_ids; GoldensetError naming the ranker when it fails."""
+    # A stored benchmark run (--from-run) answers by query_id: its ranking, not a new search.
+    by_query = getattr(search, "for_query", None)
     try:
-        hits: list[Hit] = check_hits(search(task, depth), f"ranker {name!r}")
+        raw = by_query(query_id, depth) if by_query is not None else search(task, depth)
+        hits: list[Hit] = check_hits(raw, f"ranker {name!r}")
     except Exception as exc:  # any failure of a ranker is reported with its name and the query
         raise GoldensetError(f"ranker {name!r} failed on query {query_id} ({task!r}): {_first_line(exc)}") from exc
     seen: list[str] = []
@@ -340,6 +356,8 @@ class _Returned:
     returned: dict[str, int]
     outside: dict[str, int]
     by_ranker: dict[str, set[tuple[str, str]]]
+    # query_id -> ranker -> its active doc_ids in rank order (what a strategy draws from)
+    lists: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def collect(
@@ -356,6 +374,7 @@ class _Returned:
                         continue
                     out.returned[name] += 1
                     out.by_ranker[name].add((qid, doc_id))
+                    out.lists.setdefault(qid, {}).setdefault(name, []).append(doc_id)
                     out.pairs.setdefault((qid, doc_id), _Pair()).add(name, rank)
         return out
 
@@ -435,10 +454,14 @@ def run_pool(
     corpus: CorpusSnapshot | None = None,
     embedder: Embedder | None = None,
     *,
-    rankers: str | Sequence[str] = DEFAULT_RANKERS,
+    rankers: str | Sequence[str] | None = DEFAULT_RANKERS,
     depth: int = DEFAULT_DEPTH,
     index_dir: str | os.PathLike[str],
     now: datetime | None = None,
+    from_run: str | None = None,
+    strategy: str = strategies.DEFAULT_STRATEGY,
+    budget: int | None = None,
+    seed: int = 0,
 ) -> PoolResult:
     """Pool the rankers over the latest build's golden queries and replace the labelling queue.
 
@@ -448,7 +471,20 @@ def run_pool(
     ranker or a depth below 1; GoldensetError naming the ranker when one fails.
     """
     build = load_build(con)
-    names = check_rankers(rankers, depth)
+    strategies.check_strategy(strategy, budget)
+    run_ranker = RunRanking.load(con, from_run) if from_run else None
+    # --from-run alone pools the run; with --rankers, the run and the rankers together.
+    if run_ranker is None:
+        names = check_rankers(DEFAULT_RANKERS if rankers is None else rankers, depth)
+    else:
+        names = check_rankers(rankers, depth) if rankers else ()
+    if run_ranker is not None:
+        if run_ranker.retriever in names:
+            raise UsageError(
+                f"ranker {run_ranker.retriever!r} is both in --rankers and the retriever of run {from_run}; name it once"
+            )
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
     snapshot = build_snapshot(con, build)
     if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
         raise GoldensetError(
@@ -457,9 +493,14 @@ def run_pool(
         )
     ctx = RetrieverContext(snapshot, con, embedder or Embedder(), Path(index_dir), {})
     searches = _make_rankers(names, ctx)
+    if run_ranker is not None:
+        searches[run_ranker.retriever] = run_ranker
+        names = (*names, run_ranker.retriever)
     state = _read_state(con)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
     chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth)
+    if strategy != strategies.DEFAULT_STRATEGY or budget is not None:
+        chosen, report = strategies.apply(con, chosen, report, returned.lists, names, snapshot, strategy, budget, seed)
     pooled_at = now or utcnow()
     with transaction(con):
         pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchone()[0]

@@ -1,0 +1,245 @@
+"""Pooling strategies (depth, mtf, bandit) on hand-made lists, and `pool --from-run` on the pool world.
+
+Every expected pick below is worked out by hand from the lists written in the test;
+the world of pool_rankers.py gives the golden rows, stale and successor pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+for folder in (HERE, HERE.parent / "bench"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+from pool_rankers import FIRST, Q1, Q2, World, build_world  # noqa: E402
+
+from goldenset import warehouse  # noqa: E402
+from goldenset.bench.runs import BenchmarkRun, store_run  # noqa: E402
+from goldenset.cli.app import main  # noqa: E402
+from goldenset.cli.pool import app as pool_app  # noqa: E402
+from goldenset.errors import GoldensetError, UsageError  # noqa: E402
+from goldenset.labelling import strategies as S  # noqa: E402
+from goldenset.labelling.pool import run_pool  # noqa: E402
+
+POOLED_AT = datetime(2026, 11, 30, 8, 0, 0)
+
+# Two rankers, one query. A's list: r1 n1 r2 ...; B's: x1 x2 r3 ...
+LISTS = {"q": {"A": ["a1", "a2", "a3", "a4"], "B": ["b1", "b2", "b3", "b4"]}}
+
+
+# --------------------------------------------------------------------------- pure strategies
+
+
+def test_mtf_draws_from_the_front_ranker_and_sends_a_wrong_one_to_the_back():
+    # Round 1: A is in front (the --rankers order), so a1 is drawn.
+    r1 = S.plan_round("mtf", LISTS, ["A", "B"], {}, budget=1)
+    assert r1.picks == [("q", "a1", "A")]
+    # a1 labelled not relevant: A goes to the back, B is drawn from.
+    r2 = S.plan_round("mtf", LISTS, ["A", "B"], {("q", "a1"): 0}, budget=1, previous=r1.state)
+    assert r2.picks == [("q", "b1", "B")]
+    # b1 relevant: B stays in front.
+    r3 = S.plan_round("mtf", LISTS, ["A", "B"], {("q", "a1"): 0, ("q", "b1"): 1}, budget=1, previous=r2.state)
+    assert r3.picks == [("q", "b2", "B")]
+    assert r3.state["round"] == 3
+    assert r3.state["picks"]["q"] == [["a1", "A"], ["b1", "B"], ["b2", "B"]]
+
+
+def test_an_unlabelled_pick_is_dropped_from_the_history_and_drawn_again():
+    r1 = S.plan_round("mtf", LISTS, ["A", "B"], {}, budget=1)
+    r2 = S.plan_round("mtf", LISTS, ["A", "B"], {}, budget=1, previous=r1.state)
+    assert r2.picks == [("q", "a1", "A")]
+    assert r2.state["picks"]["q"] == [["a1", "A"]]
+
+
+def test_a_document_two_rankers_return_is_drawn_once():
+    lists = {"q": {"A": ["d", "e"], "B": ["d", "f"]}}
+    plan = S.plan_round("mtf", lists, ["A", "B"], {})
+    assert [d for _, d, _ in plan.picks] == ["d", "e", "f"]
+    plan = S.plan_round("bandit", lists, ["A", "B"], {}, seed=3)
+    assert sorted(d for _, d, _ in plan.picks) == ["d", "e", "f"]
+
+
+@pytest.mark.parametrize("name", S.STRATEGIES)
+def test_no_strategy_queues_a_pair_labelled_at_its_current_version(name):
+    labels = {("q", "a1"): 1, ("q", "b2"): 0}
+    plan = S.plan_round(name, LISTS, ["A", "B"], labels, seed=1)
+    drawn = {(q, d) for q, d, _ in plan.picks}
+    assert not drawn & set(labels)
+    assert len(drawn) == len(plan.picks) == 6
+
+
+@pytest.mark.parametrize("name", S.STRATEGIES)
+def test_a_strategy_is_deterministic_under_a_seed(name):
+    lists = {f"q{i}": {"A": [f"a{i}{j}" for j in range(6)], "B": [f"b{i}{j}" for j in range(6)]} for i in range(4)}
+    labels = {("q0", "a00"): 1, ("q0", "b00"): 0, ("q1", "a10"): 0}
+    one = S.plan_round(name, lists, ["A", "B"], labels, budget=7, seed=42)
+    two = S.plan_round(name, lists, ["A", "B"], labels, budget=7, seed=42)
+    assert one.picks == two.picks and one.state == two.state
+    assert len(one.picks) == 7
+
+
+def test_the_budget_lets_the_queries_take_turns():
+    lists = {q: {"A": [f"{q}-{j}" for j in range(5)]} for q in ("q2", "q1")}
+    plan = S.plan_round("bandit", lists, ["A"], {}, budget=3, seed=0)
+    assert [q for q, _, _ in plan.picks] == ["q1", "q2", "q1"]
+
+
+def test_the_bandit_follows_the_arm_whose_labelled_documents_were_relevant():
+    # A's first three documents were labelled relevant, B's first three not: A's posterior is
+    # Beta(4, 1), B's Beta(1, 4); B wins a draw with probability 1/70 (P(Beta(1,4) > Beta(4,1))).
+    lists = {f"q{i}": {"A": ["ar1", "ar2", "ar3", "a4"], "B": ["bn1", "bn2", "bn3", "b4"]} for i in range(20)}
+    labels = {
+        (q, d): (1 if d.startswith("ar") else 0) for q in lists for d in ("ar1", "ar2", "ar3", "bn1", "bn2", "bn3")
+    }
+    plan = S.plan_round("bandit", lists, ["A", "B"], labels, budget=20, seed=7)
+    assert sum(1 for _, d, _ in plan.picks if d == "a4") >= 18
+
+
+def test_a_bandit_round_resumes_with_the_next_round_number_and_new_draws():
+    r1 = S.plan_round("bandit", LISTS, ["A", "B"], {}, budget=1, seed=5)
+    r2 = S.plan_round("bandit", LISTS, ["A", "B"], {}, budget=1, seed=5, previous=r1.state)
+    assert (r1.state["round"], r2.state["round"]) == (1, 2)
+    # Another seed or strategy starts over.
+    assert S.plan_round("bandit", LISTS, ["A", "B"], {}, seed=6, previous=r1.state).state["round"] == 1
+    assert S.plan_round("mtf", LISTS, ["A", "B"], {}, previous=r1.state).state["round"] == 1
+
+
+def test_depth_keeps_the_pools_priority_and_cuts_at_the_budget():
+    plan = S.plan_round("depth", LISTS, ["A", "B"], {("q", "a1"): 1}, budget=3)
+    # Best rank first, then doc_id: b1 (1), a2 (2), b2 (2).
+    assert plan.picks == [("q", "b1", "B"), ("q", "a2", "A"), ("q", "b2", "B")]
+
+
+@pytest.mark.parametrize(("name", "budget"), [("bm25", None), ("mtf", 0), ("bandit", -2)])
+def test_a_bad_strategy_or_budget_is_a_usage_error(name, budget):
+    with pytest.raises(UsageError):
+        S.check_strategy(name, budget)
+
+
+# --------------------------------------------------------------------------- in the pool: --from-run
+
+
+CANDIDATE = "candidate.module:retriever"
+
+
+def _store_candidate(world: World, ranking: dict[str, list[str]], run_id: str = "runX") -> None:
+    run = BenchmarkRun(
+        run_id=run_id,
+        started_at=POOLED_AT,
+        build_id=1,
+        corpus_fingerprint="f" * 64,
+        retriever=CANDIDATE,
+        retriever_config={},
+        degraded=False,
+        warnings=[],
+        k_values=(5,),
+        depth=100,
+        exclude_stale=False,
+        stale_labels=0,
+        corpus_drift=0.0,
+        down_components=[],
+        metric_names=["recall@5"],
+        values={"core": {q: {"recall@5": 0.0} for q in ranking}},
+        ranked={"core": {q: [(d, 1.0 / r) for r, d in enumerate(docs, 1)] for q, docs in ranking.items()}},
+    )
+    con = warehouse.connect(world.db)
+    try:
+        store_run(con, run)
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    w = build_world(tmp_path / "w")
+    # Q1: a is golden at its current version, j new, b stale (golden at v1, now v2), zz outside the snapshot.
+    # Q2: n is golden, i and f2 new.
+    _store_candidate(w, {Q1: ["a", "zz", "j", "b", "i"], Q2: ["n", "i", "f2", "g"]})
+    return w
+
+
+def _pool(world: World, **kw):
+    con = warehouse.connect(world.db)
+    try:
+        return run_pool(con, index_dir=world.index_dir, now=POOLED_AT, **kw)
+    finally:
+        con.close()
+
+
+def _pooled(result) -> list[tuple]:
+    return [(r.query_id, r.doc_id, r.rankers, r.best_rank) for r in result.queue if r.reason == "pooled"]
+
+
+def test_from_run_pools_the_runs_unlabelled_top_k_under_its_retrievers_name(world):
+    result = _pool(world, rankers=None, from_run="runX", depth=4)
+    # Q1's top 4: a (labelled), zz (not in the snapshot, left out; it keeps its place), j at 3, b (stale).
+    # Q2's: n (labelled), i, f2, g.
+    expected = sorted(
+        [
+            (Q1, "j", (CANDIDATE,), 3),
+            (Q2, "i", (CANDIDATE,), 2),
+            (Q2, "f2", (CANDIDATE,), 3),
+            (Q2, "g", (CANDIDATE,), 4),
+        ],
+        key=lambda r: (r[3], r[0], r[1]),
+    )
+    assert _pooled(result) == expected
+    assert result.report.rankers == (CANDIDATE,)
+    assert result.report.outside_snapshot == {CANDIDATE: 1}
+    assert result.report.already_labelled == 2
+    # Stale and successor rows keep their precedence: every one comes before the first pooled row.
+    reasons = [r.reason for r in result.queue]
+    assert reasons == sorted(reasons, key=["stale", "successor", "pooled"].index)
+    assert ("stale", Q1, "b") in {(r.reason, r.query_id, r.doc_id) for r in result.queue}
+
+
+def test_from_run_combines_with_rankers(world):
+    result = _pool(world, rankers=(FIRST,), from_run="runX", depth=3)
+    rows = {(r.query_id, r.doc_id): r.rankers for r in result.queue if r.reason == "pooled"}
+    # first's Q2 list: k, i, (zz), f2 -> i and f2 shared with the run's top 3 (n, i, f2).
+    assert rows[(Q2, "i")] == (FIRST, CANDIDATE)
+    assert rows[(Q1, "j")] == (CANDIDATE,)
+
+
+def test_from_run_of_an_unknown_run_is_a_usage_error(world):
+    with pytest.raises(UsageError, match="no benchmark run 'nope'"):
+        _pool(world, rankers=None, from_run="nope")
+
+
+def test_from_run_without_a_stored_ranking_says_to_run_the_benchmark_again(world):
+    _store_candidate(world, {}, run_id="old")
+    with pytest.raises(GoldensetError, match="no stored ranking"):
+        _pool(world, rankers=None, from_run="old")
+
+
+def test_a_strategy_with_a_budget_caps_the_pooled_pairs_and_stores_its_round(world):
+    first = _pool(world, rankers=None, from_run="runX", depth=4, strategy="bandit", budget=2, seed=9)
+    assert first.report.queue["pooled"] == 2
+    assert first.report.queue["stale"] == 1  # never capped
+    assert first.report.strategy["round"] == 1 and first.report.strategy["pooled_before_budget"] == 4
+    again = _pool(world, rankers=None, from_run="runX", depth=4, strategy="bandit", budget=2, seed=9)
+    assert again.report.strategy["round"] == 2
+    con = warehouse.connect(world.db, read_only=True)
+    stored = json.loads(con.execute("SELECT report FROM pool_runs WHERE pool_id = 2").fetchone()[0])
+    con.close()
+    assert stored["strategy"]["name"] == "bandit" and stored["strategy"]["round"] == 2
+
+
+def test_pool_command_from_run_with_a_strategy(world, capsys):
+    code = main(
+        ["--db", str(world.db), "--from-run", "runX", "--depth", "4", "--strategy", "mtf", "--budget", "3", "--json"],
+        application=pool_app,
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["rankers"] == [CANDIDATE]
+    assert out["queue"]["pooled"] == 3
+    assert out["strategy"]["name"] == "mtf"
+    assert main(["--db", str(world.db), "--strategy", "nope"], application=pool_app) == 2
