@@ -71,9 +71,36 @@ class Serve:
             items.append(d)
         out: dict[str, Any] = {"event": "serve", "serve_id": self.serve_id, "ts": contract_ts(self.ts)}
         out.update(project=self.project, task=self.task, items=items, span_id=self.span_id)
+        # The span's documents by position (null: rejected), so annotations imported later
+        # find their document by position without the span (an unknown field to section 1).
+        out["span_documents"] = list(self.positions)
         if self.session_id is not None:
             out["session_id"] = self.session_id
         return out
+
+    @classmethod
+    def from_line(cls, line: dict[str, Any]) -> Serve | None:
+        """A serve line this module wrote, read back (None when it is not one)."""
+        try:
+            items = tuple(
+                Item(i["doc_id"], i["doc_version"], i["channel"], i.get("rank"), i.get("score")) for i in line["items"]
+            )
+            positions = line.get("span_documents")
+            if not isinstance(positions, list):
+                positions = [i.doc_id for i in items]
+            ts = datetime.fromisoformat(line["ts"]).astimezone(UTC)
+            return cls(
+                line["serve_id"],
+                line["span_id"],
+                ts,
+                line["project"],
+                line["task"],
+                line.get("session_id"),
+                items,
+                tuple(positions),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 def contract_ts(ts: datetime) -> str:

@@ -174,6 +174,15 @@ def import_traces(
         by_span.setdefault(serve.span_id, []).append(serve)
     verdict_lines: dict[tuple, tuple[str, dict]] = {}
     judge_lines: dict[tuple, tuple[str, dict]] = {}
+    if any(a.span_id not in by_span and a.span_id not in non_retriever for _, a in annotations):
+        # Annotations often arrive after their spans were imported: look for those spans
+        # among the serves already written (this import's own serves take precedence).
+        for serve in _written_serves(Path(logs)):
+            if serve.serve_id in serves or serve.span_id in non_retriever:
+                continue
+            known = by_span.setdefault(serve.span_id, [])
+            if all(s.serve_id != serve.serve_id for s in known):
+                known.append(serve)
     for rec, ann in annotations:
         try:
             out = _annotation_line(ann, by_span, non_retriever, mapping)
@@ -265,6 +274,22 @@ def _annotation_line(
         }
         return "label", day, ("label", judge.annotator, qid, doc_id, ann.name), line
     return f"annotator_kind_{ann.kind}"
+
+
+def _written_serves(logs: Path) -> list[Serve]:
+    """The serves earlier imports wrote under LOGS (dt=*/traces.jsonl)."""
+    out = []
+    for path in sorted(logs.glob(f"dt=*/{LOG_FILE}")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(line, dict) and line.get("event") == "serve":
+                serve = Serve.from_line(line)
+                if serve is not None:
+                    out.append(serve)
+    return out
 
 
 def _key_of(line: dict) -> tuple | None:

@@ -110,6 +110,7 @@ def test_bad_otlp_spans_are_quarantined_with_their_reasons_and_the_rest_imported
                 {"doc_id": "b", "doc_version": "2", "channel": "ranked", "rank": 2, "score": 0.8},
             ],
             "span_id": "00f067aa0ba902b7",
+            "span_documents": ["a", "b"],
         }
     ]
     assert (tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl").exists()
@@ -302,3 +303,30 @@ def test_unknown_format_and_missing_input_are_clear(tmp_path, warehouse):
         import_traces(warehouse, tmp_path, "zipkin", Mapping(), tmp_path / "logs")
     with pytest.raises(InputError, match="no span files at"):
         import_traces(warehouse, tmp_path / "nothing", "otlp-json", Mapping(), tmp_path / "logs")
+
+
+def test_annotations_imported_after_their_spans_find_them_among_the_written_serves(tmp_path, warehouse):
+    spans = write_jsonl(tmp_path / "day1" / "spans.jsonl", [PHOENIX_SPAN])
+    mapping = Mapping.model_validate({"project": {"default": "sales"}})
+    import_traces(warehouse, spans, "openinference", mapping, tmp_path / "logs", now=NOW)
+    first = phoenix_annotations()[0]
+    later = write_jsonl(tmp_path / "day2" / "annotations.jsonl", [first])
+    result = import_traces(warehouse, later, "openinference", mapping, tmp_path / "logs", now=NOW)
+    assert (result.serves, result.verdicts, dict(result.rejected)) == (0, 1, {})
+    serve, verdict = lines(tmp_path / "logs")
+    assert (verdict["serve_id"], verdict["doc_id"], verdict["verdict"]) == (serve["serve_id"], "plan-ent", "helped")
+
+
+def test_an_annotation_changed_in_the_tool_converges_to_its_latest_label(tmp_path, warehouse):
+    write_jsonl(tmp_path / "p" / "spans.jsonl", [PHOENIX_SPAN])
+    mapping = Mapping.model_validate({"project": {"default": "sales"}})
+    first = phoenix_annotations()[0]
+    write_jsonl(tmp_path / "p" / "annotations.jsonl", [first])
+    import_traces(warehouse, tmp_path / "p", "openinference", mapping, tmp_path / "logs", now=NOW)
+    changed = {**first, "label": "irrelevant", "updated_at": "2026-11-30T11:00:00Z"}
+    write_jsonl(tmp_path / "p" / "annotations.jsonl", [changed])
+    import_traces(warehouse, tmp_path / "p", "openinference", mapping, tmp_path / "logs", now=NOW)
+    verdicts = [x for x in lines(tmp_path / "logs") if x["event"] == "verdict"]
+    assert [(v["doc_id"], v["verdict"], v["ts"]) for v in verdicts] == [
+        ("plan-ent", "noise", "2026-11-30T11:00:00.000000Z")
+    ]
