@@ -17,11 +17,12 @@ One retriever span is one serve. Decisions (contract section 14 holds them all):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from goldenset.traces.mapping import Mapping
 from goldenset.traces.spans import Annotation, Span
@@ -192,7 +193,7 @@ def _metadata(meta: Any, span_id: str, pos: int) -> dict[str, Any]:
         return {}
     if isinstance(meta, str):
         try:
-            meta = json.loads(meta)
+            meta = orjson.loads(meta)
         except ValueError:
             raise Reject("invalid_field", f"span {span_id}: document {pos} metadata is not JSON") from None
     if not isinstance(meta, dict):
@@ -226,7 +227,7 @@ def documents(a: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = orjson.loads(value)
             except ValueError:
                 raise Reject("invalid_field", f"attribute {key} is not a JSON array") from None
         if not isinstance(value, list) or not all(isinstance(d, dict) for d in value):

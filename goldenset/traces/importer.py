@@ -18,7 +18,6 @@ them.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections import Counter
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from goldenset.errors import InputError, UsageError
 from goldenset.records import normalise_task, query_id
@@ -282,7 +283,7 @@ def _written_serves(logs: Path) -> list[Serve]:
     for path in sorted(logs.glob(f"dt=*/{LOG_FILE}")):
         for text in path.read_text(encoding="utf-8").splitlines():
             try:
-                line = json.loads(text)
+                line = orjson.loads(text)
             except ValueError:
                 continue
             if isinstance(line, dict) and line.get("event") == "serve":
@@ -322,14 +323,14 @@ def _merge(root: Path, file_name: str, lines: dict[tuple, tuple[str, dict]]) -> 
         if target.exists():
             for text in target.read_text(encoding="utf-8").splitlines():
                 try:
-                    old: Any = json.loads(text) if text.strip() else None
+                    old: Any = orjson.loads(text) if text.strip() else None
                 except ValueError:
                     old = None  # not a line this module wrote: the merge rewrites the file without it
                 old_key = _key_of(old) if isinstance(old, dict) else None
                 if old_key is not None:
                     merged[old_key] = old
         merged.update(by_day[day])
-        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for _, line in sorted(merged.items(), key=_order))
+        body = "".join(orjson.dumps(line).decode() + "\n" for _, line in sorted(merged.items(), key=_order))
         if target.exists() and target.read_text(encoding="utf-8") == body:
             continue
         _write_atomically(target, body)

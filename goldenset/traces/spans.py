@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SPAN_SUFFIXES = (".jsonl", ".json", ".parquet")
 # Phoenix's GraphQL names for annotation fields (documentEvaluations), read as its dataframe's.
 _CAMEL = {
@@ -104,7 +106,7 @@ def read_records(name: str, path: Path, fmt: str) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = orjson.loads(line)
         except ValueError as exc:
             yield Record(name, no, line, Bad("invalid_json", str(exc)))
             continue
