@@ -330,3 +330,33 @@ def test_an_annotation_changed_in_the_tool_converges_to_its_latest_label(tmp_pat
     assert [(v["doc_id"], v["verdict"], v["ts"]) for v in verdicts] == [
         ("plan-ent", "noise", "2026-11-30T11:00:00.000000Z")
     ]
+
+
+def test_a_span_annotation_is_a_verdict_only_when_it_names_a_document_of_the_span(tmp_path, warehouse):
+    base = {"span_id": "5e1c0b2a9d3f4e67", "name": "relevance", "annotator_kind": "HUMAN"}
+    at = {"updated_at": "2026-11-30T09:00:00Z"}
+    rows = [
+        {**base, **at, "label": "relevant", "metadata": {"document_id": "plan-pro"}},
+        {**base, **at, "label": "relevant", "metadata": {"document_id": "plan-basic"}},
+        {**base, **at, "label": "relevant"},
+    ]
+    write_jsonl(tmp_path / "p" / "spans.jsonl", [PHOENIX_SPAN])
+    write_jsonl(tmp_path / "p" / "span_annotations.jsonl", rows)
+    mapping = Mapping.model_validate({"project": {"default": "sales"}})
+    result = import_traces(warehouse, tmp_path / "p", "openinference", mapping, tmp_path / "logs", now=NOW)
+    verdicts = [(x["doc_id"], x["verdict"]) for x in lines(tmp_path / "logs") if x["event"] == "verdict"]
+    assert verdicts == [("plan-pro", "helped")]
+    assert dict(result.annotations_skipped) == {"names_no_document": 1}
+    assert [(r.line, r.reason) for r in list_rejects(warehouse)[0]] == [(2, "invalid_field")]
+
+
+def test_openinference_documents_as_one_json_array_attribute_are_read_like_flattened_keys(tmp_path, warehouse):
+    docs = [
+        {"document.id": "a", "document.score": 0.9, "document.metadata": json.dumps({"version": "1"})},
+        {"document": {"id": "b", "metadata": {"version": "2"}}},
+    ]
+    attrs = {"openinference.span.kind": "RETRIEVER", "input.value": "q", "retrieval.documents": json.dumps(docs)}
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    [s] = lines(tmp_path / "logs")
+    assert [(i["doc_id"], i["doc_version"], i["rank"]) for i in s["items"]] == [("a", "1", 1), ("b", "2", 2)]
