@@ -22,9 +22,10 @@ DEGRADED = "DEGRADED"
 
 
 def console() -> Console:
-    """A console as wide as the terminal, or 140 columns when writing to a pipe or a test."""
-    c = Console()
-    return c if c.is_terminal else Console(width=140, soft_wrap=False)
+    """A console as wide as the terminal, or as its content when writing to a pipe or a test."""
+    from goldenset.consoles import ContentWidthConsole
+
+    return ContentWidthConsole()
 
 
 def fmt(x: float | None) -> str:

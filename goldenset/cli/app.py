@@ -49,8 +49,16 @@ def _root(
         bool,
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            help="No progress lines or bars for long steps (off a terminal they are a plain line at most every 10 s).",
+        ),
+    ] = False,
 ) -> None:
-    pass
+    if quiet:
+        progress.quiet()
 
 
 def create_app(register: Callable[[typer.Typer], None] | None = None) -> typer.Typer:
@@ -122,7 +130,9 @@ class RichReporter:
 def main(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
     """Run the app, turning library errors into their exit codes; no traceback reaches a user."""
     application = application or app
-    previous = progress.set_reporter(RichReporter(err))
+    # Bars on a terminal; under cron, CI or a pipe, a plain line at most every 10 s.
+    reporter = RichReporter(err) if err.is_terminal else progress.PlainReporter(_write_stderr)
+    previous = progress.set_reporter(reporter)
     try:
         # Without standalone mode click returns a command's exit code (typer.Exit(1)) instead
         # of exiting; it must not be lost (`rubric check` on an open rubric exits 1).
@@ -160,6 +170,11 @@ def main(argv: list[str] | None = None, application: typer.Typer | None = None) 
     finally:
         progress.set_reporter(previous)
     return code if isinstance(code, int) else 0
+
+
+def _write_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _report(exc: GoldensetError) -> None:

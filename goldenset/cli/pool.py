@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, RubricOpt, WaitOpt
+from goldenset.consoles import console
 from goldenset.errors import NoBuild
 
 app = typer.Typer(
@@ -40,7 +40,7 @@ def _connect(db: str | None, wait: float | None, *, read_only: bool):
     if not path.exists():
         # Opening for writing would create an empty warehouse; say what to run instead.
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     return connect(
         path, read_only=read_only, wait=settings.lock_timeout(wait), notify=lambda msg: err.print(msg, markup=False)
     )
@@ -113,7 +113,7 @@ def pool(
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
-    out = Console(highlight=False)
+    out = console()
     report = result.report
     t = Table(
         title=f"pool {result.pool_id} over golden build {result.build_id}: pairs returned and shared",

@@ -10,13 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rich.console import Console
-
 from goldenset import settings
+from goldenset.consoles import console
 from goldenset.errors import InputError
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 
 
 def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
