@@ -360,3 +360,24 @@ def test_openinference_documents_as_one_json_array_attribute_are_read_like_flatt
     import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
     [s] = lines(tmp_path / "logs")
     assert [(i["doc_id"], i["doc_version"], i["rank"]) for i in s["items"]] == [("a", "1", 1), ("b", "2", 2)]
+
+
+def test_bad_rows_of_a_phoenix_span_table_are_quarantined_with_their_reasons(tmp_path, warehouse):
+    rows = [
+        PHOENIX_SPAN,
+        {k: v for k, v in PHOENIX_SPAN.items() if k != "context.span_id"},
+        {**PHOENIX_SPAN, "context.span_id": "5e1c0b2a9d3f4e68", "start_time": "yesterday"},
+        {**PHOENIX_SPAN, "context.span_id": "5e1c0b2a9d3f4e69", "attributes.input.value": "   "},
+        {**PHOENIX_SPAN, "context.span_id": "5e1c0b2a9d3f4e6a", "attributes.retrieval.documents": "[{"},
+        {**PHOENIX_SPAN, "context.span_id": "5e1c0b2a9d3f4e6b", "span_kind": "LLM"},
+    ]
+    f = write_jsonl(tmp_path / "spans.jsonl", rows)
+    mapping = Mapping.model_validate({"project": {"default": "sales"}})
+    result = import_traces(warehouse, f, "openinference", mapping, tmp_path / "logs", now=NOW)
+    assert (result.serves, result.spans_skipped) == (1, 1)
+    assert [(r.line, r.reason) for r in list_rejects(warehouse)[0]] == [
+        (2, "missing_field"),
+        (3, "invalid_field"),
+        (4, "invalid_field"),
+        (5, "invalid_field"),
+    ]
