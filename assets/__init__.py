@@ -56,3 +56,21 @@ def percent(share: float) -> dg.MetadataValue:
 def short_fingerprint(fp: str | None) -> str:
     """The first 16 hex digits: enough to tell snapshots apart at a glance."""
     return (fp or "")[:16]
+
+
+def table_metadata(relation: str, row_count: int) -> dict[str, dg.MetadataValue]:
+    """`dagster/column_schema` (from the schema catalogue, with each column's meaning) and `dagster/row_count`."""
+    from goldenset.schema import RELATIONS
+
+    rel = next(r for r in RELATIONS if r.name == relation)
+    return {
+        "dagster/column_schema": dg.MetadataValue.table_schema(
+            dg.TableSchema(columns=[dg.TableColumn(c.name, c.type, description=c.doc) for c in rel.columns])
+        ),
+        "dagster/row_count": dg.MetadataValue.int(int(row_count)),
+    }
+
+
+def sample_caption(shown: int, total: int, what: str) -> str:
+    """What a sample holds of the whole: "10 of 15 rejected lines" (never a bare, silently cut table)."""
+    return f"{shown} of {total} {what}" + (" (all)" if shown == total else f" (the first {shown})")

@@ -153,28 +153,31 @@ def retrieval_benchmark(
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
     run = result.run
-    yield dg.AssetCheckResult(
-        check_name=AGE_CHECK,
-        passed=True,
-        metadata={
-            "expected": expected_age,
-            "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
-            "build_id": run.build_id,
-        },
-    )
-    yield dg.AssetCheckResult(
-        check_name=COMPONENTS_CHECK,
-        passed=not run.degraded,
-        # allow_degraded: the run is kept but the check still says what was down.
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "expected": dg.MetadataValue.text("no component of the retriever down"),
-            "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down"),
-            "retriever": dg.MetadataValue.text(run.config_summary),
-        },
-    )
+    checks = [
+        dg.AssetCheckResult(
+            check_name=AGE_CHECK,
+            passed=True,
+            metadata={
+                "expected": expected_age,
+                "actual": dg.MetadataValue.text(f"{_age_days(warehouse):.2f} days"),
+                "build_id": dg.MetadataValue.text(str(run.build_id)),
+            },
+        ),
+        dg.AssetCheckResult(
+            check_name=COMPONENTS_CHECK,
+            passed=not run.degraded,
+            # allow_degraded: the run is kept but the check still says what was down.
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "expected": dg.MetadataValue.text("no component of the retriever down"),
+                "actual": dg.MetadataValue.text(", ".join(run.down_components) or "none down"),
+                "retriever": dg.MetadataValue.text(run.config_summary),
+            },
+        ),
+    ]
     markdown = result.report.read_text(encoding="utf-8") if result.report else ""
-    yield dg.MaterializeResult(metadata=materialization_metadata(run, markdown, result.report))
+    # The checks travel with the run they judged (emitted before it, they would attach to the previous run).
+    yield dg.MaterializeResult(metadata=materialization_metadata(run, markdown, result.report), check_results=checks)
 
 
 def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | None) -> dict[str, Any]:
@@ -201,7 +204,9 @@ def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | No
         "skipped_queries": run.skipped_queries or 0,
         "corpus_fingerprint": dg.MetadataValue.text(run.corpus_fingerprint[:16]),
         "corpus_drift": dg.MetadataValue.float(_round(run.corpus_drift)),
-        "warnings": dg.MetadataValue.json(run.warnings),
+        "warnings": dg.MetadataValue.json(run_warnings(run)),
+        "stale_labels": run.stale_labels or 0,
+        "notes": dg.MetadataValue.md("\n".join(f"- {n}" for n in run.notes) or "No notes."),
         # The fifth gate: judged@k of every row, and the BIASED lines when the deciding row is below the floor.
         "coverage": dg.MetadataValue.json(
             {r: {m: _round(v) for m, v in run.means(r).items() if m.startswith("judged@")} for r in run.rows}
@@ -216,6 +221,17 @@ def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | No
     return meta
 
 
+def run_warnings(run: BenchmarkRun) -> list[str]:
+    """The run's warnings, plus the stale labels measured when any were: the report notes them, the UI warns."""
+    out = list(run.warnings)
+    if run.stale_labels and not run.exclude_stale:
+        out.append(
+            f"WARNING: {run.stale_labels} stale label(s) included in the qrels: their documents moved on since "
+            "they were judged (exclude_stale leaves them out; the relabel queue lists them)"
+        )
+    return out
+
+
 def _round(x: float | None) -> float:
     # Four decimals as every table prints them; a float's repr (0.30158730158730157) is noise in the UI.
     return round(float(x), 4) if x is not None and math.isfinite(x) else float("nan")
@@ -223,5 +239,7 @@ def _round(x: float | None) -> float:
 
 BENCHMARK_ASSETS = [retrieval_benchmark]
 BENCHMARK_CHECK_NAMES = (AGE_CHECK, COMPONENTS_CHECK)
-benchmark_job = dg.define_asset_job("retrieval_benchmark_job", selection=[retrieval_benchmark])
+benchmark_job = dg.define_asset_job(
+    "retrieval_benchmark_job", selection=[retrieval_benchmark], tags={"goldenset/trigger": "manual"}
+)
 BENCHMARK_JOBS = [benchmark_job]

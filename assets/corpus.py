@@ -6,10 +6,11 @@ import dagster as dg
 
 from goldenset.snapshots import snapshot_corpus
 from goldenset_dagster.assets import percent, raise_for, short_fingerprint
+from goldenset_dagster.assets.inputs import corpus_file
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
 
-@dg.asset(pool="duckdb", group_name="corpus", kinds={"duckdb", "python"})
+@dg.asset(deps=[corpus_file], pool="duckdb", group_name="corpus", kinds={"duckdb", "python"})
 def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
     """What the index holds now, fingerprinted; all or nothing.
 

@@ -14,8 +14,8 @@ from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
 from goldenset.labelling.merge import JudgeGate
 from goldenset.neardup import plan_merges, query_map
-from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
-from goldenset_dagster.assets import percent, raise_for, short_fingerprint
+from goldenset.status import drift_between_builds, rejected_count, rejected_sample, relabel_summary
+from goldenset_dagster.assets import percent, raise_for, sample_caption, short_fingerprint, table_metadata
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
@@ -63,8 +63,7 @@ def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
 
 
 def _metadata_value(key: str, value):
-    if key == "share":
-        return percent(value)
+    # Shares come in percent already, named so (share_pct): one unit per check.
     return dg.MetadataValue.json(value) if isinstance(value, dict) else value
 
 
@@ -123,6 +122,7 @@ def golden_set(
 
                 drift = drift_between_builds(con, load_build(con, result.build_id - 1), result.record)
             sample = rejected_sample(con, limit=10)
+            rejected_total = rejected_count(con)
         finally:
             con.close()
     except BuildBlocked as exc:
@@ -134,12 +134,15 @@ def golden_set(
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
 
-    for o in result.checks:
-        yield _check_result(o)
-    yield dg.MaterializeResult(metadata=_build_metadata(result, drift, merges, sample))
+    # The checks travel with the materialization they judged: emitted before it, Dagster
+    # would attach them to the previous build ("Target materialization" one build behind).
+    yield dg.MaterializeResult(
+        metadata=_build_metadata(result, drift, merges, sample, rejected_total),
+        check_results=[_check_result(o) for o in result.checks],
+    )
 
 
-def _build_metadata(result: BuildResult, drift: float | None, merges, sample) -> dict:
+def _build_metadata(result: BuildResult, drift: float | None, merges, sample, rejected_total: int) -> dict:
     r = result.record
     counts = r.counts()
     share = r.lines_rejected / r.lines_read if r.lines_read else 0.0
@@ -168,12 +171,14 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample) ->
         ),
         "rejected_sample": dg.MetadataValue.md(
             "\n".join(
-                ["| file | line | reason |", "| --- | --- | --- |"]
+                [sample_caption(len(sample), rejected_total, "lines rejected at ingest, newest first") + ":", ""]
+                + ["| file | line | reason |", "| --- | --- | --- |"]
                 + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample]
             )
             if sample
             else "No rejected lines."
         ),
+        **table_metadata("golden_set", r.n_labels),
     }
 
 
@@ -211,30 +216,41 @@ def relabel_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
             # A repeat build holds the labels, history and snapshot of the build it repeats,
             # so the queue is the one last materialized for those labels (that build of this
             # warehouse: its id and time): say it again.
-            key = f"{labels.build_id}@{labels.built_at.isoformat()}"
+            key = (labels.build_id, labels.built_at.replace(tzinfo=UTC).timestamp())
             last = context.instance.get_latest_materialization_event(context.asset_key)
             meta = dict(last.asset_materialization.metadata) if last and last.asset_materialization else {}
-            held = meta.get("labels_build")
-            if held is not None and held.value == key and {"queue_size", "by_reason", "sample"} <= set(meta):
+            held = tuple(getattr(meta.get(k), "value", None) for k in ("labels_build_id", "labels_built_at"))
+            if held == key and {"queue_size", "by_reason", "sample"} <= set(meta):
                 return dg.MaterializeResult(metadata=meta)
             by_reason, sample = relabel_summary(con)
         finally:
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
+    total = sum(by_reason.values())
     lines = [
-        "| query_id | doc_id | judged | current | superseded_by | reason | since build |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        sample_caption(len(sample), total, "pairs to relabel, oldest flagged first") + ":",
+        "",
+        "| project | task | doc_id | judged | current | superseded_by | reason | since build |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in sample]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in sample]
     return dg.MaterializeResult(
         metadata={
-            "queue_size": sum(by_reason.values()),
+            "queue_size": total,
             "by_reason": dg.MetadataValue.json(by_reason),
             "sample": dg.MetadataValue.md("\n".join(lines) if sample else "The relabel queue is empty."),
-            "labels_build": key,
+            # The build whose labels the queue is of, as a reader says it: its id, and when it was built.
+            "labels_build_id": dg.MetadataValue.int(key[0]),
+            "labels_built_at": dg.MetadataValue.timestamp(key[1]),
+            **table_metadata("relabel_queue", total),
         }
     )
+
+
+def _cell(value) -> str:
+    """A value in a Markdown table cell: a pipe or a line break would end the cell or the row."""
+    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
 
 
 class ExportConfig(dg.Config):

@@ -5,7 +5,7 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.labelling.pool import DEFAULT_DEPTH, DEFAULT_RANKERS, queue_summary, run_pool
-from goldenset_dagster.assets import raise_for
+from goldenset_dagster.assets import raise_for, table_metadata
 from goldenset_dagster.assets.golden_set import golden_set
 from goldenset_dagster.resources import LabelSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
@@ -47,14 +47,39 @@ def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: 
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
-    return dg.MaterializeResult(
-        metadata={
-            "queue_size": summary["queue_size"],
-            "by_reason": dg.MetadataValue.json(summary["by_reason"]),
-            "pool_id": summary["pool_id"],
-            "build_id": summary["build_id"],
-            "rankers": ", ".join(summary["rankers"] or []),
-            "depth": summary["depth"],
-            "pool_report": dg.MetadataValue.json(summary["report"] or {}),
-        }
-    )
+    return dg.MaterializeResult(metadata=queue_metadata(summary))
+
+
+def queue_metadata(summary: dict) -> dict:
+    """What the UI shows of the queue and the pool that made it (`queue_summary`'s values), the asset's and the CLI's."""
+    meta: dict = {
+        "queue_size": summary["queue_size"],
+        "by_reason": dg.MetadataValue.json(summary["by_reason"]),
+        "pool_id": summary["pool_id"],
+        "build_id": summary["build_id"],
+        "rankers": ", ".join(summary["rankers"] or []),
+        # Text, not a number: a setting the UI would plot as a flat line run after run.
+        "depth": dg.MetadataValue.text(str(summary["depth"])),
+        "pool_report": dg.MetadataValue.md(pool_report_md(summary["report"])),
+        **table_metadata("labelling_queue", summary["queue_size"]),
+    }
+    return meta
+
+
+def pool_report_md(report: dict | None) -> str:
+    """The pool's report as a reader takes it: a table of rankers (returned, shared), then the arithmetic."""
+    if not report:
+        return "No pool has run yet."
+    from goldenset.labelling.pool import PoolReport
+
+    r = PoolReport.from_json(report)
+    shared = {(a, b): n for a, b, n in r.shared}
+    head = ["ranker", "returned", "outside snapshot", *(f"shared with {b}" for b in r.rankers)]
+    rows = [
+        [a, str(r.returned.get(a, 0)), str(r.outside_snapshot.get(a, 0))]
+        + ["-" if a == b else str(shared.get((a, b), shared.get((b, a), 0))) for b in r.rankers]
+        for a in r.rankers
+    ]
+    table = ["| " + " | ".join(head) + " |", "|" + " --- |" + " ---: |" * (len(head) - 1)]
+    table += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join([*table, "", *(f"- {line}" for line in r.lines())])

@@ -4,13 +4,15 @@ import dagster as dg
 
 from goldenset.labelling.ingest import ingest_labels
 from goldenset.status import label_partition_stats, partition_samples
-from goldenset_dagster.assets import raise_for
+from goldenset_dagster.assets import raise_for, table_metadata
+from goldenset_dagster.assets.inputs import label_files, rubric_file
 from goldenset_dagster.assets.serve_log import sample_md
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LabelSource, WarehouseResource
 
 
 @dg.asset(
+    deps=[label_files, rubric_file],
     partitions_def=days,
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
@@ -24,12 +26,16 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     rubric's content changed (every file is then checked again). Without a LABELS
     directory nothing is read, not even the rubric; with one, the rubric must be valid
     and closed. Lines whose document version no build's snapshot holds yet are kept and
-    shown as `unknown_document_version` until one does.
+    counted as `unknown_document_version` (not as labels, not as rejected) until one does.
     """
     keys = list(context.partition_keys)
     if not labels.exists():
+        # Only what stays true once the folder appears: a day's metadata is kept until
+        # the day is read again, and a day with no label file is not (a per-day "no LABELS
+        # directory" stayed on every such day for good). The run's log says why.
+        context.log.info(f"no LABELS directory at {labels.root}: no label file read")
         for dt in keys:
-            context.add_asset_metadata({"files": 0, "note": f"no LABELS directory at {labels.root}"}, partition_key=dt)
+            context.add_asset_metadata({"files": 0, "lines_read": 0, "labels": 0}, partition_key=dt)
         return dg.MaterializeResult()
     try:
         rubric = labels.rubric()
@@ -47,12 +53,16 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         context.add_asset_metadata(
             {
                 "files": st.files,
+                # lines_read = labels + unknown_document_version + rejected + blank_lines.
                 "lines_read": st.lines_read,
                 "labels": st.labels,
-                "annotators": dg.MetadataValue.json(st.by_annotator),
+                "unknown_document_version": st.unknown_document_version,
                 "rejected": st.rejected,
+                "blank_lines": st.blank_lines,
+                "label_lines_by_annotator": dg.MetadataValue.json(st.by_annotator),
                 "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
+                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.rejected)),
+                **table_metadata("human_labels", st.labels + st.unknown_document_version),
                 "files_ingested_this_run": rep.files_ingested if rep else 0,
                 "files_unchanged_this_run": rep.files_unchanged if rep else 0,
                 "rubric": rubric.name,

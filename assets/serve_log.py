@@ -8,7 +8,8 @@ from goldenset import progress
 from goldenset.ingest import ingest_all
 from goldenset.staging import load_staged, stage_partitions
 from goldenset.status import partition_samples, partition_stats
-from goldenset_dagster.assets import raise_for
+from goldenset_dagster.assets import raise_for, sample_caption, table_metadata
+from goldenset_dagster.assets.inputs import serve_log_files
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LogSource, WarehouseResource
 
@@ -18,6 +19,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_p
 
 
 @dg.asset(
+    deps=[serve_log_files],
     partitions_def=days,
     # After the span files are imported as lines (trace_export, contract 14), when there are any.
     deps=[dg.AssetKey("trace_export")],
@@ -59,12 +61,15 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         context.add_asset_metadata(
             {
                 "files": st.files,
+                # lines_read = serves + verdicts + rejected + blank_lines: every line in one place.
                 "lines_read": st.lines_read,
                 "serves": st.serves,
                 "verdicts": st.verdicts,
                 "rejected": st.rejected,
+                "blank_lines": st.blank_lines,
                 "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []))),
+                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.rejected)),
+                **table_metadata("log_serves", st.serves),
                 "files_ingested_this_run": rep.files_ingested if rep else 0,
                 "files_unchanged_this_run": rep.files_unchanged if rep else 0,
             },
@@ -73,10 +78,16 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
     return dg.MaterializeResult()
 
 
-def sample_md(rows) -> str:
+def sample_md(rows, total: int) -> str:
+    """The rejected lines sampled, as a table under a caption that says how many of how many."""
     if not rows:
         return "No rejected lines."
-    out = ["| file | line | reason | raw |", "| --- | --- | --- | --- |"]
+    out = [
+        sample_caption(len(rows), total, "rejected lines") + ":",
+        "",
+        "| file | line | reason | raw |",
+        "| --- | --- | --- | --- |",
+    ]
     for f, line, reason, raw in rows:
         raw = (raw or "").replace("|", "\\|").replace("\n", " ")
         out.append(f"| {f} | {line if line is not None else ''} | {reason} | `{raw}` |")

@@ -124,6 +124,11 @@ def label_rejects_line(rejected: int, reasons: dict[str, int]) -> str:
     )
 
 
+def _pct(share: float) -> float:
+    """A fraction as a percentage, rounded for reading (4 decimals keep 1 line in a million)."""
+    return round(100.0 * share, 4)
+
+
 def evaluate_checks(
     cfg: BuildChecks,
     funnel: list[FunnelStep],
@@ -152,7 +157,9 @@ def evaluate_checks(
     share = rejected / read if read else 0.0
     block = share > cfg.block_rejected_share
     warn = share > cfg.warn_rejected_share
-    figures = {"rejected": rejected, "lines_read": read, "share": share}
+    # One unit per check, named in the key: the share and its threshold are both percent
+    # of log lines read (a share of 0.45% against a threshold of 0.1 read as passing wrongly).
+    figures = {"rejected": rejected, "lines_read": read, "share_pct": _pct(share)}
     out.append(
         CheckOutcome(
             REJECTED_SHARE,
@@ -161,7 +168,7 @@ def evaluate_checks(
             f"{cfg.block_rejected_share:.0%} (--block-rejected-share changes it); `goldenset rejects` lists them"
             if block
             else f"{rejected:,} of {read:,} log lines rejected ({share:.2%})",
-            {**figures, "block_above": cfg.block_rejected_share},
+            {**figures, "block_above_pct": _pct(cfg.block_rejected_share)},
         )
     )
     out.append(
@@ -172,7 +179,7 @@ def evaluate_checks(
             "`goldenset rejects` lists them"
             if warn
             else f"rejected share {share:.2%} within {cfg.warn_rejected_share:.0%}",
-            {**figures, "warn_above": cfg.warn_rejected_share},
+            {**figures, "warn_above_pct": _pct(cfg.warn_rejected_share)},
         )
     )
 

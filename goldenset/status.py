@@ -188,6 +188,11 @@ def funnel_steps(con, build_id: int) -> list[FunnelStep]:
     ]
 
 
+def rejected_count(con) -> int:
+    """How many lines were quarantined at ingest, log and label files (what rejected_sample samples)."""
+    return con.execute("SELECT (SELECT count(*) FROM log_rejects) + (SELECT count(*) FROM label_rejects)").fetchone()[0]
+
+
 def rejected_sample(con, limit: int = 20) -> list[tuple]:
     """(source_file, line, reason, raw prefix) of the newest lines quarantined at ingest, log and label files.
 
@@ -217,10 +222,10 @@ def relabel_counts(con) -> dict[str, int]:
 
 
 def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
-    """Queue size by reason, and its oldest-flagged rows."""
+    """Queue size by reason, and its oldest-flagged rows (project and task first: what a person relabels)."""
     by_reason = relabel_counts(con)
     sample = con.execute(
-        "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
+        "SELECT project, task, doc_id, judged_version, current_version, superseded_by, reason, "
         "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT ?",
         [limit],
     ).fetchall()
@@ -238,7 +243,11 @@ def drift_between_builds(con, older: BuildRecord, newer: BuildRecord) -> float:
 
 @dataclass(frozen=True)
 class PartitionStats:
-    """What the warehouse holds of one log day (whatever run ingested it)."""
+    """What the warehouse holds of one log day (whatever run ingested it).
+
+    The counts add up: lines_read = serves + verdicts + rejected + blank_lines, every
+    line read in exactly one of them (a blank line is skipped, not rejected).
+    """
 
     dt: str
     files: int
@@ -246,6 +255,7 @@ class PartitionStats:
     serves: int
     verdicts: int
     rejected_by_reason: dict[str, int]
+    blank_lines: int = 0
 
     @property
     def rejected(self) -> int:
@@ -253,15 +263,16 @@ class PartitionStats:
 
 
 def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
-    """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason.
+    """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason, blank lines.
 
     Read from log_files (counted per file at ingest) and log_rejects: cheap at any size.
     """
     files = {
-        d: (n, lines, serves, verdicts)
-        for d, n, lines, serves, verdicts in con.execute(
+        d: (n, lines, serves, verdicts, blank)
+        for d, n, lines, serves, verdicts, blank in con.execute(
             "SELECT dt, count(*), coalesce(sum(lines_total), 0), coalesce(sum(serves), 0), "
-            "coalesce(sum(verdicts), 0) FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
+            "coalesce(sum(verdicts), 0), coalesce(sum(lines_total - lines_read), 0) "
+            "FROM log_files WHERE list_contains(?, dt) GROUP BY dt",
             [dts],
         ).fetchall()
     }
@@ -274,8 +285,8 @@ def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
         reasons.setdefault(d, {})[reason] = n
     out = {}
     for d in dts:
-        n, lines, serves, verdicts = files.get(d, (0, 0, 0, 0))
-        out[d] = PartitionStats(d, n, int(lines), int(serves), int(verdicts), reasons.get(d, {}))
+        n, lines, serves, verdicts, blank = files.get(d, (0, 0, 0, 0, 0))
+        out[d] = PartitionStats(d, n, int(lines), int(serves), int(verdicts), reasons.get(d, {}), int(blank))
     return out
 
 
@@ -291,7 +302,10 @@ _SAMPLES = {
 }
 
 
-def partition_samples(con, dts: list[str], limit: int = 10, *, labels: bool = False) -> dict[str, list[tuple]]:
+SAMPLE_SIZE = 10
+
+
+def partition_samples(con, dts: list[str], limit: int = SAMPLE_SIZE, *, labels: bool = False) -> dict[str, list[tuple]]:
     """Up to `limit` lines quarantined at ingest per day, (source_file, line, reason, raw prefix), in one query.
 
     From log_rejects (or label_rejects), not the rejected_records view: the view finds
@@ -307,7 +321,12 @@ def partition_samples(con, dts: list[str], limit: int = 10, *, labels: bool = Fa
 
 @dataclass(frozen=True)
 class LabelPartitionStats:
-    """What the warehouse holds of one day of label files."""
+    """What the warehouse holds of one day of label files.
+
+    The counts add up: lines_read = labels + unknown_document_version + rejected +
+    blank_lines. A line held until a snapshot knows its document version is counted there
+    only (not also among the labels, nor among the rejected lines: it is not rejected).
+    """
 
     dt: str
     files: int
@@ -315,6 +334,8 @@ class LabelPartitionStats:
     labels: int
     by_annotator: dict[str, int]
     rejected_by_reason: dict[str, int]
+    unknown_document_version: int = 0
+    blank_lines: int = 0
 
     @property
     def rejected(self) -> int:
@@ -322,12 +343,12 @@ class LabelPartitionStats:
 
 
 def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]:
-    """Per label day: files, lines, accepted label lines (by annotator), rejected lines by reason."""
+    """Per label day: files, lines, label lines (by annotator), lines held for an unknown version, rejected lines."""
     files = {
-        d: (n, lines)
-        for d, n, lines in con.execute(
-            "SELECT dt, count(*), coalesce(sum(lines_total), 0) FROM label_files WHERE list_contains(?, dt) "
-            "GROUP BY dt",
+        d: (n, lines, blank)
+        for d, n, lines, blank in con.execute(
+            "SELECT dt, count(*), coalesce(sum(lines_total), 0), coalesce(sum(lines_total - lines_read), 0) "
+            "FROM label_files WHERE list_contains(?, dt) GROUP BY dt",
             [dts],
         ).fetchall()
     }
@@ -336,25 +357,31 @@ def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]
         "SELECT dt, annotator, count(*) FROM human_labels WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL", [dts]
     ).fetchall():
         annotators.setdefault(d, {})[who] = n
+    unknown = dict(
+        con.execute(
+            f"""SELECT dt, count(*) FROM human_labels
+                WHERE list_contains(?, dt) AND (doc_id, doc_version) NOT IN ({KNOWN_VERSIONS_SQL}) GROUP BY ALL""",
+            [dts],
+        ).fetchall()
+    )
     reasons: dict[str, dict[str, int]] = {}
     # Not the rejected_records view: its duplicate-serve window costs seconds on a big log.
     for d, reason, n in con.execute(
-        f"""SELECT dt, reason, count(*) FROM label_rejects WHERE list_contains(?, dt) GROUP BY ALL
-            UNION ALL
-            SELECT dt, 'unknown_document_version', count(*) FROM human_labels
-            WHERE list_contains(?, dt) AND (doc_id, doc_version) NOT IN ({KNOWN_VERSIONS_SQL}) GROUP BY ALL
-            ORDER BY ALL""",
-        [dts, dts],
+        "SELECT dt, reason, count(*) FROM label_rejects WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL", [dts]
     ).fetchall():
         reasons.setdefault(d, {})[reason] = n
-    return {
-        d: LabelPartitionStats(
+    out = {}
+    for d in dts:
+        n, lines, blank = files.get(d, (0, 0, 0))
+        held = int(unknown.get(d, 0))
+        out[d] = LabelPartitionStats(
             d,
-            files.get(d, (0, 0))[0],
-            int(files.get(d, (0, 0))[1]),
-            sum(annotators.get(d, {}).values()),
+            n,
+            int(lines),
+            sum(annotators.get(d, {}).values()) - held,
             annotators.get(d, {}),
             reasons.get(d, {}),
+            held,
+            int(blank),
         )
-        for d in dts
-    }
+    return out

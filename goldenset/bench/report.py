@@ -150,21 +150,30 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
 
 
 # ---------------------------------------------------------------------------- Markdown + plot
+PLOT_WIDTH_INCHES = 6.4
+
+
 def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Path:
-    """One panel per comparison: each metric's mean difference with its 95% interval."""
+    """One panel per comparison, stacked: each metric's mean difference with its 95% interval.
+
+    Panels are stacked, not side by side, so the image keeps one width (640 px at 100 dpi)
+    whatever the number of rows: three panels side by side made 1,500 px, clipped in the
+    Dagster UI's metadata dialog and wider than a report page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never a display
     import matplotlib.pyplot as plt
 
     panels = [c for c in comps if c.results] or list(comps)
+    per_panel = 0.4 * max((len(c.results) for c in panels), default=1) + 1.2
     fig, axes = plt.subplots(
-        1,
         max(1, len(panels)),
-        figsize=(5 * max(1, len(panels)), 0.45 * max((len(c.results) for c in panels), default=1) + 1.5),
+        1,
+        figsize=(PLOT_WIDTH_INCHES, per_panel * max(1, len(panels)) + 0.4),
         squeeze=False,
     )
-    for ax, comp in zip(axes[0], panels, strict=False):  # one axis even with no panel
+    for ax, comp in zip(axes[:, 0], panels, strict=False):  # one axis even with no panel
         names = [p.metric for p in comp.results][::-1]
         res = comp.results[::-1]
         ys = range(len(res))

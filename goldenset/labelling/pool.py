@@ -141,6 +141,27 @@ class PoolReport:
             **({"strategy": self.strategy} if self.strategy is not None else {}),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PoolReport:
+        """The report back from its `pool_runs.report` object (what to_json wrote)."""
+        queue = {k: int(v) for k, v in data["queue"].items() if k != "total"}
+        return cls(
+            build_id=data["build_id"],
+            rankers=tuple(data["rankers"]),
+            depth=data["depth"],
+            queries=data["queries"],
+            returned=dict(data["returned"]),
+            outside_snapshot=dict(data.get("outside_snapshot", {})),
+            shared=tuple((s["a"], s["b"], s["pairs"]) for s in data["shared"]),
+            returned_distinct=data["returned_distinct"],
+            returned_stale=data["returned_stale"],
+            returned_successor=data["returned_successor"],
+            already_labelled=data["already_labelled"],
+            pooled=data["pooled"],
+            pooled_never_judged=data["pooled_never_judged"],
+            queue=queue,
+        )
+
     def lines(self) -> list[str]:
         """The arithmetic in words, one line per step."""
         r = self.returned

@@ -155,3 +155,41 @@ def test_benchmark_assets_load_into_definitions():
     assert spec.group_names_by_key[dg.AssetKey("retrieval_benchmark")] == "benchmark"
     assert {c.name for c in spec.check_specs} == {AGE_CHECK, COMPONENTS_CHECK}
     assert all(c.blocking for c in spec.check_specs)
+
+
+def test_stale_labels_in_the_qrels_are_a_warning_the_ui_shows(tmp_path):
+    from bench_world import build_golden
+
+    # One label's document superseded: 1 stale label, kept in the qrels by default.
+    g = build_golden(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
+    meta = _metadata(_materialize(g))
+    assert meta["stale_labels"].value == 1
+    assert [w for w in meta["warnings"].value if "stale" in w] == [
+        "WARNING: 1 stale label(s) included in the qrels: their documents moved on since they were judged "
+        "(exclude_stale leaves them out; the relabel queue lists them)"
+    ]
+    excluded = _metadata(_materialize(g, exclude_stale=True))
+    assert not [w for w in excluded["warnings"].value if "stale" in w]
+
+
+def test_the_benchmark_checks_target_the_run_they_judged_and_its_plot_fits_a_dialog(golden):
+    import base64
+    import struct
+
+    with dg.instance_for_test() as instance:
+        for _ in range(2):
+            assert dg.materialize(
+                [retrieval_benchmark], resources=_resources(golden), run_config=_config(golden), instance=instance
+            ).success
+        mats = instance.fetch_materializations(dg.AssetKey("retrieval_benchmark"), limit=2).records
+        for check in (AGE_CHECK, COMPONENTS_CHECK):
+            key = dg.AssetCheckKey(dg.AssetKey("retrieval_benchmark"), check)
+            history = instance.event_log_storage.get_asset_check_execution_history(key, limit=2)
+            targets = [
+                h.event.dagster_event.event_specific_data.target_materialization_data.storage_id for h in history
+            ]
+            assert targets == [m.storage_id for m in mats], check
+        report = mats[0].asset_materialization.metadata["report"].value
+    png = base64.b64decode(report.split("data:image/png;base64,", 1)[1].split(")", 1)[0])
+    # Three rows against core stacked, not side by side: 640 px wide, whatever the number of rows.
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] == 640  # IHDR width
