@@ -11,9 +11,15 @@ from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.assets.trace_export import trace_export
 
+TRIGGER_TAG = "goldenset/trigger"
+# Every run says what started it. A run launched from the UI has only its job's tags, so
+# each job carries `manual`; the schedule, the sensor and the CLI set their own over it.
+MANUAL = {TRIGGER_TAG: "manual"}
+
 refresh_golden_set = dg.define_asset_job(
     "refresh_golden_set",
     selection=[serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    tags=MANUAL,
     description="Ingest new and changed log and label files, snapshot the corpus, rebuild the golden set. "
     "Run it over a range of days at once (partition range tags): one run, not one per day "
     "(goldenset build gives it the days with a file to read; the nightly schedule every day).",
@@ -21,6 +27,7 @@ refresh_golden_set = dg.define_asset_job(
 rebuild_golden_set = dg.define_asset_job(
     "rebuild_golden_set",
     selection=[corpus_snapshot, golden_set, relabel_queue, golden_set_export],
+    tags=MANUAL,
     description="Snapshot the corpus and rebuild from what is already ingested (no log days yet).",
 )
 # The pool asks every ranker about every golden query: its cost grows with the golden set,
@@ -29,6 +36,7 @@ rebuild_golden_set = dg.define_asset_job(
 pool_labelling_queue = dg.define_asset_job(
     "pool_labelling_queue",
     selection=[labelling_queue],
+    tags=MANUAL,
     description="Pool the rankers over the latest build's golden queries into the labelling queue.",
 )
 
@@ -39,9 +47,6 @@ import_trace_export = dg.define_asset_job(
     selection=[trace_export],
     description="Import the span files of the trace_export folder as serve and verdict lines (contract 14).",
 )
-
-
-TRIGGER_TAG = "goldenset/trigger"
 
 
 def trigger_tags(trigger: str) -> dict[str, str]:

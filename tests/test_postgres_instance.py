@@ -353,6 +353,9 @@ def test_the_services_of_docs_deploy_share_one_postgres_instance(postgres_server
                 "refresh_golden_set",
                 "--tags",
                 json.dumps(tags),
+                # A process per step, asked for (the jobs run in one process unless asked).
+                "--config-json",
+                json.dumps({"execution": {"config": {"multiprocess": {}}}}),
             ],
             cwd=elsewhere,
             env=env,
