@@ -165,12 +165,14 @@ def _run_refresh(
         if workers and list_partitions(logs):
             _stage_in_parallel(instance, workers)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
+        run_id = announce_process(instance, job.name)
         try:
             try:
                 job.execute_in_process(
                     instance=instance,
                     run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                    tags={**range_tags(keys), **trigger_tags(trigger), **_process_tags()},
+                    tags={**range_tags(keys), **trigger_tags(trigger), **location_tags()},
+                    run_id=run_id,
                 )
             finally:
                 _record_roots(paths, roots, wait)
@@ -263,7 +265,7 @@ def _stage_in_parallel(instance: dg.DagsterInstance, workers: int) -> None:
         dg.reconstructable(stage_job_from_location),
         instance=instance,
         run_config=run_config(workers),
-        tags={**_process_tags(), "goldenset/step": "staging"},
+        tags={**location_tags(), "goldenset/step": "staging"},
     ) as result:
         if result.success:
             return
@@ -275,8 +277,20 @@ def _stage_in_parallel(instance: dg.DagsterInstance, workers: int) -> None:
 
 # An in-process run holds its `duckdb` pool slot in the instance; a process killed mid-run
 # (kill -9, OOM) never gives it back, and the next build would wait for it forever. Runs the
-# CLI starts carry the process's identity, so the next build can tell a dead one.
-PID_TAG, HOST_TAG, START_TAG = "goldenset/pid", "goldenset/host", "goldenset/process-start"
+# CLI starts record the process's identity, so the next build can tell a dead one. The
+# identity is metadata of an engine event at the head of the run's log, not run tags: as
+# tags, host, pid and process start cluttered every row of the UI's run lists.
+PROCESS_EVENT = "goldenset process"
+PID_KEY, HOST_KEY, START_KEY = "goldenset/pid", "goldenset/host", "goldenset/process-start"
+# The run lists of a job's page select runs by this tag (`name@location`); the UI's own
+# launches carry it, the CLI's in-process runs must say it to be listed there.
+REPOSITORY_TAG = ".dagster/repository"
+REPOSITORY_LABEL = "__repository__@goldenset"  # a Definitions' repository, the location of workspace.yaml
+
+
+def location_tags() -> dict[str, str]:
+    """The tag that lists a CLI run on its job's page and timeline, as if launched from the UI."""
+    return {REPOSITORY_TAG: REPOSITORY_LABEL}
 
 
 def _process_start(pid: int) -> str | None:
@@ -289,18 +303,54 @@ def _process_start(pid: int) -> str | None:
     return stat.rsplit(")", 1)[-1].split()[19]
 
 
-def _process_tags() -> dict[str, str]:
+def announce_process(instance: dg.DagsterInstance, job_name: str) -> str:
+    """A new run id, whose log opens with this process's identity (host, pid, start); return the id.
+
+    Written before the run is created, so a run that is live always has it.
+    """
+    from dagster._core.events import EngineEventData
+    from dagster._core.utils import make_new_run_id
+
+    run_id = make_new_run_id()
     pid = os.getpid()
-    return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _process_start(pid) or ""}
+    instance.report_engine_event(
+        f"{PROCESS_EVENT} {pid} on {socket.gethostname()} runs this run",
+        engine_event_data=EngineEventData(
+            metadata={
+                PID_KEY: dg.MetadataValue.int(pid),
+                HOST_KEY: dg.MetadataValue.text(socket.gethostname()),
+                START_KEY: dg.MetadataValue.text(_process_start(pid) or ""),
+            }
+        ),
+        job_name=job_name,
+        run_id=run_id,
+    )
+    return run_id
+
+
+def _process_of(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[str, int, str | None] | None:
+    """(host, pid, process start) of the CLI process that runs `run`, or None for a run the CLI did not start."""
+    if PID_KEY in run.tags:  # runs started before the identity moved out of the tags
+        return run.tags.get(HOST_KEY, ""), int(run.tags.get(PID_KEY) or 0), run.tags.get(START_KEY)
+    for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        event = entry.dagster_event
+        meta = getattr(event.event_specific_data, "metadata", None) if event is not None else None
+        if meta and PID_KEY in meta:
+            values = {k: str(meta[k].value) for k in (HOST_KEY, PID_KEY, START_KEY)}
+            return values[HOST_KEY], int(values[PID_KEY]), values[START_KEY] or None
+    return None
 
 
 def reclaim_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Fail the CLI's runs whose process is gone and free their pool slots; say what was freed."""
     freed = []
     live = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=live, tags={HOST_TAG: socket.gethostname()})):
-        pid = int(run.tags.get(PID_TAG, "0") or 0)
-        if not pid or (_process_start(pid) == run.tags.get(START_TAG) and _process_start(pid) is not None):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=live)):
+        process = _process_of(instance, run)
+        if process is None or process[0] != socket.gethostname():
+            continue
+        _, pid, started = process
+        if not pid or (_process_start(pid) == started and started is not None):
             continue
         instance.report_run_failed(run, f"the goldenset process {pid} that ran it is gone")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
