@@ -1,0 +1,43 @@
+"""A pool run from the command line shows on the labelling_queue asset, with the asset's own metadata."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import dagster as dg
+
+HERE = Path(__file__).resolve().parent
+for folder in (HERE, HERE.parent / "bench"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+from pool_rankers import FIRST, SECOND, build_world  # noqa: E402
+
+from goldenset import warehouse  # noqa: E402
+from goldenset.labelling.pool import run_pool  # noqa: E402
+from goldenset_dagster.record import record_pool  # noqa: E402
+
+
+def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(tmp_path):
+    world = build_world(tmp_path / "w")
+    con = warehouse.connect(world.db)
+    try:
+        run_pool(con, rankers=(FIRST, SECOND), depth=5, index_dir=world.index_dir, now=datetime(2026, 11, 30, 8))
+        rows = con.execute("SELECT count(*) FROM labelling_queue").fetchone()[0]
+    finally:
+        con.close()
+    with dg.instance_for_test() as instance:
+        record_pool(world.db, instance)
+        event = instance.get_latest_materialization_event(dg.AssetKey("labelling_queue"))
+        assert event is not None and event.asset_materialization is not None
+        meta = event.asset_materialization.metadata
+    # test_pool.py's hand-derived queue for these rankers and depth: 1 stale + 5 successor + 6 pooled.
+    assert rows == 12 and meta["queue_size"].value == 12 and meta["dagster/row_count"].value == 12
+    assert meta["by_reason"].value == {"stale": 1, "successor": 5, "pooled": 6}
+    assert meta["recorded_from"].value == "goldenset pool"
+    assert meta["pool_report"].value.startswith(
+        f"| ranker | returned | outside snapshot | shared with {FIRST} | shared with {SECOND} |"
+    )
+    assert "- queue: 1 stale + 5 successor + 6 pooled = 12 pairs" in meta["pool_report"].value
