@@ -22,7 +22,6 @@ from goldenset_dagster.schedules import nightly_golden_set, nightly_staged_golde
 from goldenset_dagster.sensors import corpus_reindex_sensor, trace_export_sensor
 from goldenset_dagster.staging import stage_serve_log
 
-
 # One process per run by default, steps one after the other: the steps share a DuckDB file
 # one writer at a time, so a process per step (Dagster's default) bought nothing but each
 # process's start, 17 to 85 s for about 7 s of work from the UI. A run can still ask for a
