@@ -19,10 +19,10 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_p
 
 
 @dg.asset(
-    deps=[serve_log_files],
+    # The log folder, and after the span files are imported as lines into it (trace_export,
+    # contract 14), when there are any.
+    deps=[serve_log_files, dg.AssetKey("trace_export")],
     partitions_def=days,
-    # After the span files are imported as lines (trace_export, contract 14), when there are any.
-    deps=[dg.AssetKey("trace_export")],
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
     group_name="ingest",

@@ -45,6 +45,7 @@ pool_labelling_queue = dg.define_asset_job(
 import_trace_export = dg.define_asset_job(
     "import_trace_export",
     selection=[trace_export],
+    tags=MANUAL,
     description="Import the span files of the trace_export folder as serve and verdict lines (contract 14).",
 )
 

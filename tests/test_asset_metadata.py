@@ -160,7 +160,7 @@ def test_raw_inputs_are_external_assets_upstream_of_what_reads_them():
         for a in ("serve_log", "corpus_snapshot", "human_labels")
     }
     assert parents == {
-        "serve_log": {"serve_log_files"},
+        "serve_log": {"serve_log_files", "trace_export"},
         "corpus_snapshot": {"corpus_file"},
         "human_labels": {"label_files", "rubric_file"},
     }
@@ -193,7 +193,8 @@ def test_the_pool_report_reads_as_a_table_and_its_arithmetic():
 
 def test_jobs_run_in_one_process_unless_a_run_asks_for_a_process_per_step():
     defs = build_definitions()
-    for name in ("refresh_golden_set", "rebuild_golden_set", "pool_labelling_queue", "retrieval_benchmark_job"):
+    names = ("refresh_golden_set", "rebuild_golden_set", "pool_labelling_queue", "retrieval_benchmark_job")
+    for name in (*names, "import_trace_export"):
         job = defs.resolve_job_def(name)
         assert job.executor_def.name == "in_process_unless_asked", name
         # What the UI launches without a word: the in-process executor (no process per step).
