@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.checks import BuildChecks
 from goldenset.cli.app import create_app
 from goldenset.cli.app import main as run_app
@@ -128,7 +128,22 @@ app = create_app(register)
 
 def main(argv: list[str] | None = None) -> int:
     """Run the program with `argv`; return its exit code (errors already reported on stderr)."""
-    return run_app(argv, application=app)
+    with hooks.listening(_record_on_asset):
+        return run_app(argv, application=app)
+
+
+def _record_on_asset(event: str, details: dict) -> None:
+    """A pool or a benchmark run of the command line, recorded on its asset (goldenset_dagster.record)."""
+    from goldenset_dagster.instance import get_instance
+    from goldenset_dagster.record import record_benchmark, record_pool
+
+    if event not in ("pool", "bench_run"):
+        return
+    with get_instance() as instance:
+        if event == "pool":
+            record_pool(details["db"], instance)
+        else:
+            record_benchmark(details["result"], instance)
 
 
 def entry() -> None:

@@ -2,7 +2,8 @@
 
 `goldenset pool` and `goldenset bench run` call the library directly (no Dagster run: the
 pool's output and the benchmark's progress are the command's own). Afterwards the command
-records a materialization of `labelling_queue` or `retrieval_benchmark` with the metadata
+announces what it did (`goldenset.hooks`), and the `goldenset` program of this package, which
+listens, records a materialization of `labelling_queue` or `retrieval_benchmark` with the metadata
 the asset itself attaches (one function makes both), so the asset no longer says "Never
 materialized" while the warehouse holds a queue and runs. The materialization says it came
 from the command line (`recorded_from`), and it is runless: job pages list runs only.

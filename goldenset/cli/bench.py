@@ -97,6 +97,12 @@ def run_cmd(
     )
     result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
     print_run(console(), result.run, result.report)
+    from goldenset import hooks
+    from goldenset.consoles import console as stderr_console
+
+    # Shown on the retrieval_benchmark asset when the Dagster program runs this command.
+    for warning in hooks.announce("bench_run", result=result):
+        stderr_console(stderr=True).print(f"WARNING: {warning}", markup=False, soft_wrap=True)
 
 
 @app.command("eval")

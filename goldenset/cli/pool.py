@@ -110,6 +110,7 @@ def pool(
         )
     finally:
         con.close()
+    _announce_pool(db)
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
@@ -130,6 +131,14 @@ def pool(
     out.print(t)
     for line in report.lines():
         out.print(line, markup=False, soft_wrap=True)
+
+
+def _announce_pool(db: str | None) -> None:
+    # Shown on the labelling_queue asset when the Dagster program runs this command.
+    from goldenset import hooks
+
+    for warning in hooks.announce("pool", db=settings.resolve("db", db)):
+        console(stderr=True).print(f"WARNING: {warning}", markup=False, soft_wrap=True)
 
 
 @app.command("export")

@@ -193,3 +193,24 @@ def test_the_benchmark_checks_target_the_run_they_judged_and_its_plot_fits_a_dia
     png = base64.b64decode(report.split("data:image/png;base64,", 1)[1].split(")", 1)[0])
     # Three rows against core stacked, not side by side: 640 px wide, whatever the number of rows.
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] == 640  # IHDR width
+
+
+def test_goldenset_bench_run_from_the_command_line_shows_on_the_asset(golden):
+    from goldenset_dagster.cli import main
+    from goldenset_dagster.instance import get_instance
+
+    argv = ["bench", "run", "--db", golden.db, "--corpus", golden.corpus, "--index-dir", golden.index_dir]
+    argv += ["--retriever", "bench_plugins:keywords", "--report", golden.tmp / "report"]
+    assert main([str(a) for a in argv]) == 0
+    con = warehouse.connect(golden.db, read_only=True)
+    try:
+        run_id, n_queries = con.execute("SELECT run_id, n_queries FROM benchmark_runs").fetchone()
+    finally:
+        con.close()
+    with get_instance() as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("retrieval_benchmark"))
+        assert event is not None and event.asset_materialization is not None
+        meta = event.asset_materialization.metadata
+    assert meta["run_id"].value == run_id and meta["n_queries"].value == n_queries == 6
+    assert meta["recorded_from"].value == "goldenset bench run"
+    assert "| recall@5 |" in meta["metrics"].value

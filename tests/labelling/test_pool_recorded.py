@@ -41,3 +41,39 @@ def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(
         f"| ranker | returned | outside snapshot | shared with {FIRST} | shared with {SECOND} |"
     )
     assert "- queue: 1 stale + 5 successor + 6 pooled = 12 pairs" in meta["pool_report"].value
+
+
+def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsys):
+    from goldenset_dagster.cli import main
+    from goldenset_dagster.instance import get_instance
+
+    world = build_world(tmp_path / "w")
+    argv = ["pool", "--rankers", f"{FIRST},{SECOND}", "--depth", "5", "--db", str(world.db)]
+    assert main([*argv, "--index-dir", str(world.index_dir)]) == 0
+    with get_instance() as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("labelling_queue"))
+        assert event is not None and event.asset_materialization is not None
+        meta = event.asset_materialization.metadata
+    assert meta["queue_size"].value == 12 and meta["recorded_from"].value == "goldenset pool"
+    assert "WARNING" not in capsys.readouterr().err
+
+
+def test_a_failed_recording_is_a_warning_and_the_pool_stands(tmp_path, capsys):
+    from goldenset import hooks
+    from goldenset.cli.app import main
+
+    def broken(event, details):
+        raise OSError("database is locked\nsecond line")
+
+    world = build_world(tmp_path / "w")
+    argv = ["pool", "--rankers", f"{FIRST},{SECOND}", "--depth", "5", "--db", str(world.db)]
+    with hooks.listening(broken):
+        assert main([*argv, "--index-dir", str(world.index_dir)]) == 0
+    assert capsys.readouterr().err.strip() == (
+        "WARNING: pool done, but recording it for the Dagster UI failed: database is locked"
+    )
+    con = warehouse.connect(world.db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM labelling_queue").fetchone()[0] == 12
+    finally:
+        con.close()
