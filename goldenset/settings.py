@@ -1,4 +1,4 @@
-"""Where things are: one home for all state, each path overridable on its own.
+"""Where things are and how the program runs: one `Settings`, resolved once, passed on.
 
 Everything a deployment writes (warehouse, Dagster instance, exports, reports,
 benchmark indexes) lives under GOLDENSET_HOME. Its default is the `var/` folder
@@ -7,37 +7,215 @@ the user's data directory (`~/.local/share/goldenset` on Linux). It never
 depends on the working directory, so a cron job started in `~` writes where the
 UI reads.
 
-Each path is: the command-line flag, else its own environment variable, else
-its place under the home. Relative values are taken relative to the working
-directory of the command, as any flag is.
+Each setting is: the command-line flag, else its own environment variable, else
+its default (for a path, its place under the home). Relative values are taken
+relative to the working directory of the command, as any flag is. `VARIABLES` is
+the one table of them (field, variable, default, meaning): `Settings.resolve`
+reads it, the demo clears the path variables it names, and the settings reference
+is generated from it (`markdown_reference`).
+
+Decisions: the environment is read when `Settings.resolve` is called, never when a
+module is imported; the Dagster code location resolves its settings when it loads
+and the `build` command passes its own to `build_definitions(settings)`, so no flag
+travels through `os.environ`. `scoped_environment` lets an in-process caller (the
+demo) run commands against another environment without writing the process's.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from goldenset.errors import UsageError
 
 ENV_HOME = "GOLDENSET_HOME"
 ENV_LOCK_TIMEOUT = "GOLDENSET_LOCK_TIMEOUT"
+ENV_INGEST_WORKERS = "GOLDENSET_INGEST_WORKERS"
 DEFAULT_LOCK_TIMEOUT = 30.0
 
-# name -> (environment variable, place under the home)
-_PLACES: dict[str, tuple[str, str]] = {
-    "logs": ("GOLDENSET_LOGS", "logs"),
-    "corpus": ("GOLDENSET_CORPUS", "corpus.jsonl"),
-    "db": ("GOLDENSET_DB", "goldenset.duckdb"),
-    "labels": ("GOLDENSET_LABELS", "labels"),
-    "rubric": ("GOLDENSET_RUBRIC", "rubric.yaml"),
-    "dagster_home": ("DAGSTER_HOME", "dagster"),
-    "exports": ("GOLDENSET_EXPORT_DIR", "export"),
-    "reports": ("GOLDENSET_REPORTS", "reports"),
-    "bench_index": ("GOLDENSET_BENCH_INDEX", "bench-index"),
-    "staging": ("GOLDENSET_STAGING", "staging"),
-    "trace_export": ("GOLDENSET_TRACE_EXPORT", "trace_export"),
-    "trace_mapping": ("GOLDENSET_TRACE_MAPPING", "trace-mapping.yaml"),
-}
-ENV_INGEST_WORKERS = "GOLDENSET_INGEST_WORKERS"
+
+@dataclass(frozen=True)
+class Variable:
+    """One setting: its `Settings` field, its environment variable, its default and what it means.
+
+    For a path, `default` is its place under the home; for anything else, the value's text.
+    """
+
+    name: str
+    env: str
+    kind: Literal["home", "path", "seconds", "count", "text"]
+    default: str
+    help: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "home", ENV_HOME, "home", "", "Where all state lives (default: the checkout's var/, else the user data dir)."
+    ),
+    Variable("logs", "GOLDENSET_LOGS", "path", "logs", "Serve-log directory (dt=YYYY-MM-DD folders)."),
+    Variable("corpus", "GOLDENSET_CORPUS", "path", "corpus.jsonl", "Corpus snapshot file."),
+    Variable("db", "GOLDENSET_DB", "path", "goldenset.duckdb", "The DuckDB warehouse."),
+    Variable("labels", "GOLDENSET_LABELS", "path", "labels", "Label-file directory (dt=YYYY-MM-DD folders)."),
+    Variable("rubric", "GOLDENSET_RUBRIC", "path", "rubric.yaml", "Labelling rubric (YAML)."),
+    Variable("dagster_home", "DAGSTER_HOME", "path", "dagster", "The Dagster instance the UI shows."),
+    Variable("exports", "GOLDENSET_EXPORT_DIR", "path", "export", "Where the golden set asset exports BEIR files."),
+    Variable("reports", "GOLDENSET_REPORTS", "path", "reports", "Benchmark reports, one folder per run."),
+    Variable("bench_index", "GOLDENSET_BENCH_INDEX", "path", "bench-index", "The benchmark's cached lexical index."),
+    Variable("staging", "GOLDENSET_STAGING", "path", "staging", "Log days staged as Parquet by parallel workers."),
+    Variable("trace_export", "GOLDENSET_TRACE_EXPORT", "path", "trace_export", "Where trace exports are dropped."),
+    Variable("trace_mapping", "GOLDENSET_TRACE_MAPPING", "path", "trace-mapping.yaml", "The trace import's mapping."),
+    Variable(
+        "lock_timeout",
+        ENV_LOCK_TIMEOUT,
+        "seconds",
+        "30",
+        "Seconds to wait for another process writing the DuckDB file.",
+    ),
+    Variable(
+        "ingest_workers",
+        ENV_INGEST_WORKERS,
+        "count",
+        "0",
+        "Processes that stage log days in parallel; 0 ingests straight into the warehouse.",
+    ),
+    Variable("nightly_cron", "GOLDENSET_NIGHTLY_CRON", "text", "0 2 * * *", "When the nightly schedules run (cron)."),
+    Variable("schedule_tz", "GOLDENSET_SCHEDULE_TZ", "text", "UTC", "The time zone of the nightly cron."),
+    Variable(
+        "dense_model",
+        "GOLDENSET_DENSE_MODEL",
+        "text",
+        "",
+        "A sentence-transformers directory to embed with (empty: the packaged all-MiniLM-L6-v2).",
+    ),
+)
+_BY_NAME = {v.name: v for v in VARIABLES}
+PATH_NAMES = tuple(v.name for v in VARIABLES if v.kind == "path")
+
+# The environment settings are read from: the process's, unless a caller scoped another.
+_environment: ContextVar[Mapping[str, str] | None] = ContextVar("goldenset_environment", default=None)
+
+
+def environment() -> Mapping[str, str]:
+    """The environment settings are read from now: `os.environ`, or the one `scoped_environment` set."""
+    scoped = _environment.get()
+    return os.environ if scoped is None else scoped
+
+
+@contextmanager
+def scoped_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Read settings from `values` instead of `os.environ` inside the block (this thread and task only)."""
+    token = _environment.set(dict(values))
+    try:
+        yield
+    finally:
+        _environment.reset(token)
+
+
+class Settings(BaseModel):
+    """Every setting of one command or code location, resolved once (flag, else variable, else default).
+
+    `from_environment` names the fields whose value came from their variable, so the Dagster
+    resources can refer to the variable (`EnvVar`) rather than copy its value into run config.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    home: Path
+    logs: Path
+    corpus: Path
+    db: Path
+    labels: Path
+    rubric: Path
+    dagster_home: Path
+    exports: Path
+    reports: Path
+    bench_index: Path
+    staging: Path
+    trace_export: Path
+    trace_mapping: Path
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ingest_workers: int = 0
+    nightly_cron: str = "0 2 * * *"
+    schedule_tz: str = "UTC"
+    dense_model: str = ""
+    from_environment: frozenset[str] = frozenset()
+
+    @classmethod
+    def resolve(cls, environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+        """Each field from its flag in `flags` (None or empty: not given), else its variable, else its default.
+
+        UsageError names the variable (or flag) whose value cannot be read.
+        """
+        env = environment() if environ is None else environ
+        unknown = sorted(set(flags) - set(_BY_NAME))
+        if unknown:
+            raise TypeError(f"no such setting: {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        from_env: set[str] = set()
+        home_text = env.get(ENV_HOME)
+        values["home"] = Path(home_text).expanduser().resolve() if home_text else default_home()
+        if home_text:
+            from_env.add("home")
+        for var in VARIABLES[1:]:
+            flag = flags.get(var.name)
+            given = flag is not None and flag != ""
+            text = env.get(var.env) or None
+            if var.kind == "path":
+                if flag is not None and flag != "":
+                    values[var.name] = Path(flag).expanduser()
+                elif text:
+                    values[var.name] = Path(text).expanduser()
+                    from_env.add(var.name)
+                else:
+                    values[var.name] = values["home"] / var.default
+            elif var.kind == "seconds":
+                values[var.name] = _seconds(flag if given else text, var)
+                from_env.update([var.name] if not given and text else [])
+            elif var.kind == "count":
+                values[var.name] = _count(flag if given else text, var)
+                from_env.update([var.name] if not given and text else [])
+            else:
+                values[var.name] = str(flag) if given else (text if text is not None else var.default)
+                from_env.update([var.name] if not given and text else [])
+        return cls(**values, from_environment=frozenset(from_env))
+
+    @staticmethod
+    def variable(name: str) -> Variable:
+        """The row of `VARIABLES` for field `name`."""
+        return _BY_NAME[name]
+
+    @property
+    def paths(self) -> Paths:
+        """The inputs and the warehouse, as the build and the commands take them."""
+        return Paths(logs=self.logs, corpus=self.corpus, db=self.db, labels=self.labels, rubric=self.rubric)
+
+
+def _seconds(value: str | float | None, var: Variable) -> float:
+    if value is None or value == "":
+        return float(var.default)
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        raise UsageError(f"{var.env} must be a number of seconds, got {value!r}") from None
+
+
+def _count(value: str | int | None, var: Variable) -> int:
+    if value is None or value == "":
+        return int(var.default)
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise UsageError(f"{var.env} (or --workers) must be a whole number >= 0, got {value!r}")
+    return number
 
 
 def _checkout_root() -> Path | None:
@@ -62,26 +240,30 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("goldenset", appauthor=False))
 
 
+# The functions below read one setting from the current environment, for the commands
+# that take one or two flags; each is `Settings.resolve` narrowed to what it returns.
+
+
 def home() -> Path:
     """GOLDENSET_HOME if set (made absolute), else default_home()."""
-    value = os.environ.get(ENV_HOME)
+    value = environment().get(ENV_HOME)
     return Path(value).expanduser().resolve() if value else default_home()
 
 
 def default_path(name: str) -> Path:
     """Where `name` lives when neither its flag nor its variable is given."""
-    return home() / _PLACES[name][1]
+    return home() / _BY_NAME[name].default
 
 
 def env_var(name: str) -> str:
-    return _PLACES[name][0]
+    return _BY_NAME[name].env
 
 
 def resolve(name: str, flag: str | Path | None = None) -> Path:
     """The flag value if given, else the environment variable, else the place under the home."""
     if flag:
         return Path(flag).expanduser()
-    value = os.environ.get(_PLACES[name][0])
+    value = environment().get(_BY_NAME[name].env)
     if value:
         return Path(value).expanduser()
     return default_path(name)
@@ -89,33 +271,14 @@ def resolve(name: str, flag: str | Path | None = None) -> Path:
 
 def lock_timeout(flag: float | None = None) -> float:
     """Seconds a command waits for another process's write to finish (GOLDENSET_LOCK_TIMEOUT)."""
-    if flag is not None:
-        return max(0.0, float(flag))
-    value = os.environ.get(ENV_LOCK_TIMEOUT)
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            from goldenset.errors import UsageError
-
-            raise UsageError(f"{ENV_LOCK_TIMEOUT} must be a number of seconds, got {value!r}") from None
-    return DEFAULT_LOCK_TIMEOUT
+    var = _BY_NAME["lock_timeout"]
+    return _seconds(flag if flag is not None else environment().get(var.env), var)
 
 
 def ingest_workers(flag: int | None = None) -> int:
     """Processes that stage log days in parallel (GOLDENSET_INGEST_WORKERS); 0 ingests straight into the warehouse."""
-    value: int | str | None = flag if flag is not None else os.environ.get(ENV_INGEST_WORKERS)
-    if value is None or value == "":
-        return 0
-    try:
-        workers = int(value)
-    except ValueError:
-        workers = -1
-    if workers < 0:
-        from goldenset.errors import UsageError
-
-        raise UsageError(f"{ENV_INGEST_WORKERS} (or --workers) must be a whole number >= 0, got {value!r}")
-    return workers
+    var = _BY_NAME["ingest_workers"]
+    return _count(flag if flag is not None else environment().get(var.env), var)
 
 
 ENV_COVERAGE_MAX_GAP = "GOLDENSET_COVERAGE_MAX_GAP"
@@ -175,5 +338,19 @@ def resolve_paths(
 
 
 def describe_defaults() -> str:
-    """One line per path: its variable and its default, for help texts and the README."""
-    return "\n".join(f"{var}: {default_path(name)}" for name, (var, _) in _PLACES.items())
+    """One line per path: its variable and its default, for help texts."""
+    return "\n".join(f"{env_var(name)}: {default_path(name)}" for name in PATH_NAMES)
+
+
+def markdown_reference() -> str:
+    """The settings as a Markdown table (variable, default, meaning), generated from `VARIABLES`."""
+    rows = ["| Variable | Default | Meaning |", "| --- | --- | --- |"]
+    for var in VARIABLES:
+        if var.kind == "home":
+            default = "the checkout's `var/`, else the user data directory"
+        elif var.kind == "path":
+            default = f"`HOME/{var.default}`"
+        else:
+            default = f"`{var.default}`" if var.default else "(empty)"
+        rows.append(f"| `{var.env}` | {default} | {var.help} |")
+    return "\n".join(rows) + "\n"

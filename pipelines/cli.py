@@ -22,7 +22,7 @@ from goldenset.cli.golden import print_status
 from goldenset.cli.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import err, out
 from goldenset.labelling.merge import JudgeGate
-from goldenset.settings import resolve_paths
+from goldenset.settings import Settings
 
 
 def build(
@@ -77,12 +77,13 @@ def build(
     """Ingest new and changed log files, snapshot the corpus, rebuild the golden set (trigger manual)."""
     from goldenset_dagster.runner import run_refresh
 
-    paths = resolve_paths(logs, corpus, db, labels, rubric)
+    resolved = Settings.resolve(
+        logs=logs, corpus=corpus, db=db, labels=labels, rubric=rubric, lock_timeout=wait, ingest_workers=workers
+    )
     gate = JudgeGate.from_environment(judge_min_pairs, judge_min_kappa)
     result = run_refresh(
-        paths,
+        resolved,
         trigger=trigger,
-        wait=settings.lock_timeout(wait),
         golden_set_config={
             "near_duplicates": near_duplicates,
             "near_duplicate_threshold": threshold,
@@ -91,7 +92,6 @@ def build(
             "judge_min_kappa": gate.min_kappa,
         },
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
-        workers=settings.ingest_workers(workers),
         new_source=new_source,
         accept_rubric_change=accept_rubric_change,
     )

@@ -1,12 +1,15 @@
-"""The goldenset code location: `dagster dev` (workspace.yaml) loads this module."""
+"""The goldenset code location: `dagster dev` (workspace.yaml) loads this module.
+
+`build_definitions(settings)` takes its paths and schedule from a `Settings` it is given;
+`defs` resolves them from the environment when the location loads, not when this module
+is imported, and the `build` command passes the settings of its own flags.
+"""
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
-from goldenset import settings
+from goldenset.settings import Settings
 from goldenset_dagster.assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
@@ -18,7 +21,7 @@ from goldenset_dagster.assets.trace_export import trace_export
 from goldenset_dagster.jobs import import_trace_export, pool_labelling_queue, rebuild_golden_set, refresh_golden_set
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
-from goldenset_dagster.schedules import nightly_golden_set, nightly_staged_golden_set, refresh_after_staging
+from goldenset_dagster.schedules import nightly_schedules, refresh_after_staging
 from goldenset_dagster.sensors import corpus_reindex_sensor, trace_export_sensor
 from goldenset_dagster.staging import stage_serve_log
 
@@ -39,14 +42,16 @@ IN_PROCESS_UNLESS_ASKED = dg.multi_or_in_process_executor.configured(
 )
 
 
-def _path(name: str) -> str | dg.EnvVar:
-    # EnvVar keeps the value out of the run config the UI stores; without the variable
-    # the path is its place under GOLDENSET_HOME, resolved when the location loads.
-    env = settings.env_var(name)
-    return dg.EnvVar(env) if os.environ.get(env) else str(settings.default_path(name))
+def _path(settings: Settings, name: str) -> str | dg.EnvVar:
+    # A value from its variable stays a reference to it (EnvVar), out of the run config the
+    # UI stores; a flag's value or a place under the home is the resolved path itself.
+    if name in settings.from_environment:
+        return dg.EnvVar(Settings.variable(name).env)
+    return str(getattr(settings, name))
 
 
-def build_definitions() -> dg.Definitions:
+def build_definitions(settings: Settings) -> dg.Definitions:
+    """The assets, jobs, schedules, sensors and resources, with `settings`' paths and schedule."""
     return dg.Definitions(
         assets=[
             *INPUTS,
@@ -69,17 +74,24 @@ def build_definitions() -> dg.Definitions:
             import_trace_export,
             *BENCHMARK_JOBS,
         ],
-        schedules=[nightly_golden_set, nightly_staged_golden_set],
+        schedules=nightly_schedules(settings.nightly_cron, settings.schedule_tz),
         sensors=[corpus_reindex_sensor, refresh_after_staging, trace_export_sensor],
         resources={
-            "warehouse": WarehouseResource(db_path=_path("db"), lock_timeout=settings.lock_timeout()),
-            "logs": LogSource(path=_path("logs"), staging_path=_path("staging"), workers=settings.ingest_workers()),
-            "corpus_source": CorpusSource(path=_path("corpus")),
-            "labels": LabelSource(path=_path("labels"), rubric_path=_path("rubric")),
-            "trace_export_source": TraceExportSource(path=_path("trace_export"), mapping_path=_path("trace_mapping")),
-            "embedder": EmbedderResource(model_path=os.environ.get("GOLDENSET_DENSE_MODEL", "")),
+            "warehouse": WarehouseResource(db_path=_path(settings, "db"), lock_timeout=settings.lock_timeout),
+            "logs": LogSource(
+                path=_path(settings, "logs"), staging_path=_path(settings, "staging"), workers=settings.ingest_workers
+            ),
+            "corpus_source": CorpusSource(path=_path(settings, "corpus")),
+            "labels": LabelSource(path=_path(settings, "labels"), rubric_path=_path(settings, "rubric")),
+            "trace_export_source": TraceExportSource(
+                path=_path(settings, "trace_export"), mapping_path=_path(settings, "trace_mapping")
+            ),
+            "embedder": EmbedderResource(model_path=settings.dense_model),
         },
     )
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    """What `dagster dev` loads: the settings of the environment the code location runs in."""
+    return build_definitions(Settings.resolve())

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -38,7 +37,7 @@ from goldenset.demo.annotators import (
 from goldenset.demo.policies import PAGE_IN_FORCE, STALE_PAGE
 from goldenset.errors import InputError
 from goldenset.records import normalise_task, query_id
-from goldenset.settings import Paths
+from goldenset.settings import Paths, Settings
 from goldenset.status import Status
 from goldenset.warehouse import connect
 from goldenset_dagster.runner import RefreshResult, run_refresh
@@ -46,19 +45,6 @@ from goldenset_dagster.runner import RefreshResult, run_refresh
 DEMO_MARKER = ".goldenset-demo"
 CASE_QUESTION = "How many days does a customer have to request a refund?"
 CASE_QUERY_ID = query_id("support", normalise_task(CASE_QUESTION))
-# Variables that would send a command somewhere else than the demo's home.
-_PATH_VARIABLES = (
-    "GOLDENSET_HOME",
-    "GOLDENSET_LOGS",
-    "GOLDENSET_CORPUS",
-    "GOLDENSET_DB",
-    "GOLDENSET_LABELS",
-    "GOLDENSET_RUBRIC",
-    "GOLDENSET_EXPORT_DIR",
-    "GOLDENSET_REPORTS",
-    "GOLDENSET_BENCH_INDEX",
-)
-
 EXAMPLE_SQL = """\
 -- What changed between the last two builds, and why?
 SELECT change, count(*) FROM label_changes
@@ -127,21 +113,15 @@ def _quote(arg: str) -> str:
     return arg if arg and all(c.isalnum() or c in "-_./=:,@" for c in arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
-@contextmanager
-def _home(root: Path) -> Iterator[None]:
-    """GOLDENSET_HOME is `root` and no path variable is set, for the demo's length only."""
-    saved = {name: os.environ.get(name) for name in (*_PATH_VARIABLES, settings.ENV_LOCK_TIMEOUT)}
-    for name in _PATH_VARIABLES:
-        os.environ.pop(name, None)
-    os.environ[settings.ENV_HOME] = str(root)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+def _home(root: Path):
+    """For the demo's length, settings resolve as if GOLDENSET_HOME were `root` and no path variable
+    were set (the process's environment is left as it is). DAGSTER_HOME is kept: the demo's runs
+    show in the UI of the instance the user set."""
+    cleared = {settings.ENV_HOME} | {
+        var.env for var in settings.VARIABLES if var.kind == "path" and var.name != "dagster_home"
+    }
+    values = {k: v for k, v in os.environ.items() if k not in cleared}
+    return settings.scoped_environment({**values, settings.ENV_HOME: str(root)})
 
 
 def _claim_demo_home(root: Path, force: bool) -> None:
@@ -196,7 +176,12 @@ class _Steps:
         """
         command = "$ goldenset build" + (f" --trigger {trigger}" if trigger != "manual" else "")
         self.echo(command + (f"   # {note}" if note else ""))
-        result = run_refresh(paths, trigger=trigger)
+        result = run_refresh(
+            Settings.resolve(
+                logs=paths.logs, corpus=paths.corpus, db=paths.db, labels=paths.labels, rubric=paths.rubric
+            ),
+            trigger=trigger,
+        )
         b, st = result.status.build, result.status
         self.echo(
             f"build {b.build_id} ({b.trigger}): {b.n_queries} queries in {b.n_projects} projects, "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from goldenset import build_marker, ingest, layout, progress, settings, sources
+from goldenset import build_marker, ingest, layout, progress, sources
 from goldenset.build import label_reject_reasons
 from goldenset.checks import empty_reason, label_rejects_line
 from goldenset.corpus import read_corpus, remembering_reads
@@ -19,7 +19,7 @@ from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric import load_rubric
 from goldenset.labelling.rubric_change import rubric_change
 from goldenset.logfiles import list_partitions
-from goldenset.settings import Paths
+from goldenset.settings import DEFAULT_LOCK_TIMEOUT, PATH_NAMES, Paths, Settings
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect, require_folder
@@ -48,37 +48,17 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _environment(paths: Paths, wait: float, workers: int = 0) -> None:
-    # The code location reads its paths from the environment when it is loaded, so the
-    # flags of this command travel the same way the UI's would.
-    values = {
-        "GOLDENSET_LOGS": paths.logs,
-        "GOLDENSET_CORPUS": paths.corpus,
-        "GOLDENSET_DB": paths.db,
-        "GOLDENSET_LABELS": paths.labels,
-        "GOLDENSET_RUBRIC": paths.rubric,
-    }
-    for env, value in values.items():
-        if value is not None:
-            os.environ[env] = str(Path(value).resolve())
-    os.environ[settings.ENV_LOCK_TIMEOUT] = str(wait)
-    if workers:
-        os.environ[settings.ENV_INGEST_WORKERS] = str(workers)
-
-
 def run_refresh(
-    paths: Paths,
+    settings: Settings,
     trigger: str = "manual",
     golden_set_config: dict | None = None,
-    wait: float = settings.DEFAULT_LOCK_TIMEOUT,
     notify: Callable[[str], None] | None = None,
-    workers: int = 0,
     new_source: bool = False,
     accept_rubric_change: bool = False,
 ) -> RefreshResult:
-    """Ingest, snapshot and build in one in-process run; return the resulting status.
+    """Ingest, snapshot and build in one in-process run with `settings`; return the resulting status.
 
-    With `workers` above 0 the log days are first staged as Parquet by the
+    With `settings.ingest_workers` above 0 the log days are first staged as Parquet by the
     stage_serve_log job in up to that many processes, and the refresh loads them.
     A LOGS or LABELS root other than the recorded one, or a rubric edit that changes
     labels, refuses (InputMoved) before anything is written unless `new_source` or
@@ -87,10 +67,10 @@ def run_refresh(
     guard = Guard(new_source, accept_rubric_change)
     # remembering_reads: the corpus checked up front is the one the snapshot step reads;
     # marking: `status` can tell a build in progress from no build at all.
-    if not Path(paths.db).exists():
-        require_folder(Path(paths.db))  # a typo in --db is refused before anything is read
-    with remembering_reads(), build_marker.marking(paths.db):
-        return _run_refresh(paths, trigger, golden_set_config, wait, notify, workers, guard)
+    if not Path(settings.db).exists():
+        require_folder(Path(settings.db))  # a typo in --db is refused before anything is read
+    with remembering_reads(), build_marker.marking(Path(settings.db)):
+        return _run_refresh(_concrete(settings), trigger, golden_set_config, notify, guard)
 
 
 @dataclass(frozen=True)
@@ -101,15 +81,21 @@ class Guard:
     accept_rubric_change: bool = False
 
 
+def _concrete(settings: Settings) -> Settings:
+    # The runs get the paths themselves, absolute, rather than references to variables:
+    # the values may come from an environment the caller scoped, which Dagster cannot see.
+    update: dict = {name: Path(getattr(settings, name)).resolve() for name in PATH_NAMES}
+    return settings.model_copy(update={**update, "from_environment": frozenset()})
+
+
 def _run_refresh(
-    paths: Paths,
+    settings: Settings,
     trigger: str,
     golden_set_config: dict | None,
-    wait: float,
     notify: Callable[[str], None] | None,
-    workers: int,
     guard: Guard,
 ) -> RefreshResult:
+    paths, wait, workers = settings.paths, settings.lock_timeout, settings.ingest_workers
     say = notify or progress.notice
     labels = Path(paths.labels) if paths.labels is not None else None
     roots: dict[str, Path | None] = {"logs": Path(paths.logs), "labels": labels if labels and labels.is_dir() else None}
@@ -146,16 +132,15 @@ def _run_refresh(
         if not labels.is_dir():
             raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
-        rubric = load_rubric(paths.rubric or settings.default_path("rubric"))
+        rubric = load_rubric(settings.rubric)
         rubric.require_closed()
         _check_rubric(paths, rubric, guard, wait, notify)
         label_days = list_partitions(labels)
         days = sorted(set(days) | set(label_days))
         to_read |= _label_days_to_read(paths, labels, rubric.content_sha256, label_days, wait, notify)
-    _environment(paths, wait, workers)
-    from goldenset_dagster.definitions import build_definitions  # reads the variables just set
+    from goldenset_dagster.definitions import build_definitions
 
-    defs = build_definitions()
+    defs = build_definitions(settings)
     with get_instance() as instance:
         for freed in reclaim_dead_runs(instance):
             (notify or progress.notice)(freed)
@@ -163,7 +148,7 @@ def _run_refresh(
         runs = [i for i, k in enumerate(known) if k in to_read]
         keys = known[runs[0] : runs[-1] + 1] if runs else []
         if workers and list_partitions(logs):
-            _stage_in_parallel(instance, workers)
+            _stage_in_parallel(instance, settings)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         run_id = announce_process(instance, job.name)
         try:
@@ -188,7 +173,7 @@ def _run_refresh(
             raise
     # The build has published; a build that was waiting for this one may hold the file now.
     # Wait for it at least the default, whatever --wait said about getting started.
-    con = connect(paths.db, read_only=True, wait=max(wait, settings.DEFAULT_LOCK_TIMEOUT), notify=notify)
+    con = connect(paths.db, read_only=True, wait=max(wait, DEFAULT_LOCK_TIMEOUT), notify=notify)
     try:
         status = golden_status(con, paths.corpus)
         warnings = []
@@ -257,14 +242,18 @@ def _label_days_to_read(
         con.close()
 
 
-def _stage_in_parallel(instance: dg.DagsterInstance, workers: int) -> None:
+def _stage_in_parallel(instance: dg.DagsterInstance, settings: Settings) -> None:
     """Run stage_serve_log on the multiprocess executor; a failed day is one error line."""
-    from goldenset_dagster.staging import run_config, stage_job_from_location
+    from goldenset_dagster.staging import run_config, stage_job_with
 
     with dg.execute_job(
-        dg.reconstructable(stage_job_from_location),
+        # The worker processes rebuild the job from the settings themselves (JSON), not from
+        # an environment this process would have had to write.
+        dg.build_reconstructable_job(
+            "goldenset_dagster.staging", stage_job_with.__name__, reconstructable_args=(settings.model_dump_json(),)
+        ),
         instance=instance,
-        run_config=run_config(workers),
+        run_config=run_config(settings.ingest_workers),
         tags={**location_tags(), "goldenset/step": "staging"},
     ) as result:
         if result.success:

@@ -1,6 +1,8 @@
-"""The nightly rebuild, straight or staged by parallel workers."""
+"""The nightly rebuild, straight or staged by parallel workers.
 
-import os
+The two schedules are made by `nightly_schedules(cron, timezone)` from the settings the
+code location resolved (GOLDENSET_NIGHTLY_CRON, GOLDENSET_SCHEDULE_TZ), not at import.
+"""
 
 import dagster as dg
 
@@ -9,9 +11,6 @@ from goldenset_dagster.partitions import range_tags, register_days
 from goldenset_dagster.resources import LabelSource, LogSource
 from goldenset_dagster.staging import run_config as staging_run_config
 from goldenset_dagster.staging import stage_serve_log
-
-NIGHTLY_CRON = os.environ.get("GOLDENSET_NIGHTLY_CRON", "0 2 * * *")
-NIGHTLY_TZ = os.environ.get("GOLDENSET_SCHEDULE_TZ", "UTC")
 
 
 def refresh_request(instance: dg.DagsterInstance, logs: LogSource, labels: LabelSource, trigger: str):
@@ -27,31 +26,39 @@ def refresh_request(instance: dg.DagsterInstance, logs: LogSource, labels: Label
     )
 
 
-@dg.schedule(
-    job=refresh_golden_set,
-    cron_schedule=NIGHTLY_CRON,
-    execution_timezone=NIGHTLY_TZ,
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-    description="Nightly: ingest new and changed log and label files over every day, rebuild (trigger schedule).",
-)
-def nightly_golden_set(context: dg.ScheduleEvaluationContext, logs: LogSource, labels: LabelSource):
+def _refresh_nightly(context: dg.ScheduleEvaluationContext, logs: LogSource, labels: LabelSource):
     return refresh_request(context.instance, logs, labels, "schedule")
 
 
-@dg.schedule(
-    job=stage_serve_log,
-    cron_schedule=NIGHTLY_CRON,
-    execution_timezone=NIGHTLY_TZ,
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-    description="Nightly, scaled out: stage the log days in GOLDENSET_INGEST_WORKERS processes; "
-    "refresh_after_staging then starts the refresh. Turn this on instead of nightly_golden_set.",
-)
-def nightly_staged_golden_set(context: dg.ScheduleEvaluationContext, logs: LogSource):
+def _stage_nightly(context: dg.ScheduleEvaluationContext, logs: LogSource):
     if logs.staging is None:
         return dg.SkipReason("GOLDENSET_INGEST_WORKERS is 0: nothing is staged (use nightly_golden_set)")
     if not logs.partitions():
         return dg.SkipReason(f"no dt=YYYY-MM-DD folders under {logs.root} yet")
     return dg.RunRequest(run_key=None, run_config=staging_run_config(logs.workers))
+
+
+def nightly_schedules(cron: str = "0 2 * * *", timezone: str = "UTC") -> list[dg.ScheduleDefinition]:
+    """The straight and the staged nightly schedule, both off until turned on, at `cron` in `timezone`."""
+    return [
+        dg.schedule(
+            name="nightly_golden_set",
+            job=refresh_golden_set,
+            cron_schedule=cron,
+            execution_timezone=timezone,
+            default_status=dg.DefaultScheduleStatus.STOPPED,
+            description="Nightly: ingest new and changed log and label files over every day, rebuild (trigger schedule).",
+        )(_refresh_nightly),
+        dg.schedule(
+            name="nightly_staged_golden_set",
+            job=stage_serve_log,
+            cron_schedule=cron,
+            execution_timezone=timezone,
+            default_status=dg.DefaultScheduleStatus.STOPPED,
+            description="Nightly, scaled out: stage the log days in GOLDENSET_INGEST_WORKERS processes; "
+            "refresh_after_staging then starts the refresh. Turn this on instead of nightly_golden_set.",
+        )(_stage_nightly),
+    ]
 
 
 @dg.run_status_sensor(

@@ -67,8 +67,9 @@ def run_config(workers: int) -> dict:
     return {"execution": {"config": {"max_concurrent": max(1, workers)}}}
 
 
-def stage_job_from_location() -> dg.JobDefinition:
-    """The job with the code location's resources, for a run in other processes (reconstructable)."""
+def stage_job_with(settings_json: str) -> dg.JobDefinition:
+    """The job with the resources of the settings given as JSON, for a run in other processes (reconstructable)."""
+    from goldenset.settings import Settings
     from goldenset_dagster.definitions import build_definitions
 
-    return build_definitions().resolve_job_def(JOB_NAME)
+    return build_definitions(Settings.model_validate_json(settings_json)).resolve_job_def(JOB_NAME)

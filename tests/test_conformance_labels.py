@@ -10,6 +10,7 @@ from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
 from goldenset.labelling.ingest import ingest_labels
 from goldenset.labelling.rubric import load_rubric
+from goldenset.settings import Settings
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
 
@@ -188,7 +189,11 @@ def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(tm
     ):
         monkeypatch.setenv(env, str(value))
     with dg.instance_for_test() as instance:
-        result = build_definitions().resolve_job_def("pool_labelling_queue").execute_in_process(instance=instance)
+        result = (
+            build_definitions(Settings.resolve())
+            .resolve_job_def("pool_labelling_queue")
+            .execute_in_process(instance=instance)
+        )
     assert result.success
     con = connect(tmp_path / "g.duckdb", read_only=True)
     ((pool_id, build_id),) = con.execute("SELECT pool_id, build_id FROM pool_runs").fetchall()

@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from goldenset.settings import Settings
 from goldenset.warehouse import connect
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
@@ -20,7 +21,7 @@ from goldenset_dagster.partitions import days as day_partitions
 from goldenset_dagster.partitions import range_tags
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
-from goldenset_dagster.schedules import nightly_golden_set
+from goldenset_dagster.schedules import nightly_schedules
 from goldenset_dagster.sensors import corpus_reindex_sensor, decide
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
@@ -57,7 +58,7 @@ def _materialize(instance, resources, tmp_path, trigger="manual", **config):
 
 
 def test_definitions_load_with_every_job_schedule_and_sensor():
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     dg.Definitions.validate_loadable(defs)
     assert [defs.resolve_job_def(name).name for name in ("refresh_golden_set", "rebuild_golden_set")] == [
         "refresh_golden_set",
@@ -198,7 +199,7 @@ def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
     corpus = write_corpus(tmp_path / "corpus.jsonl", [doc("d1")])
     logs = tmp_path / "logs"
     write_log(logs, "2026-11-01", "part-0001.jsonl", [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])])
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     res = {
         "corpus_source": CorpusSource(path=str(corpus)),
         "logs": LogSource(path=str(logs)),
@@ -230,7 +231,7 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
             instance=instance,
             resources={"logs": LogSource(path=str(logs)), "labels": LabelSource(path=str(tmp_path / "no-labels"))},
         ) as ctx:
-            req = nightly_golden_set(ctx)
+            req = nightly_schedules()[0](ctx)
         assert instance.get_dynamic_partitions(day_partitions.name) == ["2026-11-01", "2026-11-02"]
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
         assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"

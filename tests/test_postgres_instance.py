@@ -22,6 +22,7 @@ import pytest
 import yaml
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
+from goldenset.settings import Settings
 from goldenset_dagster.definitions import build_definitions
 from goldenset_dagster.instance import INSTANCE_YAML
 from goldenset_dagster.jobs import TRIGGER_TAG, build_run_config, trigger_tags
@@ -114,12 +115,12 @@ def pipeline_env(tmp_path, monkeypatch) -> dict[str, Path]:
 
 def days_partitions() -> str:
     """The name of the dynamic partitions (one per dt= day) the refresh job runs over."""
-    return build_definitions().resolve_job_def("refresh_golden_set").partitions_def.name
+    return build_definitions(Settings.resolve()).resolve_job_def("refresh_golden_set").partitions_def.name
 
 
 def refresh(instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
     """What `goldenset build` does: register the days as partitions, run refresh_golden_set over all of them."""
-    defs = build_definitions()  # reads GOLDENSET_* now
+    defs = build_definitions(Settings.resolve())  # reads GOLDENSET_* now
     job = defs.resolve_job_def("refresh_golden_set")
     name = job.partitions_def.name
     known = instance.get_dynamic_partitions(name)

@@ -19,6 +19,7 @@ import pytest
 from goldenset.demo import write_demo_data
 from goldenset.ingest import ingest_all
 from goldenset.logfiles import list_partitions
+from goldenset.settings import Settings
 from goldenset.staging import STAGED_TABLES, load_staged, stage_partition, staged_days
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
@@ -189,7 +190,7 @@ def test_the_daemon_path_stages_on_schedule_and_the_sensor_starts_the_refresh(tm
 
     from goldenset_dagster.definitions import build_definitions
     from goldenset_dagster.resources import LabelSource, LogSource
-    from goldenset_dagster.schedules import nightly_staged_golden_set, refresh_after_staging
+    from goldenset_dagster.schedules import nightly_schedules, refresh_after_staging
 
     data = write_demo_data(tmp_path / "demo", days=3, end=date(2026, 11, 28))
     db = tmp_path / "g.duckdb"
@@ -200,6 +201,7 @@ def test_the_daemon_path_stages_on_schedule_and_the_sensor_starts_the_refresh(tm
     logs = LogSource(path=str(data.logs), staging_path=str(staging), workers=2)
     labels = LabelSource(path=str(tmp_path / "no-labels"))
     with dg.instance_for_test() as instance:
+        nightly_staged_golden_set = nightly_schedules()[1]
         # Without workers the staged schedule stands aside.
         with dg.build_schedule_context(instance=instance, resources={"logs": LogSource(path=str(data.logs))}) as ctx:
             off = nightly_staged_golden_set(ctx)
@@ -210,7 +212,7 @@ def test_the_daemon_path_stages_on_schedule_and_the_sensor_starts_the_refresh(tm
 
         monkeypatch.setenv("GOLDENSET_STAGING", str(staging))
         monkeypatch.setenv("GOLDENSET_INGEST_WORKERS", "2")
-        defs = build_definitions()
+        defs = build_definitions(Settings.resolve())
         staged = defs.resolve_job_def("stage_serve_log").execute_in_process(instance=instance)
         assert staged.success and staged_days(staging) == list_partitions(data.logs)
         ctx = dg.build_run_status_sensor_context(

@@ -23,6 +23,7 @@ import pytest
 
 from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError
+from goldenset.settings import Settings
 from goldenset.snapshots import snapshot_corpus
 from goldenset.warehouse import connect
 from tests.helpers import doc, ranked, serve, verdict, write_log
@@ -310,7 +311,7 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
         ("GOLDENSET_LABELS", world.root / "no-labels"),
     ):
         monkeypatch.setenv(name, str(value))
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     job = defs.resolve_job_def("refresh_golden_set")
     resources = {
         "corpus_source": CorpusSource(path=str(world.corpus)),

@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from goldenset.quarantine import list_rejects
+from goldenset.settings import Settings
 from goldenset.warehouse import connect
 from goldenset_dagster.assets.trace_export import trace_export
 from goldenset_dagster.definitions import build_definitions
@@ -19,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "traces"
 
 
 def test_definitions_carry_the_trace_export_asset_job_and_sensor():
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     assert defs.resolve_job_def("import_trace_export") is not None
     assert defs.resolve_sensor_def("trace_export_sensor") is not None
     graph = defs.resolve_asset_graph()
@@ -32,7 +33,7 @@ def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_p
     shutil.copytree(EXAMPLE / "export", folder)
     shutil.copy(EXAMPLE / "mapping.yaml", tmp_path / "mapping.yaml")
     source = TraceExportSource(path=str(folder), mapping_path=str(tmp_path / "mapping.yaml"))
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     with dg.instance_for_test() as instance:
         with dg.build_sensor_context(
             instance=instance, resources={"trace_export_source": source}, definitions=defs
