@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from goldenset.settings import VARIABLES
 from goldenset.warehouse import connect
 
 # CI runs the same examples every time (a red CI then always means the same input); on a
@@ -17,20 +18,8 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-_PATH_VARIABLES = (
-    "GOLDENSET_LOGS",
-    "GOLDENSET_CORPUS",
-    "GOLDENSET_DB",
-    "GOLDENSET_LABELS",
-    "GOLDENSET_RUBRIC",
-    "GOLDENSET_EXPORT_DIR",
-    "GOLDENSET_REPORTS",
-    "GOLDENSET_BENCH_INDEX",
-    "DAGSTER_HOME",
-    "GOLDENSET_LOCK_TIMEOUT",
-    "GOLDENSET_STAGING",
-    "GOLDENSET_INGEST_WORKERS",
-)
+# Every setting's variable but the home, from the one table: none may leak in from the shell.
+_SETTING_VARIABLES = tuple(v.env for v in VARIABLES if v.name != "home")
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +27,7 @@ def isolated_home(tmp_path, monkeypatch) -> Path:
     """Every test gets its own GOLDENSET_HOME: nothing a test runs writes into the checkout's var/."""
     home = tmp_path / "goldenset-home"
     monkeypatch.setenv("GOLDENSET_HOME", str(home))
-    for name in _PATH_VARIABLES:
+    for name in _SETTING_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     # Commands that find the database busy fail fast in tests unless a test sets a wait.
     monkeypatch.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
