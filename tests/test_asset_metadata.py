@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from goldenset.settings import Settings
 from goldenset.warehouse import connect
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.golden_set import golden_set, golden_set_export, relabel_queue
@@ -152,7 +153,7 @@ def test_the_relabel_sample_names_the_task_and_says_how_much_it_shows(two_builds
 
 
 def test_raw_inputs_are_external_assets_upstream_of_what_reads_them():
-    graph = build_definitions().resolve_asset_graph()
+    graph = build_definitions(Settings.resolve()).resolve_asset_graph()
     external = {k.to_user_string() for k in graph.external_asset_keys}
     assert external == {"serve_log_files", "corpus_file", "label_files", "rubric_file"}
     parents = {
@@ -192,7 +193,7 @@ def test_the_pool_report_reads_as_a_table_and_its_arithmetic():
 
 
 def test_jobs_run_in_one_process_unless_a_run_asks_for_a_process_per_step():
-    defs = build_definitions()
+    defs = build_definitions(Settings.resolve())
     names = ("refresh_golden_set", "rebuild_golden_set", "pool_labelling_queue", "retrieval_benchmark_job")
     for name in (*names, "import_trace_export"):
         job = defs.resolve_job_def(name)
