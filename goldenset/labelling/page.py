@@ -13,10 +13,18 @@ Decisions
   (`parse_label_line`, the ingest's own rules) with this annotator and kind `human`, for the
   pair at the queued version. A broken line does not hide a pair: its label would be lost.
 - **Annotator names** match `[A-Za-z0-9._-]{1,64}`: the name is part of a file name.
-- **Skipping** (`n`) is plain navigation and writes nothing; pairs passed over come back
-  the next time the page starts, or from the first page (`/`).
-- **Labelling a pair twice in one session** is refused (a double Enter must not write two
-  lines); a correction is a later line from another tool or a restart, and the latest ts wins.
+- **Skipping** (`n`) writes nothing; the pair is marked passed over in the queue view (`/`),
+  from which any pair can be opened again.
+- **Pair numbers in URLs are 1-based** (`/pair/1` is "pair 1 of N"), as the page says them.
+- **Labelling a pair twice in one session** is refused unless the form says which line it
+  corrects (`replaces`: how many lines this session had written for the pair when the page
+  was shown): a double Enter must not
+  write two lines, but a correction after Back appends a new line (history is kept; the latest
+  line of an annotator is their current label, contract 7.2) and the page shows the label it
+  replaces.
+- **A form from an earlier run of the page** (a restart, a missing token) is not written, but
+  its answers and note are shown again on the pair with the current token: nothing typed is
+  lost, one more Enter saves it.
 - **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
   dimension in rubric order; for a pass-only label, the first dimension.
 - **A queued version no snapshot holds** is shown with a warning instead of text.
@@ -255,6 +263,11 @@ class LabellingSession:
     on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     done: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> line written
+    replaced: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> the line its latest corrected
+    passed_over: set[int] = field(default_factory=set)  # item indexes left with `n`, not labelled
+    # item index -> lines written for it this session: a correction names the count it saw, so
+    # a double Enter on a correction (same count, whatever the clock says) is refused.
+    writes: dict[int, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -284,7 +297,9 @@ class LabellingSession:
             )
         line = self.make_line(item, form)
         with self._lock:
-            if i in self.done:
+            if i in self.done and form.get("replaces") == str(self.writes.get(i, 0)):
+                self.replaced[i] = self.done[i]  # a correction: a new line, the old one kept in the file
+            elif i in self.done:
                 raise SubmissionError(
                     f"{item.doc_id} for query {item.query_id} was already labelled in this session "
                     f"({self.done[i]['label']}); its line is in {self.writer.path_for(self.done[i]['ts'][:10])}",
@@ -292,6 +307,8 @@ class LabellingSession:
                 )
             path = self.writer.append(line, line["ts"][:10])
             self.done[i] = line
+            self.writes[i] = self.writes.get(i, 0) + 1
+            self.passed_over.discard(i)
         if self.on_saved is not None:
             self.on_saved(item, line, path)
         return i, line
@@ -403,7 +420,7 @@ def _rubric_json(rubric: Rubric) -> dict[str, Any]:
 
 
 def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The labelling page: GET /, /pair/{i}, /done; POST /label appends one label line."""
+    """The labelling page: GET / (the queue view), /pair/{n} (1-based), /jump, /done; POST /label appends a line."""
 
     def common(**extra: Any) -> dict[str, Any]:
         return {
@@ -420,6 +437,7 @@ def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None
         answers: dict[str, str] | None = None,
         error: str | None = None,
         saved: dict[str, Any] | None = None,
+        saved_replaced: dict[str, Any] | None = None,
         status: int = 200,
     ) -> HTMLResponse:
         nxt = session.next_pending(i)
@@ -433,40 +451,92 @@ def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None
                 answers=answers or {},
                 error=error,
                 saved=saved,
+                saved_replaced=saved_replaced,
+                previous=session.done.get(i),
+                writes=session.writes.get(i, 0),
                 rubric_json=_rubric_json(session.rubric),
-                next_url=f"/pair/{nxt}" if nxt is not None else "/done",
+                next_url=f"/pair/{nxt + 1}?passed={i + 1}" if nxt is not None else f"/done?passed={i + 1}",
             ),
         )
 
+    def note_passed(request: Request) -> None:
+        n = request.query_params.get("passed", "")
+        if n.isdigit() and 1 <= int(n) <= len(session.items) and int(n) - 1 not in session.done:
+            session.passed_over.add(int(n) - 1)
+
     async def index(request: Request) -> Response:
+        return queue(request)
+
+    def queue(request: Request) -> Response:
+        from goldenset.labelling.queue_view import STATUSES, filter_rows, progress_by_project, queue_rows
+
+        rows = queue_rows(session.items, session.done, session.passed_over)
+        chosen = {k: request.query_params.get(k, "") for k in ("project", "reason", "status")}
         first = session.next_pending()
-        if first is None:
-            return _render("labelling_done.html", **common())
-        return RedirectResponse(f"/pair/{first}", status_code=303)
+        return _render(
+            "labelling_queue.html",
+            **common(
+                rows=filter_rows(rows, **chosen),
+                total=len(rows),
+                progress=progress_by_project(rows),
+                projects=sorted({r.project for r in rows}),
+                reasons=sorted({r.reason for r in rows}),
+                statuses=STATUSES,
+                chosen=chosen,
+                first_todo=first + 1 if first is not None else None,
+            ),
+        )
 
-    async def done(request: Request) -> Response:
-        return _render("labelling_done.html", **common())
+    async def queue_route(request: Request) -> Response:
+        return queue(request)
 
-    async def pair(request: Request) -> Response:
-        i: int = request.path_params["i"]
-        if not 0 <= i < len(session.items):
+    async def jump(request: Request) -> Response:
+        n = request.query_params.get("n", "").strip()
+        if not n.isdigit() or not 1 <= int(n) <= len(session.items):
             return _render(
                 "labelling_error.html",
                 404,
-                **common(error=f"no pair #{i}: the queue holds {len(session.items)} pairs to label"),
+                **common(error=f"no pair {n!r}: give a number from 1 to {len(session.items)}"),
             )
-        if i in session.done:
-            nxt = session.next_pending(i)
-            return RedirectResponse(f"/pair/{nxt}" if nxt is not None else "/done", status_code=303)
-        saved_i = request.query_params.get("saved", "")
-        saved = session.done.get(int(saved_i)) if saved_i.isdigit() else None
-        return pair_page(i, saved=saved)
+        return RedirectResponse(f"/pair/{int(n)}", status_code=303)
+
+    async def done(request: Request) -> Response:
+        note_passed(request)
+        return _render("labelling_done.html", **common())
+
+    async def pair(request: Request) -> Response:
+        n: int = request.path_params["n"]
+        if not 1 <= n <= len(session.items):
+            return _render(
+                "labelling_error.html",
+                404,
+                **common(error=f"no pair {n}: the queue holds pairs 1 to {len(session.items)}"),
+            )
+        note_passed(request)
+        saved_n = request.query_params.get("saved", "")
+        saved_i = int(saved_n) - 1 if saved_n.isdigit() else None
+        saved = session.done.get(saved_i) if saved_i is not None else None
+        replaced = session.replaced.get(saved_i) if saved_i is not None else None
+        return pair_page(n - 1, saved=saved, saved_replaced=replaced)
 
     async def label(request: Request) -> Response:
         try:
             form = await _read_form(request)
+        except SubmissionError as exc:
+            return _render("labelling_error.html", exc.status, **common(error=str(exc)))
+        try:
             _check_same_origin(request, form, session.token)
         except SubmissionError as exc:
+            known = session._index.get((form.get("query_id", ""), form.get("doc_id", "")))
+            if exc.status == 403 and known is not None and _same_origin_only(request):
+                # A page from before a restart (or without its token): keep what was typed.
+                return pair_page(
+                    known,
+                    answers=form,
+                    error="Not saved yet: the page restarted since this form was shown (or its token is missing). "
+                    "Your answers and note are kept below; press Enter to save them.",
+                    status=403,
+                )
             return _render("labelling_error.html", exc.status, **common(error=str(exc)))
         try:
             i, _ = await run_in_threadpool(session.submit, form)
@@ -478,12 +548,14 @@ def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None
                 )
             return _render("labelling_error.html", exc.status, **common(error=str(exc)))
         nxt = session.next_pending(i)
-        return RedirectResponse(f"/pair/{nxt}?saved={i}" if nxt is not None else "/done", status_code=303)
+        return RedirectResponse(f"/pair/{nxt + 1}?saved={i + 1}" if nxt is not None else "/done", status_code=303)
 
     routes = [
         Route("/", index, methods=["GET"]),
+        Route("/queue", queue_route, methods=["GET"]),
+        Route("/jump", jump, methods=["GET"]),
         Route("/done", done, methods=["GET"]),
-        Route("/pair/{i:int}", pair, methods=["GET"]),
+        Route("/pair/{n:int}", pair, methods=["GET"]),
         Route("/label", label, methods=["POST"]),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
@@ -508,6 +580,14 @@ async def _read_form(request: Request) -> dict[str, str]:
     if repeated:
         raise SubmissionError(f"field {repeated[0]!r} is given more than once")
     return {k: v[0] for k, v in fields.items()}
+
+
+def _same_origin_only(request: Request) -> bool:
+    """The browser says the form came from this host (or says nothing): only the token was wrong."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    site_ok = request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+    return site_ok and (origin is None or origin == f"{request.url.scheme}://{host}")
 
 
 def _check_same_origin(request: Request, form: dict[str, str], token: str) -> None:

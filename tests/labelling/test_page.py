@@ -259,13 +259,14 @@ def test_page_waits_for_a_writer_at_start_and_says_so(world):
 # --------------------------------------------------------------------------- routes
 
 
-def test_index_redirects_to_the_first_unlabelled_pair(client):
+def test_index_is_the_queue_view_linking_the_first_pair_to_do_by_its_1_based_number(client):
     r = client.get("/", follow_redirects=False)
-    assert (r.status_code, r.headers["location"]) == (303, "/pair/0")
+    assert r.status_code == 200
+    assert '<a href="/pair/1" id="continue">Label the first pair to do (pair 1)</a>' in r.text
 
 
 def test_pair_page_shows_the_pair_the_rubric_and_the_keys(client):
-    r = client.get("/pair/1")
+    r = client.get("/pair/2")  # URLs are 1-based, as the page counts: the second queued pair
     assert r.status_code == 200
     page = r.text
     for shown in (
@@ -288,17 +289,19 @@ def test_pair_page_shows_the_pair_the_rubric_and_the_keys(client):
         assert f'name="dim_{dim.name}" value="pass"' in page and f'name="dim_{dim.name}" value="fail"' in page
     for key in ("<kbd>p</kbd>", "<kbd>f</kbd>", "<kbd>n</kbd>", "<kbd>Enter</kbd>"):
         assert key in page
-    assert 'href="/pair/2" id="next"' in page
+    assert 'href="/pair/3?passed=2" id="next"' in page
+    assert "pair 2 of 5" in page
     assert f'name="token" value="{client.session.token}"' in page
     assert 'version <code id="doc-version">v1</code>' in page
 
 
 def test_pair_beyond_the_queue_is_404(client):
-    assert client.get("/pair/5").status_code == 404
+    assert client.get("/pair/6").status_code == 404
+    assert client.get("/pair/0").status_code == 404
 
 
 def test_last_pair_links_next_to_the_end_page(client):
-    assert 'href="/done" id="next"' in client.get("/pair/4").text
+    assert 'href="/done?passed=5" id="next"' in client.get("/pair/5").text
 
 
 def test_end_page_counts_pairs_passed_over(client):
@@ -319,14 +322,15 @@ def test_queued_version_no_snapshot_holds_is_shown_with_a_warning(tmp_path):
     queue = [(1, Q1, "policies/gone.md", "v7", "pooled", "billing", "t")]
     session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=queue), tmp_path / "labels"))
     with TestClient(create_app(session), base_url=BASE) as c:
-        assert "No corpus snapshot holds policies/gone.md at version v7" in c.get("/pair/0").text
+        assert "No corpus snapshot holds policies/gone.md at version v7" in c.get("/pair/1").text
 
 
 def test_empty_queue_shows_the_end_page(tmp_path):
     session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=[]), tmp_path / "labels"))
     with TestClient(create_app(session), base_url=BASE) as c:
-        r = c.get("/")
+        r = c.get("/done")
         assert r.status_code == 200 and "Every queued pair is labelled: 0 this session" in r.text
+        assert "0 of 0 pairs shown" in c.get("/").text
 
 
 # --------------------------------------------------------------------------- submitting
@@ -336,7 +340,7 @@ def test_submission_appends_exactly_the_contract_line_and_fsyncs_it(client, worl
     r = client.post(
         "/label", data=form(client.session, 1, "pppfp", "coverage", note="  states 14 days "), follow_redirects=False
     )
-    assert (r.status_code, r.headers["location"]) == (303, "/pair/2?saved=1")
+    assert (r.status_code, r.headers["location"]) == (303, "/pair/3?saved=2")
     path = world.labels / "dt=2026-12-01" / "page-ana.jsonl"
     assert path.read_bytes() == (
         b'{"event":"label","query_id":"0123456789abcdef","doc_id":"policies/refunds-v2.md","doc_version":"v1",'
@@ -353,7 +357,7 @@ def test_submission_appends_exactly_the_contract_line_and_fsyncs_it(client, worl
         "human",
         "states 14 days",
     )
-    page = client.get("/pair/2?saved=1").text
+    page = client.get("/pair/3?saved=2").text
     assert "Saved policies/refunds-v2.md as <strong>partial</strong>" in page
     assert '<strong id="labelled-count">1</strong> labelled this session' in page
 
@@ -371,17 +375,18 @@ def test_labelled_pairs_leave_the_walk_and_the_last_one_ends_it(client, world):
     for i in range(5):
         r = client.post("/label", data=form(client.session, i, "ppppp"), follow_redirects=False)
     assert r.headers["location"] == "/done"
-    assert client.get("/pair/3", follow_redirects=False).headers["location"] == "/done"
-    assert "Every queued pair is labelled: 5 this session" in client.get("/").text
+    # A labelled pair opens again (for a correction), showing the label it holds.
+    assert 'id="previous">You labelled this pair <strong>relevant</strong>' in client.get("/pair/4").text
+    assert "Every queued pair is labelled: 5 this session" in client.get("/done").text
     assert [x["doc_id"] for x in written(world)] == [d for _, _, d, *_ in QUEUE]
     # A restart finds them labelled.
     assert start(world).items == [] and start(world).already_labelled == 5
 
 
 def test_skipping_writes_nothing(client, world):
-    r = client.get("/pair/0")
-    assert 'href="/pair/1" id="next"' in r.text
-    client.get("/pair/1")
+    r = client.get("/pair/1")
+    assert 'href="/pair/2?passed=1" id="next"' in r.text
+    client.get("/pair/2?passed=1")
     assert not world.labels.exists()
 
 
@@ -513,7 +518,7 @@ def test_the_page_keeps_working_while_another_process_holds_the_warehouse(client
     try:
         with pytest.raises(DatabaseBusy):
             connect(world.db, read_only=True)  # the holder really holds it
-        assert client.get("/pair/0").status_code == 200
+        assert client.get("/pair/1").status_code == 200
         assert client.post("/label", data=form(client.session, 0, "ppppp"), follow_redirects=False).status_code == 303
         assert (
             client.post("/label", data=form(client.session, 1, "ppppf", "entity"), follow_redirects=False).status_code
@@ -614,7 +619,7 @@ def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
             "/dt=<UTC day>/page-ana.jsonl\n"
         )
         assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
-        page = httpx.get(m.group(1) + "pair/0", timeout=60)
+        page = httpx.get(m.group(1) + "pair/1", timeout=60)
         assert page.status_code == 200 and "policies/refunds-v2.md" in page.text
         token = re.search(r'name="token" value="([^"]+)"', page.text)
         assert token
@@ -651,3 +656,82 @@ def test_label_app_mounts_as_goldenset_label():
 
     result = CliRunner().invoke(parent, ["label", "serve", "--help"])
     assert result.exit_code == 0 and "Usage: root label serve [OPTIONS]" in result.output
+
+
+# --------------------------------------------------------------------------- the queue view, corrections, restarts
+
+
+def _rows(page: str) -> list[tuple[str, ...]]:
+    """(number, project, reason, status, labelled by, label) of each row of the queue table."""
+    out = []
+    for row in re.findall(r'<tr id="row-(\d+)">(.*?)</tr>', page, flags=re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.S)]
+        out.append((row[0], cells[1], cells[4], cells[5], cells[6], cells[7]))
+    return out
+
+
+def test_the_queue_view_shows_status_filters_and_progress_per_project(client):
+    client.post("/label", data=form(client.session, 0, "pppfp", "coverage"), follow_redirects=False)  # pair 1
+    client.get("/pair/3?passed=2")  # pair 2 left with `n`
+    everything = client.get("/").text
+    assert _rows(everything) == [
+        ("1", "billing", "stale", "labelled", "ana", "partial"),
+        ("2", "billing", "successor", "passed over", "", ""),
+        ("3", "search", "pooled", "to do", "", ""),
+        ("4", "search", "pooled", "to do", "", ""),
+        ("5", "billing", "pooled", "to do", "", ""),
+    ]
+    # billing: 1 labelled, 1 passed over, 1 to do; search: 2 to do (QUEUE's projects).
+    assert re.sub(r"<[^>]+>", " ", re.search(r'<tr id="progress-billing">.*?</tr>', everything).group(0)).split() == [
+        "billing",
+        "1",
+        "1",
+        "1",
+        "3",
+    ]
+    assert _rows(client.get("/queue?project=billing&status=to+do").text) == [
+        ("5", "billing", "pooled", "to do", "", "")
+    ]
+    assert [r[0] for r in _rows(client.get("/queue?reason=pooled").text)] == ["3", "4", "5"]
+    assert "No pair matches these filters." in client.get("/queue?project=nope").text
+    assert "3 of 5 pairs shown" in client.get("/queue?reason=pooled").text
+
+
+def test_jump_goes_to_a_pair_by_its_number_and_refuses_one_outside_the_queue(client):
+    r = client.get("/jump?n=4", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, "/pair/4")
+    assert client.get("/jump?n=9").status_code == 404 and "from 1 to 5" in client.get("/jump?n=9").text
+
+
+def test_a_correction_after_back_appends_a_line_and_says_what_it_replaces(client, world):
+    first = form(client.session, 0, "pppfp", "coverage")
+    assert client.post("/label", data=first, follow_redirects=False).status_code == 303
+    back = client.get("/pair/1").text
+    assert 'id="previous">You labelled this pair <strong>partial</strong>' in back
+    replaces = re.search(r'name="replaces" value="([^"]+)"', back).group(1)
+    r = client.post("/label", data=form(client.session, 0, "ppppp", replaces=replaces), follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, "/pair/2?saved=1")
+    assert "replacing <strong>partial</strong>" in client.get("/pair/2?saved=1").text
+    # History kept: both lines, the correction last (on a tied ts the later line is the label, 7.2).
+    assert [x["label"] for x in written(world)] == ["partial", "relevant"]
+    # A double Enter on the correction (the same `replaces`) is refused: one line per intent.
+    r = client.post("/label", data=form(client.session, 0, "ppppp", replaces=replaces))
+    assert r.status_code == 409 and len(written(world)) == 2
+
+
+def test_a_form_from_before_a_restart_keeps_its_answers_and_saves_on_the_next_enter(world):
+    before = start(world)
+    typed = form(before, 2, "ppfpp", "recency", note="the plan page is older")
+    after = start(world)  # the server restarted: a new session, a new token
+    with TestClient(create_app(after, allowed_hosts=["127.0.0.1"]), base_url=BASE) as c:
+        r = c.post("/label", data=typed)
+        assert r.status_code == 403 and "Your answers and note are kept below" in r.text
+        assert not world.labels.exists()
+        page = r.text
+        assert 'name="dim_recency" value="fail" checked' in page and "the plan page is older</textarea>" in page
+        token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+        assert token == after.token
+        assert c.post("/label", data={**typed, "token": token}, follow_redirects=False).status_code == 303
+    assert [(x["doc_id"], x["label"], x["note"]) for x in written(world)] == [
+        ("legal/terms.md", "irrelevant", "the plan page is older")
+    ]

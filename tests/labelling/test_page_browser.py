@@ -116,7 +116,10 @@ def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_wr
     from selenium.webdriver.common.keys import Keys
 
     url, session, labels = page_server
+    # The front page is the queue view; its link opens the first pair to do, pair 1.
     browser.get(url + "/")
+    _wait(browser, lambda d: _text(d, "continue") is not None, "the queue view")
+    browser.execute_script("document.getElementById('continue').click()")
     _wait(browser, lambda d: _shown_item(d) == "0", "the first unlabelled pair")
     assert _text(browser, "already-count") == "1" and _text(browser, "queued-count") == "4"
     assert _text(browser, "doc-id") == "policies/refunds-v2.md" and _text(browser, "reason") == "successor"
@@ -165,6 +168,10 @@ def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_wr
     _keys(browser, "n")
     _wait(browser, lambda d: d.execute_script("return !!document.getElementById('done')"), "the end page")
     assert "3 of 4 queued pairs labelled this session; 1 passed over" in " ".join(_text(browser, "done").split())
+    # The queue view says what became of each pair, in the URL's 1-based numbers.
+    browser.get(url + "/?status=passed+over")
+    _wait(browser, lambda d: _text(d, "row-4") is not None, "the pair passed over")
+    assert "passed over" in _text(browser, "row-4") and _text(browser, "row-1") is None
 
     files = sorted(labels.glob("dt=*/page-ana.jsonl"))
     assert len(files) == 1
