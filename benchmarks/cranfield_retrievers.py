@@ -1,4 +1,4 @@
-"""Retrievers for `cranfield_pooling.py`: the reference retriever's lexical side alone.
+"""Retrievers for the Cranfield studies: the reference retriever's lexical or dense side alone.
 
 `cranfield_retrievers:lexical_only` is the ranker the simulated production
 served from (BM25, bm25s, English stop words, title + text), measured by
@@ -17,4 +17,11 @@ def lexical_only(ctx: RetrieverContext):
     """The reference retriever with its dense component switched off."""
     retriever = hybrid(ctx)
     retriever.disable(["dense"])
+    return retriever
+
+
+def dense_only(ctx: RetrieverContext):
+    """The reference retriever with its lexical component switched off (the pool's `dense` ranker)."""
+    retriever = hybrid(ctx)
+    retriever.disable(["lexical"])
     return retriever

@@ -16,8 +16,9 @@ Decisions
   (default 0.80). Strictly: a gap of exactly 0.10 or a coverage of exactly 0.80 passes.
 - One BIASED line per flagged k, k ascending, naming the less-judged run first (B when
   both are equal); percentages rounded to whole numbers. Then the command that closes the
-  gap for each run that is below the floor or the less judged at a flagged k:
-  `goldenset pool --from-run RUN_ID --depth K`, K its largest flagged k.
+  gap, naming every run that is below the floor or the less judged at a flagged k (one
+  `pool` replaces the queue, so one command): `goldenset pool --from-run RUN_ID
+  [--from-run RUN_ID] --depth K`, K the largest flagged k.
 - Runs stored before judged@k existed have no coverage: no gate, and `coverage` is empty.
 - The gate never changes a number or a verdict; it marks the verdicts as resting on
   incomplete judgments. `--fail-on-bias` makes it exit 5 (ComparisonBiased).
@@ -85,16 +86,17 @@ def mean_judged(run: BenchmarkRun, row: str, k: int, queries: Iterable[str] | No
     return sum(values) / len(values) if values else None
 
 
-def close_command(run_id: str, k: int) -> str:
-    """The one command that pools what a run returned and the golden set never judged."""
-    return f"goldenset pool --from-run {run_id} --depth {k}"
+def close_command(run_ids: Iterable[str], k: int) -> str:
+    """The one command that pools what the runs returned and the golden set never judged."""
+    return "goldenset pool " + " ".join(f"--from-run {r}" for r in run_ids) + f" --depth {k}"
 
 
 def _commands(needs: Mapping[str, int]) -> list[str]:
+    # One command for every run to pool: a second `pool` would replace the first one's queue.
     if not needs:
         return []
-    cmds = " and ".join(f"`{close_command(run_id, k)}`" for run_id, k in needs.items())
-    return [f"To close it: {cmds}, label the queue, `goldenset build`, then run the benchmark again."]
+    cmd = close_command(needs, max(needs.values()))
+    return [f"To close it: `{cmd}`, label the queue, `goldenset build`, then run the benchmark again."]
 
 
 def check_comparison(
@@ -125,6 +127,9 @@ def check_comparison(
         needs[low_run.run_id] = k
         if ch < thresholds.floor:
             needs[high_run.run_id] = k
+    if run_a.run_id in needs and run_b.run_id in needs:
+        # A first, as the sides are printed.
+        needs = {run_a.run_id: needs[run_a.run_id], run_b.run_id: needs[run_b.run_id]}
     return CoverageCheck(cov, lines, _commands(needs))
 
 

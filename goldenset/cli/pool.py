@@ -58,11 +58,11 @@ def pool(
         ),
     ] = None,
     from_run: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--from-run",
             help="Pool what this stored benchmark run returned in its top --depth (its deciding row, as "
-            "measured; the retriever is not run again). Combines with --rankers.",
+            "measured; the retriever is not run again); repeat for several. Combines with --rankers.",
         ),
     ] = None,
     strategy: Annotated[
@@ -167,3 +167,66 @@ def export(
         f"wrote {result.n_tasks} task{'s' if result.n_tasks != 1 else ''} to {result.files[0]}"
         + (f" and the labelling config to {result.files[1]}" if len(result.files) > 1 else "")
     )
+
+
+@app.command("report")
+def report(
+    leave_one_out: Annotated[
+        bool,
+        typer.Option(
+            "--leave-one-out",
+            help="For each ranker (a stored benchmark run), leave out the relevant documents only it found "
+            "in its top --depth and measure every ranker again (Zobel 1998).",
+        ),
+    ] = False,
+    run: Annotated[
+        list[str] | None,
+        typer.Option("--run", help="Benchmark run to take part; repeat (default: the newest run of each config)."),
+    ] = None,
+    depth: Annotated[int, typer.Option("--depth", help="Depth at which a ranker contributed its documents.")] = 5,
+    metric: Annotated[str, typer.Option("--metric", help="Metric measured, e.g. map, ndcg@10, recall@24.")] = "map",
+    db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    wait: WaitOpt = None,
+) -> None:
+    """How reusable the labels are: leave-one-run-out, the largest change of a metric and Kendall's tau."""
+    from goldenset.bench.reusability import stored_leave_one_out
+    from goldenset.errors import UsageError
+
+    if not leave_one_out:
+        raise UsageError("pool report needs --leave-one-out (the only report so far)")
+    con = _connect(db, wait, read_only=True)
+    try:
+        result = stored_leave_one_out(con, run, depth=depth, metric=metric)
+    finally:
+        con.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_json()))
+        return
+    out = Console(highlight=False)
+    t = Table(
+        title=f"leave-one-out: {result.metric} over {result.queries} golden queries, contributions at depth {result.depth}",
+        title_justify="left",
+    )
+    for col, justify in (
+        ("left out", "left"),
+        ("unique relevant", "right"),
+        ("its own before", "right"),
+        ("after", "right"),
+        ("largest change", "right"),
+        ("of", "left"),
+        ("Kendall's tau", "right"),
+    ):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in result.rows:
+        t.add_row(
+            r.ranker,
+            str(r.unique_relevant),
+            f"{r.own_before:.4f}",
+            f"{r.own_after:.4f}",
+            f"{r.largest_change:+.4f}",
+            r.largest_change_ranker,
+            f"{r.kendall_tau:.2f}",
+        )
+    out.print(t)
+    out.print("A tau well below 1 says a ranker that fed no labels would be ranked unfairly by this set.", markup=False)

@@ -3,14 +3,17 @@
 The pool asks it for a query's documents by query_id and it answers from
 `benchmark_rankings` (the run's deciding row as it was measured), so the candidate
 retriever is never run again and the pool holds exactly what the comparison scored.
-Its ranker name is the run's retriever; a query the run did not measure returns nothing.
+Its ranker name is the run's retriever (`retriever#RUN_ID` when two runs given share
+one); a query the run did not measure returns nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from goldenset.bench.runs import load_rankings
+from goldenset.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -33,3 +36,13 @@ class RunRanking:
 
     def __call__(self, query: str, k: int) -> list[tuple[str, float]]:  # pragma: no cover - pool uses for_query
         raise TypeError("a stored run answers by query_id (for_query), not by query text")
+
+
+def load_run_rankers(con, run_ids: Sequence[str]) -> dict[str, RunRanking]:
+    """Ranker name -> stored run, in the order given; UsageError for a run named twice."""
+    repeated = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+    if repeated:
+        raise UsageError(f"--from-run {repeated[0]} is given twice; name each run once")
+    runs = [RunRanking.load(con, r) for r in run_ids]
+    shared = {r.retriever for r in runs if sum(1 for o in runs if o.retriever == r.retriever) > 1}
+    return {(f"{r.retriever}#{r.run_id}" if r.retriever in shared else r.retriever): r for r in runs}

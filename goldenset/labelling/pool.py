@@ -63,7 +63,7 @@ from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.ingest import utcnow
 from goldenset.labelling import strategies
-from goldenset.labelling.from_run import RunRanking
+from goldenset.labelling.from_run import load_run_rankers
 from goldenset.labelling.rubric import Rubric
 from goldenset.warehouse import transaction
 
@@ -479,7 +479,7 @@ def run_pool(
     depth: int = DEFAULT_DEPTH,
     index_dir: str | os.PathLike[str],
     now: datetime | None = None,
-    from_run: str | None = None,
+    from_run: str | Sequence[str] | None = None,
     strategy: str = strategies.DEFAULT_STRATEGY,
     budget: int | None = None,
     seed: int = 0,
@@ -493,17 +493,15 @@ def run_pool(
     """
     build = load_build(con)
     strategies.check_strategy(strategy, budget)
-    run_ranker = RunRanking.load(con, from_run) if from_run else None
-    # --from-run alone pools the run; with --rankers, the run and the rankers together.
-    if run_ranker is None:
+    run_rankers = load_run_rankers(con, [from_run] if isinstance(from_run, str) else list(from_run or ()))
+    # --from-run alone pools the runs; with --rankers, the runs and the rankers together.
+    if not run_rankers:
         names = check_rankers(DEFAULT_RANKERS if rankers is None else rankers, depth)
     else:
         names = check_rankers(rankers, depth) if rankers else ()
-    if run_ranker is not None:
-        if run_ranker.retriever in names:
-            raise UsageError(
-                f"ranker {run_ranker.retriever!r} is both in --rankers and the retriever of run {from_run}; name it once"
-            )
+        clash = sorted(set(names) & set(run_rankers))
+        if clash:
+            raise UsageError(f"ranker {clash[0]!r} is both in --rankers and a --from-run retriever; name it once")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
     snapshot = build_snapshot(con, build)
@@ -514,9 +512,8 @@ def run_pool(
         )
     ctx = RetrieverContext(snapshot, con, embedder or Embedder(), Path(index_dir), {})
     searches = _make_rankers(names, ctx)
-    if run_ranker is not None:
-        searches[run_ranker.retriever] = run_ranker
-        names = (*names, run_ranker.retriever)
+    searches.update(run_rankers)
+    names = (*names, *run_rankers)
     state = _read_state(con)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
     chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth)

@@ -140,3 +140,15 @@ def test_a_single_run_below_the_floor_warns():
         "BIASED: run runB's top 5 is 60% judged, below the floor of 80%; its unjudged documents count as misses."
     ]
     assert coverage.check_run(run, "core", 0.6).lines == []  # 0.60 is not below 0.60
+
+
+def test_two_runs_below_the_floor_are_pooled_by_one_command():
+    a, b = _run("runA", [0.7] * 5, A_RECALL), _run("runB", B_JUDGED, B_RECALL)
+    check = coverage.check_comparison(a, b, "core")
+    assert check.lines == [
+        "BIASED: run B's top 5 is 60% judged against 70% for run A; its unjudged documents count as misses."
+    ]
+    assert check.commands == [
+        "To close it: `goldenset pool --from-run runA --from-run runB --depth 5`, label the queue, "
+        "`goldenset build`, then run the benchmark again."
+    ]

@@ -243,3 +243,11 @@ def test_pool_command_from_run_with_a_strategy(world, capsys):
     assert out["queue"]["pooled"] == 3
     assert out["strategy"]["name"] == "mtf"
     assert main(["--db", str(world.db), "--strategy", "nope"], application=pool_app) == 2
+
+
+def test_two_runs_of_one_retriever_are_two_rankers_named_by_run(world):
+    _store_candidate(world, {Q1: ["g"]}, run_id="runY")
+    result = _pool(world, rankers=None, from_run=["runX", "runY"], depth=1)
+    assert result.report.rankers == (f"{CANDIDATE}#runX", f"{CANDIDATE}#runY")
+    with pytest.raises(UsageError, match="given twice"):
+        _pool(world, rankers=None, from_run=["runX", "runX"])
