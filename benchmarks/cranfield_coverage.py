@@ -202,9 +202,7 @@ def loo_section(collection: cc.Collection, lists: dict, labels0: dict, golden: l
             for d in lists[r].get(q, [])[:depth]:
                 qrels.setdefault(q, {})[d] = collection.grade(by_id[q].number, cc.doc_number(d))
     rankings = {r: {q: lists[r].get(q, []) for q in golden} for r in RANKERS}
-    return {
-        m: leave_one_out(rankings, qrels, depth=depth, metric=m).to_json() for m in ("map", "ndcg@10", "recall@24")
-    }
+    return {m: leave_one_out(rankings, qrels, depth=depth, metric=m).to_json() for m in ("map", "ndcg@10", "recall@24")}
 
 
 def pct(x: float) -> str:
@@ -242,7 +240,8 @@ def markdown(f: dict) -> str:
         f"Closed with `{b['command']}`: {b['pool']['queue']['total']} pairs queued "
         f"({b['pool']['pooled']} pooled), {b['answers']['relevant']} of them relevant by Cranfield.",
         "",
-        "After: " + (b["after"]["coverage_warning"] or "no BIASED line")
+        "After: "
+        + (b["after"]["coverage_warning"] or "no BIASED line")
         + f"; the verdict {'agrees' if b['agrees'] else 'does NOT agree'} with all of Cranfield's judgments.",
         "",
         "## Pooling at a budget: relevant documents found beyond the log",
