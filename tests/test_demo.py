@@ -318,3 +318,30 @@ def test_the_demo_refuses_to_replace_a_warehouse_it_did_not_make(tmp_path, capsy
     assert main(["demo", "--dir", str(tmp_path)]) == 1
     assert "was not made by the demo" in capsys.readouterr().err
     assert (tmp_path / "goldenset.duckdb").read_bytes() == b"someone's real warehouse"
+
+
+def test_the_benchmark_says_once_per_cut_off_when_its_top_k_is_partly_unjudged(demo):
+    # judged@k recomputed here in SQL from the stored ranking and the golden set: per query the
+    # top k's documents with a golden row over min(k, documents returned), averaged.
+    with demo.con() as con:
+        (run_id,) = con.execute("SELECT run_id FROM benchmark_runs").fetchone()
+        coverage = {
+            k: con.execute(
+                "SELECT avg(judged / n) FROM (SELECT r.query_id, count(g.doc_id) AS judged, count(*) AS n "
+                "FROM benchmark_rankings r LEFT JOIN (SELECT DISTINCT query_id, doc_id FROM golden_set) g "
+                "ON g.query_id = r.query_id AND g.doc_id = r.doc_id WHERE r.run_id = ? AND r.rank <= ? "
+                "GROUP BY r.query_id)",
+                [run_id, k],
+            ).fetchone()[0]
+            for k in (5, 24)
+        }
+    below = [k for k, c in coverage.items() if c < 0.8]
+    assert below, f"the demo's data should show the warning once: coverage {coverage}"
+    for k in below:
+        line = (
+            f"BIASED: run {run_id}'s top {k} is {coverage[k]:.0%} judged, below the floor of 80%; "
+            "its unjudged documents count as misses."
+        )
+        assert demo.out.count(line) == 1
+    assert demo.out.count("BIASED: ") == len(below)
+    assert demo.out.count(f"To close it: `goldenset pool --from-run {run_id} --depth {max(below)}`") == 1
