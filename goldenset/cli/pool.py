@@ -203,7 +203,7 @@ def report(
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
-    out = Console(highlight=False)
+    out = console()
     t = Table(
         title=f"leave-one-out: {result.metric} over {result.queries} golden queries, contributions at depth {result.depth}",
         title_justify="left",
