@@ -1,11 +1,13 @@
-"""Generated documentation: the site's CLI and table references cannot drift.
+"""Generated documentation: the site's CLI, table and settings references cannot drift.
 
 Two pages of the MkDocs site are written by this module, whole:
 `docs/reference/cli.md` (every command's `--help`) and `docs/reference/tables.md`
-(the table catalogue in `goldenset.schema`). `python -m goldenset_dagster.docs`
-rewrites them; a test checks that the committed pages equal what it would write.
-Whole pages rather than marked sections of a hand-written page: nothing in them is
-edited by hand, so there is nothing a regeneration could overwrite.
+(the table catalogue in `goldenset.schema`). One page is hand-written around a
+generated section between `<!-- BEGIN GENERATED name -->` and `<!-- END GENERATED name -->`
+markers: the settings table in `docs/reference/settings.md` (from `goldenset.settings.VARIABLES`),
+whose page also explains the home, the writer lock and the variables outside that table.
+`python -m goldenset_dagster.docs` rewrites them; a test checks that the committed pages
+equal what it would write.
 
 It lives with the orchestration code because the CLI reference covers the whole
 program (`build` and `demo` included).
@@ -13,11 +15,12 @@ program (`build` and `demo` included).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from goldenset import schema
+from goldenset import schema, settings
 
 WIDTH = 100
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,15 +77,39 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
-def render() -> dict[str, str]:
+# Page -> {section name -> the function that writes the section}, for hand-written pages.
+SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
+    "docs/reference/settings.md": {"settings": settings.markdown_reference},
+}
+
+
+def fill_sections(text: str, sections: dict[str, Callable[[], str]], path: str = "page") -> str:
+    """text with each marked section's body replaced by its function's current output."""
+    for name, fn in sections.items():
+        pattern = re.compile(rf"(<!-- BEGIN GENERATED {name} -->\n).*?(<!-- END GENERATED {name} -->)", re.DOTALL)
+        if not pattern.search(text):
+            raise ValueError(f"{path} has no generated section {name!r}: add its BEGIN and END markers")
+        body = fn().rstrip("\n") + "\n"
+
+        def replace(m: re.Match[str], body: str = body) -> str:
+            return m.group(1) + body + m.group(2)
+
+        text = pattern.sub(replace, text)
+    return text
+
+
+def render(root: Path = ROOT) -> dict[str, str]:
     """Every generated page's current text, by its path relative to the repository root."""
-    return {path: fn() for path, fn in PAGES.items()}
+    pages = {path: fn() for path, fn in PAGES.items()}
+    for path, sections in SECTIONS.items():
+        pages[path] = fill_sections((root / path).read_text(encoding="utf-8"), sections, path)
+    return pages
 
 
 def stale(root: Path = ROOT) -> list[str]:
     """The generated pages under root whose committed text differs from what render() gives."""
     out = []
-    for path, text in render().items():
+    for path, text in render(root).items():
         page = root / path
         if not page.is_file() or page.read_text(encoding="utf-8") != text:
             out.append(path)
@@ -91,7 +118,7 @@ def stale(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     root = Path(argv[0]) if argv else ROOT
-    for path, text in render().items():
+    for path, text in render(root).items():
         page = root / path
         if page.is_file() and page.read_text(encoding="utf-8") == text:
             continue

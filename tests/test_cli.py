@@ -217,7 +217,7 @@ def test_a_held_database_is_reported_busy_with_the_holder_pid(project_dir, capsy
         holder.wait()
 
 
-def test_the_reference_pages_are_generated_from_the_cli_and_the_schema():
+def test_the_reference_pages_are_generated_from_the_cli_the_schema_and_the_settings():
     assert stale(ROOT) == [], "generated docs are stale: run `python -m goldenset_dagster.docs`"
 
 
