@@ -79,8 +79,23 @@ class HybridRetriever:
         self._bm25 = None
         self._bm25_ids: list[str] | None = None
         self._vectors: np.ndarray | None = None
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ protocol
+    def prepare_queries(self, queries: list[str]) -> None:
+        """Embed every query of a run in one batched call (optional protocol method, see retriever.py).
+
+        One model call per query cost a call's overhead and no batching for each; what
+        `search` then reads is the same vector the cache would give it.
+        """
+        if "dense" in self._disabled or not queries:
+            return
+        self._load_vectors()
+        todo = sorted(set(queries) - set(self._query_vectors))
+        if todo:
+            vecs = embed_cached(self.con, todo, self.embedder, write=self.write_cache)
+            self._query_vectors.update(zip(todo, vecs, strict=True))
+
     def components(self) -> list[str]:
         return [c for c in ("lexical", "dense") if c not in self._disabled]
 
@@ -189,7 +204,9 @@ class HybridRetriever:
 
     def _dense(self, query: str, k: int) -> list[Hit]:
         vectors = self._load_vectors()
-        qv = embed_cached(self.con, [query], self.embedder, write=self.write_cache)[0]
+        qv = self._query_vectors.get(query)
+        if qv is None:
+            qv = embed_cached(self.con, [query], self.embedder, write=self.write_cache)[0]
         sims = vectors @ qv
         # doc_ids are sorted ascending, so -index sorts ties by doc_id descending.
         order = np.lexsort((-np.arange(len(sims)), -sims))[:k]

@@ -7,8 +7,10 @@ A retriever is any object with
 - `search_component(name, query, k) -> list[(doc_id, score)]`, one part alone.
 
 Optional: `config() -> dict` (recorded with the run), `disable(names)` (run
-without parts that are down, for --allow-degraded) and `probe_query(name) -> str`
-(the query that must find something; by default words of a corpus document).
+without parts that are down, for --allow-degraded), `probe_query(name) -> str`
+(the query that must find something; by default words of a corpus document) and
+`prepare_queries(queries)` (called once before a run with every query it will search,
+so a retriever can embed them in one batch).
 
 The parts named by `components()` are what the benchmark probes before a run: a
 part that raises or finds nothing for its probe query is down (exit 4, or a

@@ -222,6 +222,17 @@ def run_benchmark(
             + "; `goldenset status` shows the funnel"
         )
     lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in features.rows}
+    prepare = getattr(gated.retriever, "prepare_queries", None)
+    if callable(prepare):
+        # Optional: a retriever that embeds queries does it for the whole run in one batch.
+        try:
+            prepare([gq.tasks[qid] for qid in queries])
+        except Exception as exc:
+            reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+            raise GoldensetError(
+                f"retriever failed preparing the run's queries: {reason}; nothing was stored, fix the retriever "
+                "and run again"
+            ) from exc
     with progress.step("benchmark queries", total=len(queries)) as advance:
         for qid in queries:
             try:

@@ -77,6 +77,7 @@ class DenseScorer:
         self.embedder = embedder
         self.con = con
         self.write_cache = write_cache
+        self._vectors: dict[str, np.ndarray] = {}  # filled by prefetch
 
     def config(self) -> dict[str, Any]:
         return {"model": self.embedder.name}
@@ -84,7 +85,29 @@ class DenseScorer:
     def prepare(self) -> None:
         self.embedder.load()
 
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Embed every text a run will score in one batched pass (through the cache).
+
+        One model call per pair ran the model on two texts at a time: no batching and a
+        call's overhead per pair. `score` reads these vectors first.
+        """
+        todo = sorted(set(texts) - set(self._vectors))
+        if not todo:
+            return
+        if self.con is None:
+            vecs = self.embedder.embed(todo)
+        else:
+            cur = self.con.cursor()
+            try:
+                vecs = embed_cached(cur, todo, self.embedder, write=self.write_cache)
+            finally:
+                cur.close()
+        self._vectors.update(zip(todo, vecs, strict=True))
+
     def score(self, query: str, passage: str) -> float:
+        qv, pv = self._vectors.get(query), self._vectors.get(passage)
+        if qv is not None and pv is not None:
+            return float(np.dot(qv.astype(np.float64), pv.astype(np.float64)))
         if self.con is None:
             vecs = self.embedder.embed([query, passage])
         else:
@@ -505,6 +528,22 @@ def score_pairs(
             raise
         except Exception as exc:
             raise ScorerError(f"scorer {key.scorer!r} could not start: {_first_line(exc)}") from exc
+    prefetch = getattr(scorer, "prefetch", None)
+    if callable(prefetch):
+        # Every text of the pairs the score cache does not answer, embedded in one batched pass.
+        todo = [
+            t
+            for pair, (qh, ph) in zip(pairs, hashes, strict=True)
+            if any(cache.get((qh, ph, r)) is None for r in range(repeats))
+            for t in (pair.query, pair.passage)
+        ]
+        if todo:
+            try:
+                prefetch(todo)
+            except GoldensetError:
+                raise
+            except Exception as exc:
+                raise ScorerError(f"scorer {key.scorer!r} could not start: {_first_line(exc)}") from exc
     for n, (pair, (qh, ph)) in enumerate(zip(pairs, hashes, strict=True), start=1):
         got: list[Score] = []
         for r in range(repeats):
