@@ -19,6 +19,8 @@ from test_page import DIMS, QUEUE, RUBRIC, label_line, make_warehouse, write_lab
 
 from goldenset.labelling.page import LabellingSession, create_app, open_session
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WAIT_SECONDS = 60  # an upper bound on each wait, never a measured duration
