@@ -251,3 +251,13 @@ def test_two_runs_of_one_retriever_are_two_rankers_named_by_run(world):
     assert result.report.rankers == (f"{CANDIDATE}#runX", f"{CANDIDATE}#runY")
     with pytest.raises(UsageError, match="given twice"):
         _pool(world, rankers=None, from_run=["runX", "runX"])
+
+
+def test_pool_command_prints_the_strategy_and_its_cap(world, capsys):
+    code = main(
+        ["--db", str(world.db), "--from-run", "runX", "--depth", "4", "--strategy", "mtf", "--budget", "3"],
+        application=pool_app,
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.rstrip().endswith("strategy mtf, round 1, seed 0: pooled pairs capped at --budget 3 (4 before the cap)")
