@@ -1,7 +1,8 @@
 """Every warehouse table and view: names, columns and their meaning, in one place.
 
 The DDL, the docs site's table reference and the tests all read from here, so the
-public surface cannot drift from what is created. Internal tables (prefix `log_`,
+public surface cannot drift from what is created. This module is the catalogue only:
+how an existing warehouse reaches it is `goldenset.migrations` (named, ordered steps). Internal tables (prefix `log_`,
 `corpus_`, `build_`) hold the raw material; the public names of contract section 4
 are tables or views over them.
 """
@@ -965,7 +966,19 @@ SCORE_CACHE = Relation(
     primary_key=("scorer", "version", "config", "corpus_fingerprint", "query_sha256", "passage_sha256", "repeat_no"),
 )
 
+SCHEMA_MIGRATIONS = Relation(
+    "schema_migrations",
+    "migration applied to this warehouse",
+    (
+        C("name", "VARCHAR", "the migration's name in goldenset.migrations, e.g. 0003_build_labels_held_by_runs"),
+        C("applied_at", "TIMESTAMP", "when it was applied (UTC)"),
+    ),
+    public=False,
+    primary_key=("name",),
+)
+
 RELATIONS: tuple[Relation, ...] = (
+    SCHEMA_MIGRATIONS,
     LOG_FILES,
     LOG_SERVES,
     LOG_SERVE_ITEMS,
@@ -1008,96 +1021,6 @@ RELATIONS: tuple[Relation, ...] = (
     SCORE_CACHE,
 )
 PUBLIC = tuple(r for r in RELATIONS if r.public)
-
-
-# Values for columns added after a warehouse was made, where null would be wrong.
-_BACKFILL = {
-    ("golden_builds", "labels_build_id"): "UPDATE golden_builds SET labels_build_id = build_id",
-    ("build_labels", "source"): "UPDATE build_labels SET source = 'log'",
-    ("log_files", "serves"): "UPDATE log_files f SET serves = (SELECT count(*) FROM log_serves s "
-    "WHERE s.source_file = f.source_file)",
-    ("log_files", "verdicts"): "UPDATE log_files f SET verdicts = (SELECT count(*) FROM log_verdicts v "
-    "WHERE v.source_file = f.source_file)",
-    ("benchmark_runs", "labels_build_id"): "UPDATE benchmark_runs r SET labels_build_id = "
-    "(SELECT labels_build_id FROM golden_builds b WHERE b.build_id = r.build_id)",
-    ("build_labels", "grade"): "UPDATE build_labels SET grade = relevance",
-    ("label_history", "source"): "UPDATE label_history SET source = 'log'",
-    **{
-        ("golden_builds", c): f"UPDATE golden_builds SET {c} = 0"
-        for c in (
-            "n_human_labels",
-            "n_judge_labels",
-            "human_labels_unused",
-            "log_labels_overridden",
-            "judge_labels_held_back",
-            "label_lines_read",
-            "label_lines_rejected",
-        )
-    },
-}
-
-
-def create_all(con) -> None:
-    """Create every table and view that does not exist yet (idempotent)."""
-    for rel in RELATIONS:
-        if not rel.is_view:
-            con.execute(rel.ddl())
-    # A warehouse made by an earlier version gains the columns added since.
-    existing = set(
-        con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'").fetchall()
-    )
-    for rel in RELATIONS:
-        if rel.is_view:
-            continue
-        for col in rel.columns:
-            if (rel.name, col.name) not in existing:
-                con.execute(f"ALTER TABLE {rel.name} ADD COLUMN {col.ddl()}")
-                if (rel.name, col.name) in _BACKFILL:
-                    con.execute(_BACKFILL[(rel.name, col.name)])
-    _reshape_build_labels(con, existing)
-    _move_closed_label_rows(con)
-    for rel in RELATIONS:
-        if rel.is_view:
-            con.execute(rel.ddl())
-
-
-def _move_closed_label_rows(con) -> None:
-    """A warehouse from before closed label rows were kept apart: move them, in one transaction.
-
-    (Once moved, no row of build_labels is closed, and DuckDB answers the test from the
-    column's statistics without reading it.)
-    """
-    if not con.execute("SELECT EXISTS (SELECT 1 FROM build_labels WHERE valid_to_build IS NOT NULL)").fetchall()[0][0]:
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(
-            "INSERT INTO build_labels_closed BY NAME SELECT * FROM build_labels WHERE valid_to_build IS NOT NULL"
-        )
-        con.execute("DELETE FROM build_labels WHERE valid_to_build IS NOT NULL")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
-def _reshape_build_labels(con, existing: set[tuple[str, str]]) -> None:
-    """A warehouse from before label rows were held by runs of builds stored them per build.
-
-    Each old row becomes the row of its build up to the next build that computed labels;
-    the rows of the latest computed build stay open, which is all the next build reads.
-    """
-    if ("build_labels", "build_id") not in existing:
-        return
-    con.execute("DROP VIEW IF EXISTS golden_set_by_build")
-    con.execute("DROP VIEW IF EXISTS golden_set")
-    con.execute("DROP VIEW IF EXISTS relabel_queue")
-    con.execute(
-        """UPDATE build_labels l SET valid_from_build = l.build_id,
-             valid_to_build = (SELECT min(g.build_id) FROM golden_builds g
-                               WHERE g.build_id > l.build_id AND g.labels_build_id = g.build_id)"""
-    )
-    con.execute("ALTER TABLE build_labels DROP COLUMN build_id")
 
 
 def markdown_reference() -> str:

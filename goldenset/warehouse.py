@@ -11,8 +11,9 @@ from pathlib import Path
 
 import duckdb
 
-from goldenset import progress, schema, settings
+from goldenset import progress, settings
 from goldenset.errors import DatabaseBusy, InputError, NoBuild
+from goldenset.migrations import migrate
 
 _PID = re.compile(r"PID (\d+)")
 _POLL_SECONDS = 0.25
@@ -64,7 +65,17 @@ def connect(
             ) from None
     memory_settings(con)
     if not read_only:
-        schema.create_all(con)
+        try:
+            migrate(con)
+        except duckdb.Error as exc:
+            con.close()
+            raise InputError(
+                f"warehouse {path} is damaged ({str(exc).splitlines()[0]}); restore it from a backup, "
+                "or move it aside and build again from the logs"
+            ) from None
+        except BaseException:
+            con.close()
+            raise
     if creating:
         notify(f"new warehouse: {path} (none was there before)")
     return con

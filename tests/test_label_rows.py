@@ -155,6 +155,8 @@ def test_each_build_keeps_its_labels_and_history_follows_them(plan):
 def test_a_warehouse_storing_labels_per_build_is_reshaped_without_losing_a_build(tmp_path):
     """Rows of the earlier layout (one copy per computed build) read back the same after the upgrade."""
     con = connect(tmp_path / "old.duckdb")
+    # That layout predates recorded migrations: such a warehouse has no schema_migrations.
+    con.execute("DROP TABLE schema_migrations")
     con.execute("DROP VIEW golden_set_by_build")
     con.execute("DROP VIEW golden_set")
     con.execute("DROP TABLE build_labels")
@@ -212,7 +214,8 @@ def test_closed_label_rows_kept_among_the_open_ones_are_moved_apart_when_the_war
     closed = con.execute("SELECT * FROM build_labels_closed ORDER BY ALL").fetchall()
     assert [r[:2] for r in closed] == [(1, 2)]  # the helped label of build 1, closed at build 2
     by_build = con.execute("SELECT * FROM golden_set_by_build ORDER BY ALL").fetchall()
-    # The layout before: one table, closed rows among the open ones.
+    # The layout before: one table, closed rows among the open ones (and no recorded migrations).
+    con.execute("DROP TABLE schema_migrations")
     con.execute("INSERT INTO build_labels BY NAME SELECT * FROM build_labels_closed")
     con.execute("DELETE FROM build_labels_closed")
     con.close()

@@ -1,0 +1,97 @@
+"""Named migrations: a warehouse of the previous release is upgraded in recorded, ordered steps."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from goldenset import schema
+from goldenset.errors import InputError
+from goldenset.migrations import MIGRATIONS, Migration, applied, migrate
+from goldenset.warehouse import connect
+
+PREVIOUS_RELEASE = Path(__file__).parent / "data" / "warehouse-0.2.0" / "goldenset.duckdb.gz"
+NAMES = [
+    "0001_catalogue_tables",
+    "0002_catalogue_columns",
+    "0003_build_labels_held_by_runs",
+    "0004_closed_label_rows_apart",
+]
+
+
+def _catalogue() -> set[tuple[str, str]]:
+    return {(r.name, c.name) for r in schema.RELATIONS if not r.is_view for c in r.columns}
+
+
+def _columns(con) -> set[tuple[str, str]]:
+    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'").fetchall()
+    return {(t, c) for t, c in rows if t in {r.name for r in schema.RELATIONS if not r.is_view}}
+
+
+@pytest.fixture
+def warehouse_of_0_2_0(tmp_path) -> Path:
+    """A copy of the warehouse goldenset 0.2.0 made from the conformance example (see its README)."""
+    path = tmp_path / "goldenset.duckdb"
+    with gzip.open(PREVIOUS_RELEASE) as src, path.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def _snapshot(con) -> dict[str, list]:
+    return {
+        "golden_set": con.execute("SELECT * EXCLUDE (judged_at) FROM golden_set ORDER BY ALL").fetchall(),
+        "golden_builds": con.execute(
+            "SELECT build_id, n_queries, n_helped, n_human_labels FROM golden_builds"
+        ).fetchall(),
+        "human_labels": con.execute("SELECT count(*) FROM human_labels").fetchall(),
+        "log_serves": con.execute("SELECT count(*) FROM log_serves").fetchall(),
+    }
+
+
+def test_a_warehouse_made_by_0_2_0_is_upgraded_by_the_named_migrations_and_reads_the_same(warehouse_of_0_2_0):
+    old = duckdb.connect(str(warehouse_of_0_2_0), read_only=True)
+    assert "schema_migrations" not in {r[0] for r in old.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    before = _snapshot(old)  # through the views as 0.2.0 defined them
+    old.close()
+    assert before["golden_set"] and before["golden_builds"] == [(1, 1, 0, 5)]  # as 0.2.0 recorded its build
+
+    con = connect(warehouse_of_0_2_0)
+    assert applied(con) == NAMES
+    assert _columns(con) == _catalogue()
+    assert _snapshot(con) == before
+    con.close()
+    # A second writable open has nothing left to do.
+    con = connect(warehouse_of_0_2_0)
+    assert migrate(con) == [] and applied(con) == NAMES
+
+
+def test_a_fresh_warehouse_records_every_migration_in_order(tmp_path):
+    con = connect(tmp_path / "new.duckdb")
+    assert applied(con) == [m.name for m in MIGRATIONS] == NAMES
+    assert _columns(con) == _catalogue()
+
+
+def test_a_failing_migration_leaves_nothing_of_itself_and_no_record(tmp_path):
+    con = connect(tmp_path / "g.duckdb")
+
+    def half_done(c) -> None:
+        c.execute("CREATE TABLE half_done (x INTEGER)")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        migrate(con, (*MIGRATIONS, Migration("0005_half_done", half_done)))
+    assert applied(con) == NAMES
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'half_done'").fetchone() == (0,)
+
+
+def test_a_catalogue_column_that_no_migration_adds_is_refused_by_name(tmp_path):
+    path = tmp_path / "g.duckdb"
+    con = connect(path)
+    con.execute("ALTER TABLE pool_runs DROP COLUMN build_id")
+    con.close()
+    with pytest.raises(InputError, match=r"warehouse lacks pool_runs\.build_id, which no migration adds"):
+        connect(path)
