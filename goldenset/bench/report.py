@@ -153,6 +153,12 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
 PLOT_WIDTH_INCHES = 6.4
 
 
+def write_html_next_to(md: Path, title: str) -> Path:
+    from goldenset.html_report import write_html_next_to as write
+
+    return write(md, title)
+
+
 def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Path:
     """One panel per comparison, stacked: each metric's mean difference with its 95% interval.
 
@@ -293,6 +299,7 @@ def write_run_report(run: BenchmarkRun, comps: Sequence[Comparison], out_dir: Pa
     )
     md = out_dir / "report.md"
     md.write_text(run_markdown(run, comps, plot.name if plot else None), encoding="utf-8")
+    write_html_next_to(md, f"benchmark run {run.run_id}")  # report.html: the same report, to look at
     return md
 
 
@@ -302,4 +309,5 @@ def write_comparison_report(comp: Comparison, out_dir: Path) -> Path:
     plot = plot_differences([comp], out_dir / "differences.png", f"{comp.b} vs {comp.a}")
     md = out_dir / "report.md"
     md.write_text(comparison_markdown(comp, plot.name), encoding="utf-8")
+    write_html_next_to(md, f"{comp.b} vs {comp.a}")
     return md

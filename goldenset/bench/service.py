@@ -113,7 +113,7 @@ def run_and_store(
     comps = compare_rows(run)
     out = Path(report_dir) if report_dir else settings.resolve("reports") / run.run_id
     md = write_run_report(run, comps, out)
-    files = [md, out / "differences.png"]
+    files = [md, md.with_suffix(".html"), out / "differences.png"]
     for row, lists in run.ranked.items():
         slug = row.strip("+").replace("+", "-").replace(" ", "-")
         files.append(trec.write_run(out / f"{slug}.run", lists, f"{run.run_id}_{slug}"))

@@ -735,3 +735,10 @@ def test_a_form_from_before_a_restart_keeps_its_answers_and_saves_on_the_next_en
     assert [(x["doc_id"], x["label"], x["note"]) for x in written(world)] == [
         ("legal/terms.md", "irrelevant", "the plan page is older")
     ]
+
+
+def test_the_pair_page_says_what_decided_by_means_in_one_sentence(client):
+    page = client.get("/pair/1").text
+    sentence = re.search(r'<p class="meta" id="decided-by-meaning">(.*?)</p>', page, flags=re.S).group(1)
+    assert " ".join(sentence.split()).startswith("decided by: the one test that settled the label (contract 7.1)")
+    assert sentence.count(".") == 2  # one sentence: "7.1" and its full stop
