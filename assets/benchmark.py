@@ -10,10 +10,10 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.bench import golden
-from goldenset.bench.gates import utcnow
 from goldenset.bench.retriever import REFERENCE
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
+from goldenset.clock import utcnow
 from goldenset.errors import ComponentDown, GoldenSetTooOld, UsageError
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource

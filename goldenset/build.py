@@ -15,8 +15,8 @@ from datetime import datetime
 from goldenset import delta, failpoints, history
 from goldenset.builds import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
+from goldenset.clock import utcnow
 from goldenset.errors import BuildBlocked, GoldensetError, UsageError
-from goldenset.ingest import utcnow
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.merge import JudgeGate, merge_labels
 from goldenset.schema import (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from goldenset.ingest import utcnow
+from goldenset.clock import utcnow
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ or whose gzip stream breaks, which `logfiles.read_file` reads with the exact rul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 
 import duckdb
@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from goldenset import failpoints, progress
 from goldenset.bulk import drop_staging, stage
+from goldenset.clock import utcnow
 from goldenset.logfiles import (
     RACY_SECONDS,
     LogFile,
@@ -116,10 +117,6 @@ class PartitionReport:
     verdicts: int = 0
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _stat(path: Path):

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from goldenset import failpoints
+from goldenset.clock import utcnow
 from goldenset.corpus import CorpusSnapshot, drift, read_corpus, stat_signature
 from goldenset.errors import NoBuild
-from goldenset.ingest import utcnow
 from goldenset.logfiles import RACY_SECONDS
 from goldenset.warehouse import transaction
 

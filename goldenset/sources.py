@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from goldenset.clock import utcnow
 from goldenset.errors import InputMoved, UsageError
-from goldenset.ingest import DELETE_FILES, MARK_DIRTY, tracks_dirty, utcnow
+from goldenset.ingest import DELETE_FILES, MARK_DIRTY, tracks_dirty
 from goldenset.labelling.ingest import DELETE_LABEL_FILES
 from goldenset.warehouse import transaction
 

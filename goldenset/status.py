@@ -8,10 +8,10 @@ from pathlib import Path
 
 from goldenset import build_marker
 from goldenset.builds import BuildRecord, FunnelStep, load_build
+from goldenset.clock import utcnow
 from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
-from goldenset.ingest import utcnow
 from goldenset.schema import KNOWN_VERSIONS_SQL
 from goldenset.snapshots import active_signature_of, unchanged_load
 

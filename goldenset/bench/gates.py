@@ -8,19 +8,15 @@ first, then the age gate (3), then the component probes (4). Drift and fingerpri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from goldenset.bench.golden import Build
 from goldenset.bench.runs import BenchmarkRun
+from goldenset.clock import utcnow
 from goldenset.errors import GoldenSetTooOld, UsageError
 
 MAX_AGE_DAYS = 30
 DRIFT_WARN = 0.05
-
-
-def utcnow() -> datetime:
-    """Now in UTC, naive, as the warehouse stores timestamps."""
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def check_age(build: Build, max_age_days: float = MAX_AGE_DAYS, now: datetime | None = None) -> timedelta:

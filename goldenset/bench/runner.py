@@ -46,6 +46,7 @@ from goldenset.bench.retriever import (
 )
 from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
 from goldenset.bench.trec import ranked_lists
+from goldenset.clock import utcnow
 from goldenset.corpus import CorpusSnapshot, active_signature, drift
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
@@ -205,7 +206,7 @@ def run_benchmark(
 
     Reports the step "benchmark queries" (one advance per query) through goldenset.progress.
     """
-    started = now or gates.utcnow()
+    started = now or utcnow()
     gated = open_gates(con, corpus, embedder, config, now)
     depth = config.effective_depth()
     gq = golden.load_qrels(con, config.exclude_stale)

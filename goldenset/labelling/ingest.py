@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from goldenset.ingest import utcnow
+from goldenset.clock import utcnow
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file

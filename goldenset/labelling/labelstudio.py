@@ -63,9 +63,10 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from goldenset.clock import utcnow
 from goldenset.errors import InputError, UsageError
-from goldenset.ingest import utcnow
 from goldenset.jsonstrict import StrictJSONError, loads
+from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.pool import ExportResult, QueueTask, write_atomically
 from goldenset.labelling.rubric import Rubric
@@ -77,8 +78,6 @@ QUERY_TEXT = "query-text"
 DOCUMENT_TEXT = "document-text"
 RUBRIC_TASK = "rubric-task"
 # The labelling page's rule too, so a name that imports can also label on the page.
-ANNOTATOR_PATTERN = "[A-Za-z0-9._-]{1,64}"
-_ANNOTATOR = re.compile(ANNOTATOR_PATTERN)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]")
 CONFIG_SUFFIX = ".config.xml"
 
@@ -249,7 +248,7 @@ class ImportResult:
 
 def check_annotator(name: str) -> str:
     """`name` when it matches ANNOTATOR_PATTERN (it names the import file); UsageError otherwise."""
-    if not isinstance(name, str) or not _ANNOTATOR.fullmatch(name):
+    if not is_annotator_name(name):
         raise UsageError(
             f"annotator {name!r} must match {ANNOTATOR_PATTERN} (it names the file the labels go to); "
             "use letters, digits, '.', '_' or '-'"
@@ -522,7 +521,7 @@ def _check(obj: Any, rubric: Rubric) -> None:
         parse_label_line(json.dumps(obj, ensure_ascii=False).encode("utf-8"), rubric)
     except Rejected as exc:
         raise _Bad(exc.reason, exc.detail) from None
-    if not _ANNOTATOR.fullmatch(obj["annotator"]):
+    if not is_annotator_name(obj["annotator"]):
         raise _Bad(
             "invalid_field", f"annotator {obj['annotator']!r} must match {ANNOTATOR_PATTERN} (it names the import file)"
         )

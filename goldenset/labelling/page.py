@@ -57,13 +57,12 @@ from starlette.routing import Route
 
 from goldenset import logfiles
 from goldenset.errors import GoldensetError, InputError, UsageError
+from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric, load_rubric
 from goldenset.records import Rejected
 from goldenset.warehouse import connect
 
-ANNOTATOR_PATTERN = "[A-Za-z0-9._-]{1,64}"
-_ANNOTATOR = re.compile(ANNOTATOR_PATTERN)
 _QUERY_ID = re.compile("[0-9a-f]{16}")
 MAX_NOTE_CHARS = 4000
 # A form holds a few short fields and one note; anything far larger is not from the page.
@@ -119,7 +118,7 @@ class QueueItem:
 
 def check_annotator(name: str) -> str:
     """Return `name` when it can name a label file; UsageError (exit 2) otherwise."""
-    if not _ANNOTATOR.fullmatch(name):
+    if not is_annotator_name(name):
         raise UsageError(
             f"annotator name {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
             "pass --annotator with such a name"

@@ -58,10 +58,10 @@ import pyarrow as pa
 
 from goldenset.bench.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
 from goldenset.builds import BuildRecord, load_build
+from goldenset.clock import utcnow
 from goldenset.corpus import CorpusSnapshot, Document
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
-from goldenset.ingest import utcnow
 from goldenset.labelling import strategies
 from goldenset.labelling.from_run import load_run_rankers
 from goldenset.labelling.rubric import Rubric

@@ -40,7 +40,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from goldenset.errors import UsageError
+from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.records import Rejected
@@ -57,13 +57,11 @@ from goldenset.scoring.pairs import QueueRow
 
 NO_LABEL_FOR_GRADE = "no_label_for_grade"
 INVALID_REASONS = (*REASONS, NO_LABEL_FOR_GRADE)
-ANNOTATOR_PATTERN = "[A-Za-z0-9._-]+"
-_ANNOTATOR = re.compile(ANNOTATOR_PATTERN)
 
 
 def check_annotator(name: str) -> str:
     """Return `name` when it can name a judge's label file; UsageError (exit 2) otherwise."""
-    if not _ANNOTATOR.fullmatch(name):
+    if not is_annotator_name(name):
         raise UsageError(
             f"--annotator {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
             "pick such a name, e.g. qwen-judge"

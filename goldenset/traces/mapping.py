@@ -13,7 +13,6 @@ traceback. Decisions:
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -21,10 +20,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from goldenset.errors import InputError
+from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 
 Verdict = Literal["helped", "noise", "wrong"]
 AnnotatorKind = Literal["HUMAN", "CODE", "LLM"]
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def _always_values() -> list[str | int | bool]:
@@ -99,8 +98,8 @@ class JudgeRule(_Strict):
     @field_validator("annotator")
     @classmethod
     def _annotator_name(cls, v: str) -> str:
-        if not _NAME.fullmatch(v):
-            raise ValueError(f"annotator must match [A-Za-z0-9._-]+, got {v!r}")
+        if not is_annotator_name(v):
+            raise ValueError(f"annotator must match {ANNOTATOR_PATTERN}, got {v!r}")
         return v
 
     @model_validator(mode="after")
