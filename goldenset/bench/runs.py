@@ -282,3 +282,31 @@ def list_runs(con) -> list[dict]:
         if metric is not None:
             item["means"][metric] = value
     return list(out.values())
+
+
+def rescore(con, run: BenchmarkRun) -> BenchmarkRun:
+    """The run's deciding row measured again, from its stored ranking, against the current golden set.
+
+    What `bench compare --rescore` compares after labels arrive: the retriever is not run
+    again. Only the deciding row is kept (the reference rows re-rank with features learned
+    from the labels, which changed); the queries are those of the stored ranking with a
+    relevant label now (the skip_no_relevant policy); build and labels build become the
+    latest build; everything else is the run's own.
+    """
+    import dataclasses
+
+    from goldenset.bench.golden import latest_build, load_qrels
+    from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate
+
+    _, lists = load_rankings(con, run.run_id)
+    build = latest_build(con)
+    metrics = benchmark_metrics(run.k_values)
+    values = evaluate(lists, load_qrels(con, run.exclude_stale).qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
+    return dataclasses.replace(
+        run,
+        build_id=build.build_id,
+        labels_build_id=build.labels_build_id,
+        metric_names=[m.name for m in metrics],
+        values={DECIDING_ROW: values},
+        notes=[*run.notes, f"rescored against golden build {build.build_id} from the stored ranking"],
+    )

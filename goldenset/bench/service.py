@@ -19,6 +19,7 @@ from goldenset.bench.coverage import Thresholds
 from goldenset.bench.report import write_comparison_report, write_run_report
 from goldenset.bench.runner import BenchConfig, run_benchmark
 from goldenset.bench.runs import BenchmarkRun, list_runs, load_run, store_run
+from goldenset.bench.runs import rescore as rescore_run
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
 from goldenset.errors import InputError, NoBuild
@@ -189,12 +190,19 @@ def compare_stored(
     seed: int = 0,
     report_dir: Path | None = None,
     thresholds: Thresholds | None = None,
+    rescore: bool = False,
 ) -> tuple[Comparison, Path | None]:
-    """Load two stored runs and compare B against A; write a report when report_dir is given."""
+    """Load two stored runs and compare B against A; write a report when report_dir is given.
+
+    `rescore` measures both deciding rows again from their stored rankings against the
+    current golden set (runs.rescore), so labels added since show without a new `bench run`.
+    """
     _require_db(db)
     con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout())
     try:
         a, b = load_run(con, run_a), load_run(con, run_b)
+        if rescore:
+            a, b = rescore_run(con, a), rescore_run(con, b)
     finally:
         con.close()
     comp = compare_runs(a, b, row=row, metrics=metrics, bootstrap=bootstrap, seed=seed, thresholds=thresholds)

@@ -183,6 +183,14 @@ def compare_cmd(
     fail_on_bias: Annotated[
         bool, typer.Option("--fail-on-bias", help="Exit 5 when the comparison is BIASED (after printing it).")
     ] = False,
+    rescore: Annotated[
+        bool,
+        typer.Option(
+            "--rescore",
+            help="Measure both runs' deciding rows again from their stored rankings against the current "
+            "golden set (labels added since count; the retrievers are not run again).",
+        ),
+    ] = False,
 ) -> None:
     """Pair two runs query by query: mean difference, 95% CI, verdict per metric; BIASED first when
     the verdicts rest on documents the golden set never judged."""
@@ -205,6 +213,7 @@ def compare_cmd(
         seed=seed,
         report_dir=report,
         thresholds=thresholds,
+        rescore=rescore,
     )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}

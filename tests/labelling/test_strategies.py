@@ -261,3 +261,21 @@ def test_pool_command_prints_the_strategy_and_its_cap(world, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert out.rstrip().endswith("strategy mtf, round 1, seed 0: pooled pairs capped at --budget 3 (4 before the cap)")
+
+
+def test_compare_rescore_measures_stored_rankings_against_the_current_golden_set(world, capsys):
+    from goldenset.cli.bench import app as bench_app
+
+    _store_candidate(world, {Q1: ["g"]}, run_id="runY")
+    args = ["compare", "runX", "runY", "--db", str(world.db), "--json", "--metric", "recall@5"]
+    assert main(args, application=bench_app) == 0
+    stored = json.loads(capsys.readouterr().out)
+    assert stored["metrics"][0]["mean_a"] == 0.0  # the values stored with the hand-made run
+    assert main([*args, "--rescore"], application=bench_app) == 0
+    out = json.loads(capsys.readouterr().out)
+    # Only Q1 is in both rankings. runX's Q1 top 5: a, zz, j, b, i; golden Q1 rows a and b (both
+    # relevant, b stale but kept) -> recall@5 1, judged@5 2/5. runY's Q1: g, never golden -> 0 and 0.
+    (recall,) = out["metrics"]
+    assert (recall["n"], recall["mean_a"], recall["mean_b"]) == (1, 1.0, 0.0)
+    assert out["coverage"] == {"a": {"judged@5": pytest.approx(0.4)}, "b": {"judged@5": 0.0}}
+    assert out["biased"] is True
