@@ -28,6 +28,10 @@ Decisions
 - **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
   dimension in rubric order; for a pass-only label, the first dimension.
 - **A queued version no snapshot holds** is shown with a warning instead of text.
+- **Context**: a stale pair shows the label the latest build holds for it (the human or judge
+  label, else the log's verdict) and a unified diff from the judged version's text to the
+  queued one (MAX_DIFF_LINES at most, the cut said); a successor names the stale pair it
+  replaced for the same query (from `relabel_queue.superseded_by`; the first doc_id if several).
 """
 
 from __future__ import annotations
@@ -81,13 +85,27 @@ WITH latest_load AS (
            row_number() OVER (PARTITION BY d.doc_id, d.version
                               ORDER BY l.load_id DESC NULLS LAST, d.content_sha256) AS pick
     FROM corpus_documents d LEFT JOIN latest_load l USING (content_sha256)
+), stale AS (
+    -- the label a stale pair holds in the latest build (a person's or a judge's, else the
+    -- log's verdict), and the version it was judged at
+    SELECT query_id, doc_id, coalesce(label, verdict) AS label, doc_version AS judged_version
+    FROM golden_set WHERE stale_reason IS NOT NULL
+), replaced AS (
+    -- the stale pair a successor replaced for the same query (the first by doc_id if several)
+    SELECT query_id, superseded_by AS successor, min(doc_id) AS replaced_doc
+    FROM relabel_queue WHERE superseded_by IS NOT NULL GROUP BY ALL
 )
 SELECT q.priority, q.query_id, q.doc_id, q.doc_version, q.reason, q.rankers, q.best_rank,
-       q.project, q.task, docs.title, docs.text, docs.doc_id IS NOT NULL AS found
+       q.project, q.task, docs.title, docs.text, docs.doc_id IS NOT NULL AS found,
+       st.label, st.judged_version, old.text, old.doc_id IS NOT NULL, rp.replaced_doc
 FROM labelling_queue q
 LEFT JOIN docs ON docs.doc_id = q.doc_id AND docs.version = q.doc_version AND docs.pick = 1
+LEFT JOIN stale st ON q.reason = 'stale' AND st.query_id = q.query_id AND st.doc_id = q.doc_id
+LEFT JOIN docs old ON old.doc_id = q.doc_id AND old.version = st.judged_version AND old.pick = 1
+LEFT JOIN replaced rp ON q.reason = 'successor' AND rp.query_id = q.query_id AND rp.successor = q.doc_id
 ORDER BY q.priority, q.query_id, q.doc_id
 """
+MAX_DIFF_LINES = 200
 
 
 class SubmissionError(GoldensetError):
@@ -114,6 +132,28 @@ class QueueItem:
     title: str | None
     text: str | None
     found: bool  # some snapshot holds doc_id at doc_version
+    old_label: str | None = None  # a stale pair: the label it holds, judged at old_version
+    old_version: str | None = None
+    old_text: str | None = None
+    old_found: bool = False  # some snapshot holds doc_id at old_version
+    replaced_doc: str | None = None  # a successor: the document it replaced for this query
+
+    def diff(self) -> tuple[list[str], bool]:
+        """The changes from the judged version's text to the queued one (unified diff lines), and whether cut."""
+        import difflib
+
+        if not (self.old_found and self.found):
+            return [], False
+        lines = list(
+            difflib.unified_diff(
+                (self.old_text or "").splitlines(),
+                (self.text or "").splitlines(),
+                f"{self.doc_id} at {self.old_version} (judged)",
+                f"{self.doc_id} at {self.doc_version} (now)",
+                lineterm="",
+            )
+        )
+        return lines[:MAX_DIFF_LINES], len(lines) > MAX_DIFF_LINES
 
 
 def check_annotator(name: str) -> str:
@@ -136,7 +176,25 @@ def load_queue(con: duckdb.DuckDBPyConnection) -> list[QueueItem]:
             "run `goldenset build` and `goldenset pool` first"
         ) from None
     return [
-        QueueItem(int(r[0]), r[1], r[2], r[3], r[4], tuple(r[5] or ()), r[6], r[7], r[8], r[9], r[10], bool(r[11]))
+        QueueItem(
+            int(r[0]),
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            tuple(r[5] or ()),
+            r[6],
+            r[7],
+            r[8],
+            r[9],
+            r[10],
+            bool(r[11]),
+            r[12],
+            r[13],
+            r[14],
+            bool(r[15]),
+            r[16],
+        )
         for r in rows
     ]
 
@@ -452,6 +510,7 @@ def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None
                 saved=saved,
                 saved_replaced=saved_replaced,
                 previous=session.done.get(i),
+                replaced_number=_number_of(session, session.items[i].query_id, session.items[i].replaced_doc),
                 writes=session.writes.get(i, 0),
                 rubric_json=_rubric_json(session.rubric),
                 next_url=f"/pair/{nxt + 1}?passed={i + 1}" if nxt is not None else f"/done?passed={i + 1}",
@@ -579,6 +638,12 @@ async def _read_form(request: Request) -> dict[str, str]:
     if repeated:
         raise SubmissionError(f"field {repeated[0]!r} is given more than once")
     return {k: v[0] for k, v in fields.items()}
+
+
+def _number_of(session: LabellingSession, query_id: str, doc_id: str | None) -> int | None:
+    """The 1-based pair number of (query_id, doc_id) in the loaded queue, if it is there."""
+    i = session._index.get((query_id, doc_id or ""))
+    return i + 1 if i is not None else None
 
 
 def _same_origin_only(request: Request) -> bool:
