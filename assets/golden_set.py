@@ -13,7 +13,7 @@ from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
 from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
 from goldenset.labelling.merge import JudgeGate
-from goldenset.neardup import plan_merges, query_map
+from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD, plan_merges, query_map
 from goldenset.status import drift_between_builds, rejected_count, rejected_sample, relabel_summary
 from goldenset_dagster.assets import percent, raise_for, sample_caption, short_fingerprint, table_metadata
 from goldenset_dagster.assets.corpus import corpus_snapshot
@@ -39,7 +39,7 @@ class GoldenSetConfig(dg.Config):
         default=False, description="Fold near-duplicate tasks of a project into one query by embedding similarity."
     )
     near_duplicate_threshold: float = Field(
-        default=0.92, description="Cosine similarity at or above which two tasks are one query."
+        default=NEAR_DUPLICATE_THRESHOLD, description="Cosine similarity at or above which two tasks are one query."
     )
     judge_min_pairs: int = Field(
         default_factory=lambda: JudgeGate.from_environment().min_pairs,

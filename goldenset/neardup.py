@@ -14,6 +14,9 @@ import numpy as np
 from goldenset.embeddings import Embedder, embed_cached
 from goldenset.records import query_id
 
+# Cosine similarity at or above which two tasks of a project are one query (--near-duplicates).
+NEAR_DUPLICATE_THRESHOLD = 0.92
+
 _CANDIDATES = """
 SELECT project, task_norm, count(DISTINCT serve_id) AS serves
 FROM judgments WHERE channel = 'ranked'

@@ -22,6 +22,7 @@ from goldenset.cli.golden import print_status
 from goldenset.cli.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import err, out
 from goldenset.labelling.merge import JudgeGate
+from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD
 from goldenset.settings import Settings
 
 
@@ -32,7 +33,9 @@ def build(
     labels: LabelsOpt = None,
     rubric: RubricOpt = None,
     near_duplicates: Annotated[bool, typer.Option(help="Merge near-duplicate tasks by embedding similarity.")] = False,
-    threshold: Annotated[float, typer.Option(help="Cosine threshold for --near-duplicates.")] = 0.92,
+    threshold: Annotated[
+        float, typer.Option(help="Cosine threshold for --near-duplicates.")
+    ] = NEAR_DUPLICATE_THRESHOLD,
     block_rejected_share: Annotated[
         float, typer.Option(help="Refuse to publish above this rejected-line share.")
     ] = BuildChecks.block_rejected_share,
