@@ -181,3 +181,12 @@ def test_no_import_cycle_inside_the_library():
     }
     assert len(sources) > 30
     assert import_cycles(import_graph(sources)) == []
+
+
+def test_a_class_name_means_one_thing_across_the_library():
+    defined: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "goldenset").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in defined.items() if len(paths) > 1} == {}

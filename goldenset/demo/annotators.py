@@ -161,7 +161,7 @@ class Annotator:
 
 
 @dataclass(frozen=True)
-class LabelLine:
+class SampleLabelLine:
     """One label line (contract 7.2), as an annotation tool appends it."""
 
     query_id: str
@@ -195,11 +195,11 @@ class LabelLine:
         return out
 
 
-def label_line(pair: Pair, answers: Answers, who: str, rubric: Rubric, at: datetime) -> LabelLine:
+def label_line(pair: Pair, answers: Answers, who: str, rubric: Rubric, at: datetime) -> SampleLabelLine:
     """The line for these answers: the label the rubric gives the assignment."""
     (label,) = rubric.labels_for(answers.failing)  # a closed rubric gives exactly one
     dims = {d: "fail" if d in answers.failing else "pass" for d in rubric.dimension_names}
-    return LabelLine(
+    return SampleLabelLine(
         pair.query_id,
         pair.doc_id,
         pair.doc_version,
@@ -218,7 +218,7 @@ class Session:
     """What one annotator labelled, in order."""
 
     annotator: str
-    lines: tuple[LabelLine, ...]
+    lines: tuple[SampleLabelLine, ...]
 
 
 def label_sessions(
@@ -262,7 +262,7 @@ class BadLine:
     text: str
 
 
-def bad_label_lines(good: LabelLine) -> tuple[BadLine, ...]:
+def bad_label_lines(good: SampleLabelLine) -> tuple[BadLine, ...]:
     """Variants of a valid line, one per LABEL_REJECT_KINDS."""
     base = good.to_json()
     no_dims = {k: v for k, v in base.items() if k != "dimensions"}

@@ -10,7 +10,7 @@ from typing import Any
 
 from goldenset.demo.corpus import Reindex
 from goldenset.demo.logbook import LogBook, dumps, ts
-from goldenset.demo.serves import Ids, Serve
+from goldenset.demo.serves import Ids, SampleServe
 from goldenset.demo.tasks import Task
 from goldenset.demo.verdicts import VerdictWriter
 
@@ -42,15 +42,15 @@ class Faults:
 class Victims:
     """The serves the faults are made from, drawn once so the draws stay in a fixed order."""
 
-    dup_a: Serve
-    dup_b: Serve
-    dup_c: Serve
-    conflict: Serve
-    unserved: tuple[Serve, Serve, Serve]
-    bad_verdict: Serve
+    dup_a: SampleServe
+    dup_b: SampleServe
+    dup_c: SampleServe
+    conflict: SampleServe
+    unserved: tuple[SampleServe, SampleServe, SampleServe]
+    bad_verdict: SampleServe
 
     @classmethod
-    def draw(cls, rng: random.Random, serves: Sequence[Serve], days: int) -> Victims:
+    def draw(cls, rng: random.Random, serves: Sequence[SampleServe], days: int) -> Victims:
         """Two serves not on the last day (their copies land a day later), then six others."""
         not_last = [s for s in serves if s.day < days - 1]
         dup_b, conflict = rng.sample(not_last, 2)
@@ -201,7 +201,7 @@ def _malformed(bad: _BadLines, v: Victims, book: LogBook, days: int) -> int:
 def write_faults(
     rng: random.Random,
     ids: Ids,
-    serves: Sequence[Serve],
+    serves: Sequence[SampleServe],
     tasks: Mapping[str, Sequence[Task]],
     plan: Reindex,
     all_docs: Sequence[str],

@@ -35,7 +35,7 @@ class Ids:
 
 
 @dataclass(frozen=True)
-class Item:
+class SampleItem:
     """One served item: ranked items carry rank and score, `always` items (rules) neither."""
 
     doc_id: str
@@ -54,7 +54,7 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Serve:
+class SampleServe:
     """One serve: the task as typed (`task`), its canonical form, what was served and what answers it."""
 
     serve_id: str
@@ -64,7 +64,7 @@ class Serve:
     session_id: str
     task: str
     canonical: str
-    items: tuple[Item, ...]
+    items: tuple[SampleItem, ...]
     relevant: frozenset[str]
     day: int
 
@@ -103,7 +103,7 @@ class Catalogue:
 
 def _rank(
     rng: random.Random, answers: Sequence[str], catalogue: Catalogue, plan: Reindex, day: int
-) -> tuple[Item, ...]:
+) -> tuple[SampleItem, ...]:
     """The ranked items of one serve: most answers (scored ~0.74), then near misses (~0.58) and noise (~0.40)."""
     rel_now = [d for d in answers if plan.servable(d, day)]
     chosen = [d for d in rel_now if rng.random() < 0.85] or rel_now[:1]
@@ -124,7 +124,7 @@ def _rank(
         scored.append((base + rng.gauss(0, 0.1), d))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return tuple(
-        Item(d, plan.served_version(d, day), "ranked", rank, round(min(0.99, max(0.05, score)), 3))
+        SampleItem(d, plan.served_version(d, day), "ranked", rank, round(min(0.99, max(0.05, score)), 3))
         for rank, (score, d) in enumerate(scored, start=1)
     )
 
@@ -137,11 +137,11 @@ def generate_serves(
     plan: Reindex,
     start: date,
     days: int,
-) -> list[Serve]:
+) -> list[SampleServe]:
     """Every serve of the month: 12-19 on weekdays, 3-7 at weekends, in sessions of 1-4 tasks."""
     projects = sorted(PROJECT_WEIGHTS)
     project_w = [PROJECT_WEIGHTS[p] for p in projects]
-    serves: list[Serve] = []
+    serves: list[SampleServe] = []
     for day in range(days):
         the_date = start + timedelta(days=day)
         busy = the_date.weekday() < 5 or days < 7
@@ -160,11 +160,11 @@ def generate_serves(
                     task = tasks[project].draw(rng)
                 kind = rng.choices(VARIANT_KINDS, VARIANT_WEIGHTS)[0]
                 style = rng.choices(("Z", "+02:00", "-05:00"), (78, 18, 4))[0]
-                always = tuple(Item(r, "v1", "always") for r in PROJECT_RULES[project])
+                always = tuple(SampleItem(r, "v1", "always") for r in PROJECT_RULES[project])
                 ranked = _rank(rng, task.answers, catalogue, plan, day)
                 serve_id = ids.new("s-", 40)
                 serves.append(
-                    Serve(
+                    SampleServe(
                         serve_id,
                         clock,
                         ts(clock, style),
@@ -182,7 +182,7 @@ def generate_serves(
     return serves
 
 
-def force_rare_variants(rng: random.Random, serves: list[Serve]) -> list[Serve]:
+def force_rare_variants(rng: random.Random, serves: list[SampleServe]) -> list[SampleServe]:
     """Make sure a full-width, a tab and (when some task has an "fi") a ligature variant occur."""
     out = list(serves)
     later = [i for i, s in enumerate(out) if s.day >= 1]
@@ -196,7 +196,7 @@ def force_rare_variants(rng: random.Random, serves: list[Serve]) -> list[Serve]:
     return out
 
 
-def write_serves(serves: Sequence[Serve], parts: Parts, book: LogBook) -> None:
+def write_serves(serves: Sequence[SampleServe], parts: Parts, book: LogBook) -> None:
     """Put every serve line in the book; each two-part day's first serve goes to its replica."""
     has_part2: set[int] = set()
     for s in serves:

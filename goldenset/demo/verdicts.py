@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from goldenset.demo.logbook import LogBook, Parts, dumps, ts
-from goldenset.demo.serves import Serve
+from goldenset.demo.serves import SampleServe
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,9 @@ def _draw(rng: random.Random, relevant: bool, channel: str) -> str:
     return rng.choices(("noise", "wrong", "helped"), (78, 12, 10))[0]
 
 
-def write_verdicts(rng: random.Random, serves: Sequence[Serve], out: VerdictWriter, days: int) -> frozenset[ItemKey]:
+def write_verdicts(
+    rng: random.Random, serves: Sequence[SampleServe], out: VerdictWriter, days: int
+) -> frozenset[ItemKey]:
     """Judge about 70% of the top three ranked items, 45% of the rest, 12% of rules; return the items judged."""
     judged: set[ItemKey] = set()
     remark_kinds = ["tie", "late_old", "next_day"]

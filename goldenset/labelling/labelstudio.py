@@ -68,7 +68,7 @@ from goldenset.errors import InputError, UsageError
 from goldenset.jsonstrict import StrictJSONError, loads
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
-from goldenset.labelling.pool import ExportResult, QueueTask, write_atomically
+from goldenset.labelling.pool import QueueExport, QueueTask, write_atomically
 from goldenset.labelling.rubric import Rubric
 from goldenset.records import Rejected
 
@@ -168,18 +168,18 @@ def label_studio_config(rubric: Rubric) -> str:
     return ET.tostring(view, encoding="unicode") + "\n"
 
 
-def write_label_studio(tasks: list[QueueTask], out: str | os.PathLike[str], rubric: Rubric) -> ExportResult:
+def write_label_studio(tasks: list[QueueTask], out: str | os.PathLike[str], rubric: Rubric) -> QueueExport:
     """Write queued tasks as a Label Studio tasks file and the rubric's labelling config next to it."""
     path = write_atomically(out, json.dumps(label_studio_tasks(tasks, rubric), ensure_ascii=False, indent=1) + "\n")
     config = write_atomically(config_path(out), label_studio_config(rubric))
-    return ExportResult((path, config), len(tasks))
+    return QueueExport((path, config), len(tasks))
 
 
 # --------------------------------------------------------------------------- import
 
 
 @dataclass(frozen=True)
-class Reject:
+class ImportReject:
     """An item that did not become a label line: where it was, the reason, what exactly was wrong."""
 
     where: str
@@ -200,14 +200,14 @@ class _Bad(Exception):
 
 
 @dataclass
-class ImportResult:
+class LabelStudioImport:
     """What an import read and wrote."""
 
     source: str
     kind: str  # label-studio or jsonl
     written: dict[Path, int] = field(default_factory=dict)
     already_imported: int = 0
-    rejects: list[Reject] = field(default_factory=list)
+    rejects: list[ImportReject] = field(default_factory=list)
     unannotated: int = 0
 
     @property
@@ -263,7 +263,7 @@ def import_labels(
     labels_dir: str | os.PathLike[str],
     annotator: str | None = None,
     now: datetime | None = None,
-) -> ImportResult:
+) -> LabelStudioImport:
     """Turn a Label Studio JSON export or a JSONL of label lines into appended, fsynced label lines."""
     if annotator is not None:
         check_annotator(annotator)
@@ -275,10 +275,10 @@ def import_labels(
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if raw.lstrip()[:1] == b"[":
-        result = ImportResult(source, "label-studio")
+        result = LabelStudioImport(source, "label-studio")
         lines = _from_label_studio(raw, source, rubric, annotator, result)
     else:
-        result = ImportResult(source, "jsonl")
+        result = LabelStudioImport(source, "jsonl")
         lines = _from_jsonl(raw, rubric, annotator, result)
     today = (now or utcnow()).date()
     by_annotator: dict[str, list[str]] = {}
@@ -299,7 +299,7 @@ def import_labels(
 
 
 def _from_label_studio(
-    raw: bytes, source: str, rubric: Rubric, annotator: str | None, result: ImportResult
+    raw: bytes, source: str, rubric: Rubric, annotator: str | None, result: LabelStudioImport
 ) -> list[dict[str, Any]]:
     try:
         tasks = loads(raw)
@@ -322,7 +322,7 @@ def _from_label_studio(
         try:
             data = _task_fields(task)
         except _Bad as bad:
-            result.rejects.append(Reject(where, bad.reason, bad.detail))
+            result.rejects.append(ImportReject(where, bad.reason, bad.detail))
             continue
         annotations = _annotations(task)
         if not annotations:
@@ -334,7 +334,7 @@ def _from_label_studio(
                 obj = _annotation_line(ann, data, rubric, annotator)
                 _check(obj, rubric)
             except _Bad as bad:
-                result.rejects.append(Reject(ann_where, bad.reason, bad.detail))
+                result.rejects.append(ImportReject(ann_where, bad.reason, bad.detail))
                 continue
             out.append(obj)
     return out
@@ -468,7 +468,7 @@ def _utc_z(ann: Mapping[str, Any]) -> str:
     raise _Bad("missing_field", "the annotation has neither updated_at nor created_at")
 
 
-def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: ImportResult) -> list[dict[str, Any]]:
+def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: LabelStudioImport) -> list[dict[str, Any]]:
     """The valid label lines of a JSONL file; each bad line rejected with its reason.
 
     Lines that only lack an annotator (a file written by a script that never named one)
@@ -499,13 +499,13 @@ def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: Impor
                 continue
             _check(obj, rubric)
         except _Bad as bad:
-            result.rejects.append(Reject(f"line {n}", bad.reason, bad.detail))
+            result.rejects.append(ImportReject(f"line {n}", bad.reason, bad.detail))
             continue
         out.append(obj)
     if unnamed:
         shown = ", ".join(str(n) for n in unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
         result.rejects.append(
-            Reject(
+            ImportReject(
                 f"{len(unnamed)} line{'s' if len(unnamed) != 1 else ''} ({shown})",
                 "missing_field",
                 "no annotator named in the line; give one with --annotator NAME",

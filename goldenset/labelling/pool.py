@@ -700,7 +700,7 @@ def task_json(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ExportResult:
+class QueueExport:
     """What an export wrote."""
 
     files: tuple[Path, ...]

@@ -12,13 +12,13 @@ import os
 
 from goldenset.errors import UsageError
 from goldenset.labelling.labelstudio import write_label_studio
-from goldenset.labelling.pool import ExportResult, queue_tasks, task_json, write_atomically
+from goldenset.labelling.pool import QueueExport, queue_tasks, task_json, write_atomically
 from goldenset.labelling.rubric import Rubric
 
 EXPORT_FORMATS = ("jsonl", "label-studio")
 
 
-def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> ExportResult:
+def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> QueueExport:
     """Write the labelling queue for annotators: `jsonl` (one task a line, the rubric on each) or
     `label-studio` (a tasks file plus FILE.config.xml). GoldensetError before the first pool."""
     tasks = queue_tasks(con)
@@ -27,4 +27,4 @@ def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "j
     if fmt == "label-studio":
         return write_label_studio(tasks, out, rubric)
     text = "".join(json.dumps(task_json(t, rubric), ensure_ascii=False) + "\n" for t in tasks)
-    return ExportResult((write_atomically(out, text),), len(tasks))
+    return QueueExport((write_atomically(out, text),), len(tasks))

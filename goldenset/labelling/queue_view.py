@@ -23,7 +23,7 @@ STATUSES = ("to do", "labelled", "passed over")
 
 
 @dataclass(frozen=True)
-class QueueRow:
+class ListedPair:
     """One pair as the queue view lists it."""
 
     number: int  # 1-based, as in /pair/<number>
@@ -57,13 +57,13 @@ def status_of(index: int, done: dict[int, dict[str, Any]], passed_over: set[int]
     return "passed over" if index in passed_over else "to do"
 
 
-def queue_rows(items: Iterable[Any], done: dict[int, dict[str, Any]], passed_over: set[int]) -> list[QueueRow]:
+def queue_rows(items: Iterable[Any], done: dict[int, dict[str, Any]], passed_over: set[int]) -> list[ListedPair]:
     """Every queued pair, in queue order, with its status and (when labelled) who labelled it and how."""
     rows = []
     for i, item in enumerate(items):
         line = done.get(i)
         rows.append(
-            QueueRow(
+            ListedPair(
                 i + 1,
                 item.project or "(none)",
                 item.task or "",
@@ -78,8 +78,8 @@ def queue_rows(items: Iterable[Any], done: dict[int, dict[str, Any]], passed_ove
 
 
 def filter_rows(
-    rows: list[QueueRow], project: str | None = None, reason: str | None = None, status: str | None = None
-) -> list[QueueRow]:
+    rows: list[ListedPair], project: str | None = None, reason: str | None = None, status: str | None = None
+) -> list[ListedPair]:
     """The rows matching every filter given (None or empty: no filter)."""
     return [
         r
@@ -90,7 +90,7 @@ def filter_rows(
     ]
 
 
-def progress_by_project(rows: list[QueueRow]) -> list[ProjectProgress]:
+def progress_by_project(rows: list[ListedPair]) -> list[ProjectProgress]:
     """Labelled, passed over and to do per project, projects in name order."""
     out = []
     for project in sorted({r.project for r in rows}):

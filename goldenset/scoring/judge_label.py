@@ -53,7 +53,7 @@ from goldenset.labelling.rubric import Rubric
 from goldenset.records import Rejected
 from goldenset.scoring import ScorerError
 from goldenset.scoring.judge import PROMPT_VERSION, REASONS, InvalidAnswer, JudgeClient
-from goldenset.scoring.pairs import QueueRow
+from goldenset.scoring.pairs import PairToJudge
 
 NO_LABEL_FOR_GRADE = "no_label_for_grade"
 INVALID_REASONS = (*REASONS, NO_LABEL_FOR_GRADE)
@@ -165,7 +165,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def label_line(
-    row: QueueRow,
+    row: PairToJudge,
     label: str,
     rubric: Rubric,
     annotator: str,
@@ -194,7 +194,7 @@ def label_line(
 
 
 def judge_queue(
-    rows: Sequence[QueueRow],
+    rows: Sequence[PairToJudge],
     client: JudgeClient,
     rubric: Rubric,
     annotator: str,

@@ -73,7 +73,7 @@ def project_traffic(con) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class QueueRow:
+class PairToJudge:
     """One row of the labelling queue with what the judge reads: the golden task and the passage."""
 
     priority: int
@@ -85,11 +85,11 @@ class QueueRow:
     passage: str | None  # None: no loaded snapshot holds doc_id at doc_version
 
 
-def queue_rows(con) -> list[QueueRow]:
+def queue_rows(con) -> list[PairToJudge]:
     """The labelling queue in priority order, each document's text at its queued version."""
     rows = con.execute(
         "SELECT priority, query_id, doc_id, doc_version, project, task FROM labelling_queue "
         "ORDER BY priority, query_id, doc_id"
     ).fetchall()
     texts = passages(con, [(r[2], r[3]) for r in rows])
-    return [QueueRow(int(p), q, d, v, proj or "", task or "", texts.get((d, v))) for p, q, d, v, proj, task in rows]
+    return [PairToJudge(int(p), q, d, v, proj or "", task or "", texts.get((d, v))) for p, q, d, v, proj, task in rows]

@@ -83,7 +83,7 @@ class CalibrationOutcome:
 
 
 @dataclass(frozen=True)
-class CheckOutcome:
+class PolicyRecheck:
     """A stored policy re-measured on the latest build's pairs."""
 
     check: PolicyCheck
@@ -194,7 +194,7 @@ def judge_settings_of(policy: Mapping[str, Any]) -> JudgeSettings:
 
 def check_latest(
     con, policy: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None
-) -> CheckOutcome:
+) -> PolicyRecheck:
     """Re-score the latest build's pairs with the policy's own scorer and re-measure its cutoffs."""
     spec, options = policy_scorer(policy)
     judge = judge_settings_of(policy) if spec == "judge" else None
@@ -203,7 +203,7 @@ def check_latest(
     check = check_policy(
         policy, run.calibration_pairs(), scorer_version=run.key.version, scorer_config=json.loads(run.key.config)
     )
-    return CheckOutcome(check, policy, run, build_id, tuple(errors))
+    return PolicyRecheck(check, policy, run, build_id, tuple(errors))
 
 
 def default_plot_path(reports: Path, outcome: CalibrationOutcome, now: datetime | None = None) -> Path:

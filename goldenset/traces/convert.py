@@ -31,7 +31,7 @@ RETRIEVER_KIND = "RETRIEVER"
 VersionLookup = Callable[[str, datetime], str | None]
 
 
-class Reject(Exception):
+class SpanRejected(Exception):
     """A span, item or annotation that becomes a quarantine row."""
 
     def __init__(self, reason: str, detail: str):
@@ -41,7 +41,7 @@ class Reject(Exception):
 
 
 @dataclass(frozen=True)
-class Item:
+class SpanItem:
     doc_id: str
     doc_version: str
     channel: str
@@ -50,14 +50,14 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Serve:
+class SpanServe:
     serve_id: str
     span_id: str
     ts: datetime
     project: str
     task: str
     session_id: str | None
-    items: tuple[Item, ...]
+    items: tuple[SpanItem, ...]
     # position in the span's document list -> doc_id (None for a rejected item)
     positions: tuple[str | None, ...]
 
@@ -80,11 +80,12 @@ class Serve:
         return out
 
     @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Serve | None:
+    def from_line(cls, line: dict[str, Any]) -> SpanServe | None:
         """A serve line this module wrote, read back (None when it is not one)."""
         try:
             items = tuple(
-                Item(i["doc_id"], i["doc_version"], i["channel"], i.get("rank"), i.get("score")) for i in line["items"]
+                SpanItem(i["doc_id"], i["doc_version"], i["channel"], i.get("rank"), i.get("score"))
+                for i in line["items"]
             )
             positions = line.get("span_documents")
             if not isinstance(positions, list):
@@ -115,44 +116,46 @@ def is_retriever(span: Span) -> bool:
     return (isinstance(kind, str) and kind.upper() == RETRIEVER_KIND) or a.get("gen_ai.operation.name") == "retrieval"
 
 
-def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[Serve, list[Reject]]:
-    """The serve of a retriever span, and the items rejected from it; Reject for the whole span."""
+def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanServe, list[SpanRejected]]:
+    """The serve of a retriever span, and the items rejected from it; SpanRejected for the whole span."""
     a = span.attributes
     task = a.get("input.value", a.get("gen_ai.retrieval.query.text"))
     if task is None:
-        raise Reject("missing_field", f"span {span.span_id} has no query (input.value or gen_ai.retrieval.query.text)")
+        raise SpanRejected(
+            "missing_field", f"span {span.span_id} has no query (input.value or gen_ai.retrieval.query.text)"
+        )
     if not isinstance(task, str) or not task.strip():
-        raise Reject("invalid_field", f"span {span.span_id}'s query {task!r} is not a non-blank string")
+        raise SpanRejected("invalid_field", f"span {span.span_id}'s query {task!r} is not a non-blank string")
     project = _text(a.get(mapping.project.attribute)) or _text(span.resource.get(mapping.project.attribute))
     project = project or mapping.project.default
     if project is None:
-        raise Reject(
+        raise SpanRejected(
             "missing_field",
             f"span {span.span_id} has no {mapping.project.attribute} attribute and the mapping sets no project.default",
         )
     session = _text(a.get(mapping.session_attribute))
     docs = documents(a)
     if not docs:
-        raise Reject("missing_field", f"span {span.span_id} has no retrieval documents")
-    items: list[Item] = []
+        raise SpanRejected("missing_field", f"span {span.span_id} has no retrieval documents")
+    items: list[SpanItem] = []
     positions: list[str | None] = []
-    rejects: list[Reject] = []
+    rejects: list[SpanRejected] = []
     seen: set[str] = set()
     for pos, d in enumerate(docs):
         doc_id = d.get("id")
         if doc_id is None or doc_id == "":
-            raise Reject("missing_field", f"span {span.span_id}: document {pos} has no id")
+            raise SpanRejected("missing_field", f"span {span.span_id}: document {pos} has no id")
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-            raise Reject("invalid_field", f"span {span.span_id}: document {pos} id {doc_id!r} is not a string")
+            raise SpanRejected("invalid_field", f"span {span.span_id}: document {pos} id {doc_id!r} is not a string")
         doc_id = str(doc_id)
         if doc_id in seen:
-            raise Reject("invalid_field", f"span {span.span_id}: document {doc_id!r} appears twice")
+            raise SpanRejected("invalid_field", f"span {span.span_id}: document {doc_id!r} appears twice")
         seen.add(doc_id)
         meta = _metadata(d.get("metadata"), span.span_id, pos)
         version = _text(meta.get(mapping.doc_version_key)) or lookup(doc_id, span.start)
         if version is None:
             rejects.append(
-                Reject(
+                SpanRejected(
                     "unknown_document_version",
                     f"span {span.span_id}: document {doc_id!r} has no metadata {mapping.doc_version_key!r} and no "
                     f"corpus snapshot loaded by {contract_ts(span.start)} holds it",
@@ -163,11 +166,11 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[Serve
         always = mapping.always is not None and meta.get(mapping.always.key) in mapping.always.values
         score = d.get("score")
         score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-        items.append(Item(doc_id, version, "always" if always else "ranked", None if always else pos + 1, score))
+        items.append(SpanItem(doc_id, version, "always" if always else "ranked", None if always else pos + 1, score))
         positions.append(doc_id)
     if not items:
-        raise Reject("unknown_document_version", f"span {span.span_id}: no document has a known version")
-    serve = Serve(
+        raise SpanRejected("unknown_document_version", f"span {span.span_id}: no document has a known version")
+    serve = SpanServe(
         f"{span.trace_id}-{span.span_id}",
         span.span_id,
         span.start,
@@ -195,9 +198,9 @@ def _metadata(meta: Any, span_id: str, pos: int) -> dict[str, Any]:
         try:
             meta = orjson.loads(meta)
         except ValueError:
-            raise Reject("invalid_field", f"span {span_id}: document {pos} metadata is not JSON") from None
+            raise SpanRejected("invalid_field", f"span {span_id}: document {pos} metadata is not JSON") from None
     if not isinstance(meta, dict):
-        raise Reject("invalid_field", f"span {span_id}: document {pos} metadata is not an object")
+        raise SpanRejected("invalid_field", f"span {span_id}: document {pos} metadata is not an object")
     return meta
 
 
@@ -210,7 +213,7 @@ def documents(a: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         index, _, rest = key[len(prefix) :].partition(".")
         if not index.isdigit() or not rest.startswith("document."):
-            raise Reject("invalid_field", f"attribute {key} is not retrieval.documents.<i>.document.<field>")
+            raise SpanRejected("invalid_field", f"attribute {key} is not retrieval.documents.<i>.document.<field>")
         doc, name = flat.setdefault(int(index), {}), rest.removeprefix("document.")
         if name.startswith("metadata."):
             # Phoenix's REST API returns metadata flattened: document.metadata.<key>.
@@ -229,9 +232,9 @@ def documents(a: dict[str, Any]) -> list[dict[str, Any]]:
             try:
                 value = orjson.loads(value)
             except ValueError:
-                raise Reject("invalid_field", f"attribute {key} is not a JSON array") from None
+                raise SpanRejected("invalid_field", f"attribute {key} is not a JSON array") from None
         if not isinstance(value, list) or not all(isinstance(d, dict) for d in value):
-            raise Reject("invalid_field", f"attribute {key} is not an array of objects")
+            raise SpanRejected("invalid_field", f"attribute {key} is not an array of objects")
         out = []
         for d in value:
             d = _flat(d)
@@ -251,7 +254,7 @@ def _flat(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict_of(ann: Annotation, mapping: Mapping) -> str:
-    """The verdict an annotation maps to; Reject `unknown_label` when nothing maps it."""
+    """The verdict an annotation maps to; SpanRejected `unknown_label` when nothing maps it."""
     rules = mapping.verdicts
     if ann.label is not None and ann.label in rules.labels:
         return rules.labels[ann.label]
@@ -259,7 +262,7 @@ def verdict_of(ann: Annotation, mapping: Mapping) -> str:
         for rule in rules.scores:
             if ann.score >= rule.min:
                 return rule.verdict
-    raise Reject(
+    raise SpanRejected(
         "unknown_label",
         f"annotation {ann.name!r} label {ann.label!r} score {ann.score!r} maps to no verdict; "
         "add it to verdicts.labels or verdicts.scores in the mapping",

@@ -31,7 +31,7 @@ import orjson
 
 from goldenset.errors import InputError, UsageError
 from goldenset.records import normalise_task, query_id
-from goldenset.traces.convert import Reject, Serve, contract_ts, is_retriever, to_serve, verdict_of
+from goldenset.traces.convert import SpanRejected, SpanServe, contract_ts, is_retriever, to_serve, verdict_of
 from goldenset.traces.mapping import Mapping
 from goldenset.traces.spans import Annotation, Bad, Record, Span, input_files, read_records
 from goldenset.warehouse import transaction
@@ -42,7 +42,7 @@ JUDGE_FILE = "traces-judge.jsonl"
 
 
 @dataclass
-class ImportResult:
+class TraceImport:
     """What one import read and wrote."""
 
     files_read: int = 0
@@ -133,7 +133,7 @@ def import_traces(
     logs: Path,
     labels: Path | None = None,
     now: datetime | None = None,
-) -> ImportResult:
+) -> TraceImport:
     """Read span files at `path`, write contract lines under `logs` (and `labels`), quarantine the rest."""
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -142,7 +142,7 @@ def import_traces(
         raise InputError(f"no span files at {path}: give a .jsonl, .json or .parquet file, or a folder holding them")
     if mapping.judge is not None and labels is None:
         raise UsageError("the mapping has judge: rules, so give --labels for the judge label lines")
-    result = ImportResult(files_read=len(files))
+    result = TraceImport(files_read=len(files))
     rejects: list[_RejectRow] = []
     spans: dict[tuple[str, str], tuple[Record, Span]] = {}
     annotations: list[tuple[Record, Annotation]] = []
@@ -157,8 +157,8 @@ def import_traces(
             else:
                 annotations.append((rec, rec.item))
     lookup = SnapshotVersions(con)
-    serves: dict[str, Serve] = {}
-    by_span: dict[str, list[Serve]] = {}
+    serves: dict[str, SpanServe] = {}
+    by_span: dict[str, list[SpanServe]] = {}
     non_retriever: set[str] = set()
     for rec, span in spans.values():
         if not is_retriever(span):
@@ -167,7 +167,7 @@ def import_traces(
             continue
         try:
             serve, item_rejects = to_serve(span, mapping, lookup)
-        except Reject as r:
+        except SpanRejected as r:
             rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
             continue
         rejects += [_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw) for r in item_rejects]
@@ -187,7 +187,7 @@ def import_traces(
     for rec, ann in annotations:
         try:
             out = _annotation_line(ann, by_span, non_retriever, mapping)
-        except Reject as r:
+        except SpanRejected as r:
             rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
             continue
         if isinstance(out, str):
@@ -208,7 +208,7 @@ def import_traces(
 
 
 def _annotation_line(
-    ann: Annotation, by_span: dict[str, list[Serve]], non_retriever: set[str], mapping: Mapping
+    ann: Annotation, by_span: dict[str, list[SpanServe]], non_retriever: set[str], mapping: Mapping
 ) -> tuple[str, str, tuple, dict] | str:
     """("verdict" | "label", day, key, line) for an annotation, or why it was skipped."""
     candidates = by_span.get(ann.span_id, [])
@@ -216,31 +216,33 @@ def _annotation_line(
         if ann.span_id in non_retriever:
             return "not_a_retriever_span"
         why = "is not among the imported retriever spans" if not candidates else "matches spans of several traces"
-        raise Reject("unknown_span", f"annotation {ann.name!r}: span {ann.span_id} {why}")
+        raise SpanRejected("unknown_span", f"annotation {ann.name!r}: span {ann.span_id} {why}")
     serve = candidates[0]
     if ann.position is not None:
         if ann.position >= len(serve.positions):
-            raise Reject(
+            raise SpanRejected(
                 "invalid_field",
                 f"annotation {ann.name!r}: document_position {ann.position} but span {ann.span_id} has "
                 f"{len(serve.positions)} documents",
             )
         doc_id = serve.positions[ann.position]
         if doc_id is None:
-            raise Reject(
+            raise SpanRejected(
                 "unknown_document_version",
                 f"annotation {ann.name!r}: document {ann.position} of span {ann.span_id} was rejected (no version)",
             )
     elif ann.document_id is not None:
         if ann.document_id not in serve.positions:
-            raise Reject("invalid_field", f"annotation {ann.name!r} names document {ann.document_id!r} not in the span")
+            raise SpanRejected(
+                "invalid_field", f"annotation {ann.name!r} names document {ann.document_id!r} not in the span"
+            )
         doc_id = ann.document_id
     else:
         return "names_no_document"
     day = serve.ts.strftime("%Y-%m-%d")
     if ann.kind in mapping.verdicts.kinds and (not mapping.verdicts.names or ann.name in mapping.verdicts.names):
         if ann.ts is None:
-            raise Reject("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
+            raise SpanRejected("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
         v = verdict_of(ann, mapping)
         line = {
             "event": "verdict",
@@ -254,9 +256,11 @@ def _annotation_line(
     judge = mapping.judge
     if ann.kind == "LLM" and judge is not None and (not judge.names or ann.name in judge.names):
         if ann.ts is None:
-            raise Reject("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
+            raise SpanRejected("missing_field", f"annotation {ann.name!r} has no updated_at or created_at time")
         if ann.label not in judge.labels:
-            raise Reject("unknown_label", f"LLM annotation {ann.name!r} label {ann.label!r} is not in judge.labels")
+            raise SpanRejected(
+                "unknown_label", f"LLM annotation {ann.name!r} label {ann.label!r} is not in judge.labels"
+            )
         label = judge.labels[ann.label]
         item = next(it for it in serve.items if it.doc_id == doc_id)
         qid = query_id(serve.project, normalise_task(serve.task))
@@ -277,7 +281,7 @@ def _annotation_line(
     return f"annotator_kind_{ann.kind}"
 
 
-def _written_serves(logs: Path) -> list[Serve]:
+def _written_serves(logs: Path) -> list[SpanServe]:
     """The serves earlier imports wrote under LOGS (dt=*/traces.jsonl)."""
     out = []
     for path in sorted(logs.glob(f"dt=*/{LOG_FILE}")):
@@ -287,7 +291,7 @@ def _written_serves(logs: Path) -> list[Serve]:
             except ValueError:
                 continue
             if isinstance(line, dict) and line.get("event") == "serve":
-                serve = Serve.from_line(line)
+                serve = SpanServe.from_line(line)
                 if serve is not None:
                     out.append(serve)
     return out
