@@ -112,6 +112,8 @@ def retrieval_benchmark(
             max_age_days=config.max_age_days,
             allow_degraded=config.allow_degraded,
             index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
+            # The fifth gate's floor, as `bench run` reads it (GOLDENSET_COVERAGE_FLOOR, else 0.80).
+            coverage_floor=settings.coverage_floor(),
         )
         # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
         from goldenset.bench.service import run_and_store
