@@ -13,6 +13,7 @@ import ipaddress
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -68,6 +69,17 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _public_origin(url: str) -> str:
+    """scheme://host[:port] of --public-url; UsageError (exit 2) for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+        raise UsageError(
+            f"--public-url {url!r} must be an address such as https://label.example.com (scheme and host, "
+            "no path: the page's links start at /)"
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -87,6 +99,14 @@ def serve(
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on; the page has no login, so keep it on loopback.")
     ] = "127.0.0.1",
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            help="The address people open when a reverse proxy (with its own login) serves the page, "
+            "e.g. https://label.example.com: its host and origin are accepted.",
+        ),
+    ] = None,
     db: DbOpt = None,
     labels: LabelsOpt = None,
     rubric: RubricOpt = None,
@@ -122,6 +142,9 @@ def serve(
     bound = sock.getsockname()[1]
     # A Host header check closes the page to DNS rebinding while it listens on loopback only.
     allowed = list(_LOOPBACK_NAMES) if host in _LOOPBACK_NAMES else None
+    origin = _public_origin(public_url) if public_url is not None else None
+    if origin is not None and allowed is not None:
+        allowed.append(urlsplit(origin).hostname or "")
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"labelling page for {name}: http://{shown}:{bound}/")
     typer.echo(
@@ -131,7 +154,9 @@ def serve(
     if not _is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
     typer.echo("Ctrl+C stops the page.")
-    server = uvicorn.Server(uvicorn.Config(create_app(session, allowed_hosts=allowed), log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(session, allowed_hosts=allowed, public_origin=origin), log_level="warning")
+    )
     try:
         server.run(sockets=[sock])
     finally:

@@ -476,8 +476,14 @@ def _rubric_json(rubric: Rubric) -> dict[str, Any]:
     }
 
 
-def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The labelling page: GET / (the queue view), /pair/{n} (1-based), /jump, /done; POST /label appends a line."""
+def create_app(
+    session: LabellingSession, allowed_hosts: list[str] | None = None, public_origin: str | None = None
+) -> Starlette:
+    """The labelling page: GET / (the queue view), /pair/{n} (1-based), /jump, /done; POST /label appends a line.
+
+    `public_origin` (scheme://host[:port]) is the address people open when a reverse proxy
+    serves the page: forms posted from it are accepted as from the page itself.
+    """
 
     def common(**extra: Any) -> dict[str, Any]:
         return {
@@ -583,10 +589,10 @@ def create_app(session: LabellingSession, allowed_hosts: list[str] | None = None
         except SubmissionError as exc:
             return _render("labelling_error.html", exc.status, **common(error=str(exc)))
         try:
-            _check_same_origin(request, form, session.token)
+            _check_same_origin(request, form, session.token, public_origin)
         except SubmissionError as exc:
             known = session._index.get((form.get("query_id", ""), form.get("doc_id", "")))
-            if exc.status == 403 and known is not None and _same_origin_only(request):
+            if exc.status == 403 and known is not None and _same_origin_only(request, public_origin):
                 # A page from before a restart (or without its token): keep what was typed.
                 return pair_page(
                     known,
@@ -646,19 +652,22 @@ def _number_of(session: LabellingSession, query_id: str, doc_id: str | None) -> 
     return i + 1 if i is not None else None
 
 
-def _same_origin_only(request: Request) -> bool:
-    """The browser says the form came from this host (or says nothing): only the token was wrong."""
+def _page_origins(request: Request, public_origin: str | None) -> set[str]:
+    """The origins a form of this page comes from: the URL it was served at, and the proxy's public one."""
+    return {f"{request.url.scheme}://{request.headers.get('host', '')}"} | ({public_origin} if public_origin else set())
+
+
+def _same_origin_only(request: Request, public_origin: str | None = None) -> bool:
+    """The browser says the form came from this page (or says nothing): only the token was wrong."""
     origin = request.headers.get("origin")
-    host = request.headers.get("host", "")
     site_ok = request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
-    return site_ok and (origin is None or origin == f"{request.url.scheme}://{host}")
+    return site_ok and (origin is None or origin in _page_origins(request, public_origin))
 
 
-def _check_same_origin(request: Request, form: dict[str, str], token: str) -> None:
+def _check_same_origin(request: Request, form: dict[str, str], token: str, public_origin: str | None = None) -> None:
     """Refuse a POST another site made: the browser's Origin must be this host and the form must carry the token."""
     origin = request.headers.get("origin")
-    host = request.headers.get("host", "")
-    if origin is not None and origin != f"{request.url.scheme}://{host}":
+    if origin is not None and origin not in _page_origins(request, public_origin):
         raise SubmissionError(f"refused a form posted from {origin!r}: only this page may submit labels", 403)
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         raise SubmissionError("refused a form posted from another site: only this page may submit labels", 403)

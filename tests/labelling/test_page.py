@@ -742,3 +742,42 @@ def test_the_pair_page_says_what_decided_by_means_in_one_sentence(client):
     sentence = re.search(r'<p class="meta" id="decided-by-meaning">(.*?)</p>', page, flags=re.S).group(1)
     assert " ".join(sentence.split()).startswith("decided by: the one test that settled the label (contract 7.1)")
     assert sentence.count(".") == 2  # one sentence: "7.1" and its full stop
+
+
+def test_behind_a_reverse_proxy_forms_from_its_public_origin_are_accepted_and_others_refused(world):
+    public = "https://label.example.com"
+    hosts = ["127.0.0.1", "localhost", "label.example.com"]
+    session = start(world)
+    # The proxy terminates TLS and passes its Host on: the page sees http://label.example.com.
+    with TestClient(
+        create_app(session, allowed_hosts=hosts, public_origin=public), base_url="http://label.example.com"
+    ) as c:
+        refused = c.post("/label", data=form(session, 0, "ppppp"), headers={"origin": "https://evil.example"})
+        assert refused.status_code == 403 and not world.labels.exists()
+        ok = c.post("/label", data=form(session, 0, "ppppp"), headers={"origin": public}, follow_redirects=False)
+        assert ok.status_code == 303 and len(written(world)) == 1
+    # Without --public-url the same form is refused: the page cannot tell the proxy from another site.
+    other = start(world)
+    with TestClient(create_app(other, allowed_hosts=hosts), base_url="http://label.example.com") as c:
+        assert c.post("/label", data=form(other, 1, "ppppp"), headers={"origin": public}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("https://label.example.com", "https://label.example.com"),
+        ("http://lab.example:8443/", "http://lab.example:8443"),
+    ],
+)
+def test_public_url_is_reduced_to_its_origin(url, origin):
+    from goldenset.cli.label import _public_origin
+
+    assert _public_origin(url) == origin
+
+
+@pytest.mark.parametrize("url", ["label.example.com", "ftp://label.example.com", "https://label.example.com/page"])
+def test_a_public_url_that_is_not_an_origin_is_a_usage_error(url):
+    from goldenset.cli.label import _public_origin
+
+    with pytest.raises(UsageError, match="--public-url"):
+        _public_origin(url)
