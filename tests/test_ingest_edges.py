@@ -19,17 +19,23 @@ import pytest
 
 from goldenset.build import build_golden_set
 from goldenset.checks import BuildChecks
-from goldenset.corpus import read_corpus
 from goldenset.errors import BuildBlocked
 from goldenset.ingest import ingest_all
-from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import always, doc, ranked, serve, split_whitespace, verdict, write_corpus, write_log
+from tests.helpers import (
+    always,
+    doc,
+    publish,
+    ranked,
+    rows,
+    serve,
+    split_whitespace,
+    verdict,
+    write_log,
+)
 
 DAY1, DAY2, DAY3 = "2026-11-01", "2026-11-02", "2026-11-03"
 DOCS = [doc(f"d{i}") for i in range(1, 10)] + [doc("rule-1")]
-# Most tests quarantine lines on purpose; the share check has tests of its own.
-LENIENT = BuildChecks(block_rejected_share=1.0)
 
 
 def ts(hour: int, minute: int = 0, day: int = 1, offset: str = "Z") -> str:
@@ -49,16 +55,6 @@ def write_bytes(root: Path, dt: str, name: str, data: bytes) -> Path:
 
 def jsonl(records, newline: str = "\n") -> bytes:
     return "".join(text(r) + newline for r in records).encode("utf-8")
-
-
-def publish(con, tmp_path, docs=DOCS, checks=LENIENT):
-    """Snapshot the corpus and build; the BuildResult of the new build."""
-    store_snapshot(con, read_corpus(write_corpus(tmp_path / "corpus.jsonl", docs)))
-    return build_golden_set(con, checks=checks)
-
-
-def rows(con, sql, *params):
-    return con.execute(sql, list(params)).fetchall()
 
 
 def golden(con):
@@ -101,7 +97,7 @@ V2 = verdict("s1", "d2", "noise", ts(9, 6))
 def test_a_bom_at_the_start_of_a_file_is_dropped(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl", b"\xef\xbb\xbf" + jsonl([S1, V1, V2]))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -109,7 +105,7 @@ def test_a_bom_at_the_start_of_a_file_is_dropped(warehouse, log_root, tmp_path):
 def test_a_bom_at_the_start_of_a_gzip_file_is_dropped(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl.gz", gzip.compress(b"\xef\xbb\xbf" + jsonl([S1, V1])))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
@@ -123,7 +119,7 @@ def test_a_bom_at_the_start_of_a_later_line_is_invalid_json(warehouse, log_root)
 def test_crlf_line_endings_are_read_like_lf(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl", jsonl([S1, V1, "oops", V2], newline="\r\n"))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
     assert rows(warehouse, "SELECT line, reason, raw FROM rejected_records") == [(3, "invalid_json", "oops")]
 
@@ -142,7 +138,7 @@ def test_blank_lines_are_skipped_not_rejected_but_keep_their_numbers(warehouse, 
     # Every kind of blank line, then a bad line whose number counts them all.
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, *BLANKS, "bad", *BLANKS, V1, *BLANKS])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", len(BLANKS) + 2, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
@@ -152,7 +148,7 @@ def test_only_a_newline_ends_a_line(warehouse, log_root, tmp_path):
     odd = text(S1).replace("Fix the", "Fix\u2028the\u0085").replace(', "ts"', ',\r"ts"')
     write_bytes(log_root, DAY1, "part-0001.jsonl", (odd + "\n" + text(V1) + "\nbad\n").encode("utf-8"))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", 3, "invalid_json")]
     assert rows(warehouse, "SELECT task FROM golden_set") == [("Fix\u2028the\u0085 refund window",)]
 
@@ -161,21 +157,21 @@ def test_a_verdict_whose_ids_are_written_with_escapes_joins_its_serve(warehouse,
     escaped = text(V1).replace('"s1"', '"\\u0073\\u0031"').replace('"d1"', '"d\\u0031"')
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, escaped])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
 
 def test_the_last_line_without_a_newline_is_read(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl", jsonl([S1]) + text(V1).encode())
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
 
 def test_a_line_of_invalid_utf8_is_rejected_and_the_rest_of_the_file_read(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl", jsonl([S1]) + b'{"event":"caf\xe9"}\n' + jsonl([V1]))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", 2, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
@@ -197,7 +193,7 @@ def test_a_line_with_a_lone_surrogate_escape_is_quarantined_and_the_file_read_on
     bad = text(S1).replace("Fix the refund window", "Fix \\ud800")
     write_log(log_root, DAY1, "part-0001.jsonl", [bad, S1, V1])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", 1, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
@@ -380,7 +376,7 @@ def line_rules_ingested(tmp_path_factory):
     try:
         reports = ingest_all(con, tmp / "logs")
         reasons = dict(rows(con, "SELECT line, reason FROM rejected_records"))
-        publish(con, tmp, docs=DOCS + [doc(f"t{i}") for i in range(len(TS_INSTANTS))])
+        publish(con, tmp, DOCS + [doc(f"t{i}") for i in range(len(TS_INSTANTS))])
         judged_at = dict(rows(con, "SELECT doc_id, judged_at FROM golden_set WHERE serve_id = 'ts-serve'"))
     finally:
         con.close()
@@ -414,7 +410,7 @@ def test_blank_lines_count_in_the_rejected_share(warehouse, log_root, tmp_path):
     # lines it would be 33% and block.
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad"] + [""] * 7)
     ingest_all(warehouse, log_root)
-    result = publish(warehouse, tmp_path, checks=BuildChecks())
+    result = publish(warehouse, tmp_path, DOCS, checks=BuildChecks())
     assert result.build_id == 1
     assert build_counts(warehouse, "lines_read", "lines_rejected") == (10, 1)
 
@@ -423,7 +419,7 @@ def test_a_rejected_share_above_ten_percent_blocks_the_build(warehouse, log_root
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad", "worse"] + [""] * 6)
     ingest_all(warehouse, log_root)
     with pytest.raises(BuildBlocked, match="2 of 10 log lines rejected"):
-        publish(warehouse, tmp_path, checks=BuildChecks())
+        publish(warehouse, tmp_path, DOCS, checks=BuildChecks())
     assert rows(warehouse, "SELECT count(*) FROM golden_builds") == [(0,)]
     assert len(rejected(warehouse)) == 2
 
@@ -437,7 +433,7 @@ def test_a_build_checkpoints_once_committed_and_keeps_the_checkpoint_threshold(w
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, V2])
     ingest_all(warehouse, log_root)
     assert wal.exists() and wal.stat().st_size > 0  # ingestion left its commit in the WAL
-    assert publish(warehouse, tmp_path).build_id == 1
+    assert publish(warehouse, tmp_path, DOCS).build_id == 1
     assert not wal.exists() or wal.stat().st_size == 0
     assert rows(warehouse, "SELECT current_setting('checkpoint_threshold')") == [("8.0 MiB",)]
 
@@ -477,7 +473,7 @@ def test_conflicting_duplicates_do_not_count_in_the_rejected_share(warehouse, lo
     conflicts = [serve("s1", ts(9), f"other task {i}", [ranked("d1", 1)]) for i in range(3)]
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, *conflicts])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path, checks=BuildChecks())
+    publish(warehouse, tmp_path, DOCS, checks=BuildChecks())
     assert [r[2] for r in rejected(warehouse)] == ["conflicting_duplicate_serve"] * 3
     assert build_counts(warehouse, "lines_rejected") == (0,)
 
@@ -488,14 +484,14 @@ def test_conflicting_duplicates_do_not_count_in_the_rejected_share(warehouse, lo
 def test_a_gzip_file_is_read(warehouse, log_root, tmp_path):
     write_log(log_root, DAY1, "part-0001.jsonl.gz", [S1, V1, V2])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
 
 def test_concatenated_gzip_members_are_read_as_one_stream(warehouse, log_root, tmp_path):
     write_bytes(log_root, DAY1, "part-0001.jsonl.gz", gzip.compress(jsonl([S1])) + gzip.compress(jsonl([V1, V2])))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -520,7 +516,7 @@ def test_a_truncated_gzip_file_is_one_unreadable_file_row_and_keeps_the_lines_be
     assert 0 < complete < 300
 
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT source_file, line, reason FROM rejected_records") == [
         (f"dt={DAY1}/part-0001.jsonl.gz", complete + 1, "unreadable_file")
     ]
@@ -548,7 +544,7 @@ def test_an_unreadable_file_does_not_stop_the_other_files(warehouse, log_root, t
     write_bytes(log_root, DAY1, "part-0001.jsonl.gz", b"\x1f\x8b garbage")
     write_log(log_root, DAY1, "part-0002.jsonl", [S1, V1])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert [r[2] for r in rejected(warehouse)] == ["unreadable_file"]
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
@@ -560,7 +556,7 @@ def test_a_truncated_gzip_completed_later_replaces_its_unreadable_row(warehouse,
     assert [r[2] for r in rejected(warehouse)] == ["unreadable_file"]
     path.write_bytes(full)
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -597,7 +593,7 @@ def test_files_not_ending_in_jsonl_or_jsonl_gz_are_ignored(warehouse, log_root, 
         # Each holds a verdict and a bad line naming it: read by mistake, it shows up.
         write_bytes(log_root, DAY1, name, jsonl([V1, f"read by mistake: {name}"]))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == []
     assert build_counts(warehouse, "unjudged_items", "lines_read") == (2, 1)
@@ -609,7 +605,7 @@ def test_folders_not_named_dt_yyyy_mm_dd_are_ignored(warehouse, log_root, tmp_pa
         (log_root / folder).mkdir()
         (log_root / folder / "part-0001.jsonl").write_bytes(jsonl([V1, f"read by mistake: {folder}"]))
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert build_counts(warehouse, "unjudged_items", "lines_read") == (2, 1)
 
@@ -621,7 +617,7 @@ def test_a_folder_inside_a_partition_is_not_read(warehouse, log_root, tmp_path):
     (nested / "part-0002.jsonl").write_bytes(jsonl([V1, "bad"]))
     (log_root / f"dt={DAY1}" / "dir.jsonl").mkdir()
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == []
 
@@ -630,7 +626,7 @@ def test_a_dt_folder_is_read_whatever_its_date(warehouse, log_root, tmp_path):
     write_log(log_root, "2026-13-45", "part-0001.jsonl", [S1, V1, "bad"])
     write_log(log_root, "1970-01-01", "part-0001.jsonl", [V2])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [("dt=2026-13-45/part-0001.jsonl", 3, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -670,11 +666,11 @@ def test_re_ingesting_unchanged_files_changes_nothing(warehouse, log_root, tmp_p
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad"])
     write_log(log_root, DAY2, "part-0001.jsonl.gz", [V2, '{"event":"serve"}', verdict("s9", "d1", "helped", ts(9))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     before = _public_state(warehouse)
     reports = ingest_all(warehouse, log_root, rehash=rehash)
     assert [(r.files_ingested, r.files_unchanged) for r in reports] == [(0, 1), (0, 1)]
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert _public_state(warehouse) == before
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -682,12 +678,12 @@ def test_re_ingesting_unchanged_files_changes_nothing(warehouse, log_root, tmp_p
 def test_a_touched_but_unchanged_file_is_not_re_ingested(warehouse, log_root, tmp_path):
     path = write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad"])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     before = _public_state(warehouse)
     bump_mtime(path)
     reports = ingest_all(warehouse, log_root)
     assert (reports[0].files_ingested, reports[0].files_unchanged) == (0, 1)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert _public_state(warehouse) == before
 
 
@@ -697,7 +693,7 @@ def test_an_appended_file_replaces_its_earlier_rows(warehouse, log_root, tmp_pat
     with path.open("a", encoding="utf-8") as fh:
         fh.write(text(V1) + "\n" + "bad two\n")
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     src = f"dt={DAY1}/part-0001.jsonl"
     assert rejected(warehouse) == [(src, 2, "invalid_json"), (src, 4, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped")]
@@ -716,7 +712,7 @@ def test_a_rewritten_file_drops_the_rows_it_no_longer_holds(warehouse, log_root,
     )
     bump_mtime(path)
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "wrong"), ("s1", "d2", "helped")]
 
@@ -727,7 +723,7 @@ def test_a_deleted_file_keeps_its_rows(warehouse, log_root, tmp_path):
     ingest_all(warehouse, log_root)
     path.unlink()
     ingest_all(warehouse, log_root, rehash=True)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={DAY1}/part-0001.jsonl", 3, "invalid_json")]
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
 
@@ -736,10 +732,10 @@ def test_ingesting_named_partitions_leaves_the_others_unread(warehouse, log_root
     write_log(log_root, DAY1, "part-0001.jsonl", [S1])
     write_log(log_root, DAY2, "part-0001.jsonl", [V1])
     ingest_all(warehouse, log_root, partitions=[DAY1])
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == []
     ingest_all(warehouse, log_root, partitions=[DAY2])
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
 
@@ -797,7 +793,7 @@ def test_an_identical_duplicate_serve_counts_once(warehouse, log_root, tmp_path,
     write_log(log_root, DAY1, "part-0001.jsonl", [S_BASE, verdict("s1", "d1", "helped", ts(9, 5))])
     write_log(log_root, DAY2, "part-0001.jsonl", [again])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert judged(warehouse) == 1
     assert build_counts(warehouse, "unjudged_items") == (2,)
@@ -824,7 +820,7 @@ def test_an_identical_duplicate_serve_counts_once(warehouse, log_root, tmp_path,
 def test_a_serve_repeated_with_other_content_is_a_conflicting_duplicate(warehouse, log_root, tmp_path, again):
     write_log(log_root, DAY1, "part-0001.jsonl", [S_BASE, verdict("s1", "d1", "helped", ts(9, 5)), again])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT source_file, line, reason, raw FROM rejected_records") == [
         (f"dt={DAY1}/part-0001.jsonl", 3, "conflicting_duplicate_serve", text(again))
     ]
@@ -864,7 +860,7 @@ def test_the_first_serve_in_dt_file_line_order_is_kept(warehouse, log_root, tmp_
     ingest_all(warehouse, log_root)
     write_log(log_root, *first_at, [first])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == [(f"dt={second_at[0]}/{second_at[1]}", 1, "conflicting_duplicate_serve")]
     assert rows(warehouse, "SELECT task FROM golden_set") == [("first task",)]
 
@@ -873,13 +869,13 @@ def test_a_backfilled_earlier_partition_takes_over_a_conflicting_serve(warehouse
     first, second = _conflict_pair()
     write_log(log_root, DAY2, "part-0001.jsonl", [second, verdict("s1", "d1", "helped", ts(9, 5))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT task FROM golden_set") == [("second task",)]
     assert rejected(warehouse) == []
 
     write_log(log_root, DAY1, "part-0001.jsonl", [first])
     ingest_all(warehouse, log_root, partitions=[DAY1])
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT task FROM golden_set") == [("first task",)]
     assert rejected(warehouse) == [(f"dt={DAY2}/part-0001.jsonl", 1, "conflicting_duplicate_serve")]
 
@@ -895,7 +891,7 @@ def test_status_counts_rejected_lines_as_rejected_records_does_before_and_after_
     first, second = _conflict_pair()
     write_log(log_root, DAY1, "part-0001.jsonl", [first, second, verdict("s1", "d1", "helped", ts(9, 5))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 1}
     # Ingested, not built: two more conflicts and a bad line the build has not seen.
     late = serve("s1", ts(9), "third task", [ranked("d1", 1)])
@@ -905,7 +901,7 @@ def test_status_counts_rejected_lines_as_rejected_records_does_before_and_after_
     assert (
         golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 3, "invalid_json": 1}
     )
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden_status(warehouse).rejected_by_reason == view()
     # The later file replaced by one without conflicts: fewer again, before and after the build.
     write_log(log_root, DAY2, "part-0001.jsonl", ["not json"])
@@ -913,7 +909,7 @@ def test_status_counts_rejected_lines_as_rejected_records_does_before_and_after_
     assert (
         golden_status(warehouse).rejected_by_reason == view() == {"conflicting_duplicate_serve": 1, "invalid_json": 1}
     )
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden_status(warehouse).rejected_by_reason == view()
 
 
@@ -939,7 +935,7 @@ def test_a_verdict_on_a_doc_only_a_rejected_duplicate_served_is_an_unserved_item
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == []
     assert build_counts(warehouse, "unserved_item_verdicts", "orphan_verdicts", "unjudged_items") == (1, 0, 1)
 
@@ -951,7 +947,7 @@ def test_a_late_verdict_in_a_later_partition_joins_its_serve(warehouse, log_root
     write_log(log_root, DAY1, "part-0001.jsonl", [S1])
     write_log(log_root, DAY3, "part-0001.jsonl.gz", [verdict("s1", "d1", "helped", ts(8, day=3))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
     assert build_counts(warehouse, "orphan_verdicts") == (0,)
 
@@ -959,13 +955,13 @@ def test_a_late_verdict_in_a_later_partition_joins_its_serve(warehouse, log_root
 def test_an_orphan_verdict_is_judged_once_its_serve_arrives_in_a_later_ingest(warehouse, log_root, tmp_path):
     write_log(log_root, DAY2, "part-0001.jsonl", [V1])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == []
     assert build_counts(warehouse, "orphan_verdicts") == (1,)
 
     write_log(log_root, DAY3, "part-0001.jsonl", [S1])
     ingest_all(warehouse, log_root, partitions=[DAY3])
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
     assert build_counts(warehouse, "orphan_verdicts") == (0,)
 
@@ -975,7 +971,7 @@ def test_an_orphan_verdict_joins_a_serve_backfilled_into_an_earlier_partition(wa
     ingest_all(warehouse, log_root)
     write_log(log_root, DAY1, "part-0001.jsonl", [S1])
     ingest_all(warehouse, log_root, partitions=[DAY1])
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
 
 
@@ -984,7 +980,7 @@ def test_the_latest_verdict_ts_wins_whatever_the_line_order(warehouse, log_root,
     # Later in (dt, file, line) order but earlier in time, and an offset that hides it.
     write_log(log_root, DAY2, "part-0001.jsonl", [verdict("s1", "d1", "wrong", ts(11, 30, offset="+01:00"))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT verdict, judged_at FROM golden_set") == [("helped", datetime(2026, 11, 1, 11))]
 
 
@@ -1011,7 +1007,7 @@ def test_tied_verdicts_keep_the_later_line(warehouse, log_root, tmp_path, earlie
         for at, rec in reversed(order) if ingest_later_first else order:
             write_log(log_root, *at, [rec])
             ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT verdict FROM golden_set WHERE doc_id = 'd1'") == [("wrong",)]
 
 
@@ -1029,7 +1025,7 @@ def test_a_later_line_does_not_beat_a_later_ts(warehouse, log_root, tmp_path):
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT verdict FROM golden_set WHERE doc_id = 'd1'") == [("wrong",)]
 
 
@@ -1047,7 +1043,7 @@ def test_tied_serve_times_keep_the_larger_serve_id_in_code_point_order(warehouse
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT serve_id, verdict, task FROM golden_set") == [
         ("s-9", "helped", "Fix the refund window")
     ]
@@ -1067,7 +1063,7 @@ def test_the_latest_serve_wins_a_repeat_even_when_its_verdict_is_older(warehouse
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rows(warehouse, "SELECT serve_id, verdict, task FROM golden_set") == [("a", "helped", "Fix it")]
 
 
@@ -1093,7 +1089,7 @@ def test_unjudged_orphan_and_unserved_verdict_counts(warehouse, log_root, tmp_pa
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     # Unjudged: s1's rule-1, d2, d3 and s2's d4, across both channels.
     assert build_counts(warehouse, "unjudged_items", "orphan_verdicts", "unserved_item_verdicts") == (4, 3, 2)
     assert judged(warehouse) == 2
@@ -1110,7 +1106,7 @@ def test_an_orphan_verdict_for_a_rejected_serve_stays_an_orphan(warehouse, log_r
         ],
     )
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert build_counts(warehouse, "orphan_verdicts", "unjudged_items") == (1, 0)
     assert [r[2] for r in rejected(warehouse)] == ["invalid_field"]
 
@@ -1118,7 +1114,7 @@ def test_an_orphan_verdict_for_a_rejected_serve_stays_an_orphan(warehouse, log_r
 def test_unserved_item_verdicts_are_kept_out_of_the_golden_set(warehouse, log_root, tmp_path):
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, verdict("s1", "d5", "helped", ts(9, 5))])
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert golden(warehouse) == [("s1", "d1", "helped")]
     assert build_counts(warehouse, "unserved_item_verdicts") == (1,)
 
@@ -1161,7 +1157,7 @@ def test_one_task_in_every_white_space_case_and_nfkc_form_is_one_golden_query(wa
         ]
     write_log(log_root, DAY1, "part-0001.jsonl", records)
     ingest_all(warehouse, log_root)
-    publish(warehouse, tmp_path)
+    publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     want = hashlib.sha256(b"billing\x1ffix the file").hexdigest()[:16]
     assert rows(warehouse, "SELECT DISTINCT query_id FROM golden_set") == [(want,)]

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from unittest.mock import patch
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -20,17 +21,39 @@ from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
 from goldenset.labelling.ingest import ingest_labels
+from goldenset.labelling.rubric import load_rubric
 from goldenset.records import normalise_task, query_id
 from goldenset.snapshots import store_snapshot
 from goldenset.status import relabel_counts
 from goldenset.warehouse import connect
-from tests.helpers import doc, write_corpus, write_log
-from tests.labelling.test_merge import RUBRIC, label, write_labels
-from tests.test_incremental import DOCS, LAX, QUERIES, events, log_days
-from tests.test_ingest_edges import DAY1, DAY2, S1, V1, publish, ts, verdict
+from tests.helpers import (
+    DAY_DOCS,
+    LENIENT,
+    RUBRIC_PATH,
+    day_queries,
+    doc,
+    events,
+    examples,
+    label_line,
+    log_days,
+    publish,
+    ranked,
+    serve,
+    verdict,
+    write_corpus,
+    write_labels,
+    write_log,
+)
+
+RUBRIC = load_rubric(RUBRIC_PATH)
+QUERIES = day_queries()
+DAY1, DAY2 = "2026-11-01", "2026-11-02"
+S1 = serve("s1", "2026-11-01T09:00:00Z", "Fix the refund window", [ranked("d1", 1), ranked("d2", 2)])
+V1 = verdict("s1", "d1", "helped", "2026-11-01T09:05:00Z")
+DOCS_1_TO_9 = [doc(f"d{i}") for i in range(1, 10)] + [doc("rule-1")]
 
 CORPORA = [
-    DOCS,
+    DAY_DOCS,
     [doc("d1", "v2"), doc("d2", "v2"), doc("d3"), doc("d4", superseded_by="d1"), doc("d5"), doc("r1")],
     [doc("d1"), doc("d2", "v1"), doc("d3", status="retired"), doc("d4"), doc("d5", status="retired"), doc("r1")],
 ]
@@ -40,15 +63,13 @@ CORPORA = [
 def label_lines(draw, day: int, queries: list[str]):
     lines = []
     for n in range(draw(st.integers(1, 6))):
+        doc_id = draw(st.sampled_from(["d1", "d2", "d4", "d5"]))
+        lab = draw(st.sampled_from(["relevant", "partial", "irrelevant"]))
+        annotator = draw(st.sampled_from(["ann", "bea"]))
+        version = draw(st.sampled_from(["v1", "v2"]))
+        qid = draw(st.sampled_from(queries))
         lines.append(
-            label(
-                draw(st.sampled_from(["d1", "d2", "d4", "d5"])),
-                draw(st.sampled_from(["relevant", "partial", "irrelevant"])),
-                draw(st.sampled_from(["ann", "bea"])),
-                f"2026-11-1{day}T10:{n:02d}:00Z",
-                version=draw(st.sampled_from(["v1", "v2"])),
-                qid=draw(st.sampled_from(queries)),
-            )
+            label_line(qid, doc_id, lab, f"2026-11-1{day}T10:{n:02d}:00Z", annotator=annotator, version=version)
         )
     return lines
 
@@ -94,7 +115,8 @@ def _expected_history(per_build: dict[int, list[tuple]], computed: list[int]) ->
     return sorted(out, key=repr)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow  # up to seven builds and their read-outs for each example
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans())
 def test_each_build_keeps_its_labels_and_history_follows_them(plan):
     days, steps, labels, corpora = plan
@@ -117,7 +139,7 @@ def test_each_build_keeps_its_labels_and_history_follows_them(plan):
             if label_root.exists():
                 ingest_labels(con, label_root, RUBRIC)
             store_snapshot(con, read_corpus(write_corpus(tmp / f"corpus{i}.jsonl", CORPORA[corpus])))
-            build = build_golden_set(con, checks=LAX)
+            build = build_golden_set(con, checks=LENIENT)
             recorded[build.build_id] = _held(con, build.build_id)
             latest = con.execute("SELECT * FROM golden_set ORDER BY ALL").fetchall()
             assert latest == [row[1:] for row in recorded[build.build_id]]
@@ -207,10 +229,10 @@ def test_closed_label_rows_kept_among_the_open_ones_are_moved_apart_when_the_war
     con = connect(tmp_path / "g.duckdb")
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1])
     ingest_all(con, log_root)
-    publish(con, tmp_path)
-    write_log(log_root, DAY2, "part-0001.jsonl", [verdict("s1", "d1", "noise", ts(10))])
+    publish(con, tmp_path, DOCS_1_TO_9)
+    write_log(log_root, DAY2, "part-0001.jsonl", [verdict("s1", "d1", "noise", "2026-11-01T10:00:00Z")])
     ingest_all(con, log_root)
-    publish(con, tmp_path)
+    publish(con, tmp_path, DOCS_1_TO_9)
     closed = con.execute("SELECT * FROM build_labels_closed ORDER BY ALL").fetchall()
     assert [r[:2] for r in closed] == [(1, 2)]  # the helped label of build 1, closed at build 2
     by_build = con.execute("SELECT * FROM golden_set_by_build ORDER BY ALL").fetchall()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
-from goldenset.embeddings import Embedder
 from goldenset.ingest import ingest_all
 from goldenset.neardup import plan_merges, query_map
 from goldenset.records import normalise_task, query_id
@@ -42,9 +41,8 @@ def test_exact_normalisation_decides_unless_merging_is_on(tmp_path):
     assert con.execute("SELECT near_duplicate_merges FROM golden_builds").fetchall() == [(0,)]
 
 
-def test_close_paraphrases_merge_and_unrelated_tasks_do_not(tmp_path):
+def test_close_paraphrases_merge_and_unrelated_tasks_do_not(tmp_path, embedder):
     con = _world(tmp_path)
-    embedder = Embedder()
     merges = plan_merges(con, embedder, threshold=0.8)
     # Equal serve counts, so the text orders them: "parse ..." is the representative.
     assert [(m.task_norm, m.merged_into) for m in merges] == [(normalise_task(TASKS[1]), normalise_task(TASKS[0]))]

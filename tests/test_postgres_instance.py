@@ -31,6 +31,9 @@ from tests.deploy_units import DEPLOY, make_layout, service_command
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 from tests.pg_server import PostgresServer, postgres_db_fixture, postgres_server_fixture  # noqa: F401 (fixtures)
 
+# A real PostgreSQL server: left out of make test-fast.
+pytestmark = pytest.mark.postgres
+
 DEPLOY_YAML = DEPLOY / "dagster.yaml"
 PASSWORD_ENV = "DAGSTER_PG_PASSWORD"
 DAYS = ["2026-11-01", "2026-11-02"]

@@ -22,23 +22,17 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goldenset.build import build_golden_set
-from goldenset.checks import BuildChecks
-from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
-from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import always, doc, examples, publish, ranked, rows, serve, verdict, write_log
 
 EXAMPLES = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-# The rejected share has tests of its own; here a stray bad line must not block a build.
-LENIENT = BuildChecks(block_rejected_share=1.0)
 DAY1, DAY2 = "2026-11-01", "2026-11-02"
 EPOCH = datetime(2026, 11, 1, 8, 0)
 
@@ -147,10 +141,6 @@ def serve_logs(draw) -> list[str]:
 # --------------------------------------------------------------------------- running the pipeline
 
 
-def rows(con, sql, *params):
-    return con.execute(sql, list(params)).fetchall()
-
-
 def outcome(con):
     """What the latest build computed: sorted golden-set rows, its funnel and its counts."""
     return (
@@ -177,11 +167,6 @@ def golden_set_now(con):
     )
 
 
-def publish(con, tmp: Path):
-    store_snapshot(con, read_corpus(write_corpus(tmp / "corpus.jsonl", CORPUS)))
-    return build_golden_set(con, checks=LENIENT)
-
-
 def run(files: dict[tuple[str, str], list[str]]):
     """Write the files into a fresh LOGS tree, ingest, build; the build's outcome."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +176,7 @@ def run(files: dict[tuple[str, str], list[str]]):
         con = connect(tmp / "g.duckdb")
         try:
             ingest_all(con, tmp / "logs")
-            publish(con, tmp)
+            publish(con, tmp, CORPUS)
             return outcome(con)
         finally:
             con.close()
@@ -211,7 +196,7 @@ LAYOUTS = {
 }
 
 
-@settings(EXAMPLES, max_examples=25)
+@settings(EXAMPLES, max_examples=examples(25))
 @given(st.data())
 def test_line_order_and_the_split_into_files_do_not_change_the_build(data):
     # One contract sentence, one test: the variant permutes the lines and then cuts them
@@ -246,14 +231,14 @@ def test_re_reading_the_logs_never_duplicates_anything(lines, data):
         con = connect(tmp / "g.duckdb")
         try:
             ingest_all(con, logs)
-            publish(con, tmp)
+            publish(con, tmp, CORPUS)
             first, quarantined = outcome(con), quarantine(con)
 
             ingest_all(con, logs)
             ingest_all(con, logs, partitions=[DAY1], rehash=True)
             gz.write_bytes(gzip.compress("".join(line + "\n" for line in lines[cut:]).encode(), mtime=2))
             ingest_all(con, logs, partitions=[DAY2], rehash=True)
-            publish(con, tmp)
+            publish(con, tmp, CORPUS)
             assert outcome(con) == first
             assert quarantine(con) == quarantined
         finally:
@@ -269,12 +254,12 @@ def test_rebuilding_on_unchanged_input_adds_a_build_but_no_label_versions(lines)
         con = connect(tmp / "g.duckdb")
         try:
             ingest_all(con, tmp / "logs")
-            publish(con, tmp)
+            publish(con, tmp, CORPUS)
             first = outcome(con)
             history = rows(con, "SELECT * FROM label_history ORDER BY ALL")
             assert len(history) == len(golden_set_now(con))
 
-            publish(con, tmp)
+            publish(con, tmp, CORPUS)
             assert rows(con, "SELECT build_id FROM golden_builds ORDER BY build_id") == [(1,), (2,)]
             assert rows(con, "SELECT * FROM label_history ORDER BY ALL") == history
             assert rows(con, "SELECT count(*) FROM label_changes WHERE to_build = 2") == [(0,)]
@@ -355,7 +340,7 @@ def expected_golden_set(lines: list[str]) -> list[tuple]:
     return sorted(out, key=lambda r: tuple("" if x is None else x for x in r[:8]))
 
 
-@settings(EXAMPLES, max_examples=25)
+@settings(EXAMPLES, max_examples=examples(25))
 @given(serve_logs())
 def test_the_golden_set_matches_an_independent_reading_of_the_contract(lines):
     got = run({ONE_FILE: lines})[0]

@@ -17,65 +17,14 @@ import pyarrow.dataset as pads
 import pytest
 
 from goldenset.demo import write_demo_data
-from goldenset.ingest import ingest_all
 from goldenset.logfiles import list_partitions
 from goldenset.settings import Settings
-from goldenset.staging import STAGED_TABLES, load_staged, stage_partition, staged_days
+from goldenset.staging import staged_days
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import ranked, serve, verdict, write_log
+from tests.helpers import assert_same_log_tables, ingest_direct, ingest_staged, write_day
 
 ROOT = Path(__file__).resolve().parents[1]
-
-# Columns stamped with the time of ingestion differ between two ingestions of the same file.
-_WHEN = {
-    "log_rejects": "* EXCLUDE (rejected_at)",
-    "log_files": "* EXCLUDE (ingested_at, verified_at)",
-}
-_TABLES = (*STAGED_TABLES, "log_dirty")
-
-
-def _differences(direct: Path, staged: Path) -> dict[str, tuple[int, int, int]]:
-    """Per table: (rows, rows only in direct, rows only in staged), as multisets."""
-    con = duckdb.connect(str(direct), read_only=True)
-    con.execute("ATTACH ? AS s (READ_ONLY)", [str(staged)])
-    out = {}
-    for table in _TABLES:
-        cols = _WHEN.get(table, "*")
-        rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-        only_d = con.execute(
-            f"SELECT count(*) FROM (SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM s.{table})"
-        ).fetchall()[0][0]
-        only_s = con.execute(
-            f"SELECT count(*) FROM (SELECT {cols} FROM s.{table} EXCEPT ALL SELECT {cols} FROM {table})"
-        ).fetchall()[0][0]
-        out[table] = (rows, only_d, only_s)
-    con.close()
-    return out
-
-
-def _assert_same(direct: Path, staged: Path) -> None:
-    diffs = _differences(direct, staged)
-    assert diffs["log_serves"][0] > 0
-    assert {t: d[1:] for t, d in diffs.items()} == {t: (0, 0) for t in _TABLES}, diffs
-
-
-def _direct(db: Path, logs: Path) -> None:
-    con = connect(db)
-    try:
-        ingest_all(con, logs)
-    finally:
-        con.close()
-
-
-def _staged(db: Path, logs: Path, staging: Path):
-    days = list_partitions(logs)
-    written = [stage_partition(logs, dt, staging).written for dt in days]
-    con = connect(db)
-    try:
-        return written, load_staged(con, staging, days)
-    finally:
-        con.close()
 
 
 @pytest.fixture
@@ -85,10 +34,10 @@ def demo_logs(tmp_path) -> Path:
 
 
 def test_staged_days_hold_what_direct_ingestion_holds(tmp_path, demo_logs):
-    _direct(tmp_path / "d.duckdb", demo_logs)
-    written, reports = _staged(tmp_path / "s.duckdb", demo_logs, tmp_path / "staging")
+    ingest_direct(tmp_path / "d.duckdb", demo_logs)
+    written, reports = ingest_staged(tmp_path / "s.duckdb", demo_logs, tmp_path / "staging")
     assert len(written) == 6 and all(written)  # one staged file a day
-    _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
+    assert_same_log_tables(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
     # The per-day reports count what was loaded, and add up to the warehouse.
     con = connect(tmp_path / "s.duckdb", read_only=True)
     serves, rejects = con.execute(
@@ -102,37 +51,28 @@ def test_staged_days_hold_what_direct_ingestion_holds(tmp_path, demo_logs):
 
 def test_an_unchanged_day_is_not_written_again_nor_loaded(tmp_path, demo_logs):
     staging = tmp_path / "staging"
-    _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    ingest_staged(tmp_path / "s.duckdb", demo_logs, staging)
     generations = {p.resolve() for p in (staging / "log_files").iterdir()}
-    written, reports = _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    written, reports = ingest_staged(tmp_path / "s.duckdb", demo_logs, staging)
     assert written == [False] * len(written)
     assert [r.files_ingested for r in reports] == [0] * len(reports)
     assert {p.resolve() for p in (staging / "log_files").iterdir()} == generations
     assert staged_days(staging) == list_partitions(demo_logs)
 
 
-def _day(root: Path, dt: str, name: str, n: int, tag: str) -> Path:
-    records = []
-    for i in range(n):
-        sid = f"{tag}-{dt}-{i}"
-        records.append(serve(sid, f"{dt}T10:00:0{i % 10}Z", f"task {tag} {i % 3}", [ranked(f"d{i % 4}", 1)]))
-        records.append(verdict(sid, f"d{i % 4}", "helped" if i % 2 else "noise", f"{dt}T11:00:00Z"))
-    return write_log(root, dt, name, records)
-
-
 def test_changed_appended_and_deleted_files_end_as_direct_ingestion_ends(tmp_path):
     logs = tmp_path / "logs"
     for dt in ("2026-11-01", "2026-11-02", "2026-11-03"):
-        _day(logs, dt, "part-0001.jsonl", 6, "a")
+        write_day(logs, dt, "part-0001.jsonl", 6, "a")
     broken = logs / "dt=2026-11-02" / "part-0002.jsonl"
     broken.write_bytes(b'{"event": "serve"\n\xff\xfe not text\n\n')
     direct, staged, staging = tmp_path / "d.duckdb", tmp_path / "s.duckdb", tmp_path / "staging"
-    _direct(direct, logs)
-    _staged(staged, logs, staging)
-    _assert_same(direct, staged)
+    ingest_direct(direct, logs)
+    ingest_staged(staged, logs, staging)
+    assert_same_log_tables(direct, staged)
 
     # A file rewritten, a file added, a file deleted (its rows stay: the warehouse is the record).
-    _day(logs, "2026-11-01", "part-0001.jsonl", 9, "b")
+    write_day(logs, "2026-11-01", "part-0001.jsonl", 9, "b")
     os.utime(logs / "dt=2026-11-01" / "part-0001.jsonl", (1, 1))
     with gzip.open(logs / "dt=2026-11-02" / "part-0003.jsonl.gz", "wt") as fh:
         fh.write(
@@ -140,16 +80,16 @@ def test_changed_appended_and_deleted_files_end_as_direct_ingestion_ends(tmp_pat
             '"ts": "2026-11-02T12:00:00Z"}\n'
         )
     (logs / "dt=2026-11-03" / "part-0001.jsonl").unlink()
-    _direct(direct, logs)
-    written, reports = _staged(staged, logs, staging)
+    ingest_direct(direct, logs)
+    written, reports = ingest_staged(staged, logs, staging)
     assert written == [True, True, False]
     assert [r.files_ingested for r in reports] == [1, 1, 0]
-    _assert_same(direct, staged)
+    assert_same_log_tables(direct, staged)
 
 
 def test_other_engines_read_the_staged_tables_as_hive_partitions(tmp_path, demo_logs):
     staging = tmp_path / "staging"
-    _, reports = _staged(tmp_path / "s.duckdb", demo_logs, staging)
+    _, reports = ingest_staged(tmp_path / "s.duckdb", demo_logs, staging)
     dataset = pads.dataset(staging / "log_serves", format="parquet", partitioning="hive")
     table = dataset.to_table(columns=["serve_id", "dt"])
     assert table.num_rows == sum(r.serves for r in reports)

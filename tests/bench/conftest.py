@@ -1,7 +1,7 @@
 """Fixtures for the benchmark (the world they build is in bench_world.py).
 
 Every test gets its own DuckDB file under tmp_path; nothing reads /work/shared.
-The embedding model is loaded once per session (it costs seconds on two cores).
+The embedding model is the session-wide `embedder` of tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -14,13 +14,3 @@ from bench_world import Golden, build_golden
 def golden(tmp_path) -> Golden:
     """A fresh golden build (built now) over the 16-document corpus and 6 queries."""
     return build_golden(tmp_path / "g")
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    """The packaged all-MiniLM-L6-v2, loaded once for the whole session."""
-    from goldenset.embeddings import Embedder
-
-    e = Embedder()
-    e.load()
-    return e

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from goldenset.bench import metrics as M
 from goldenset.bench import trec
 from goldenset.errors import InputError, UsageError
+from tests.helpers import examples
 
 # trec_eval measure name -> our canonical name
 PINNED = {
@@ -220,7 +221,7 @@ def test_metrics_stay_between_zero_and_one(ranked, rels):
         assert 0.0 <= m(ranked, rels) <= 1.0 + 1e-12, m.name
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_metrics_do_not_depend_on_the_order_of_run_lines(tmp_path_factory, seed):
     lines = (DATA / "results.test").read_text().splitlines()

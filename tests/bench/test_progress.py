@@ -16,6 +16,7 @@ class Recording:
 
     def __init__(self):
         self.steps: list[list] = []
+        self.notices: list[str] = []
 
     def start(self, description, total):
         self.steps.append([description, total, [], False])
@@ -26,6 +27,9 @@ class Recording:
 
     def finish(self, handle):
         self.steps[handle][3] = True
+
+    def notice(self, message):
+        self.notices.append(message)
 
 
 @pytest.fixture

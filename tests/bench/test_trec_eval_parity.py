@@ -29,6 +29,7 @@ from goldenset.bench import trec
 from goldenset.bench.service import evaluate_run_file
 from goldenset.cli.bench import app as bench_app
 from goldenset.errors import InputError, UsageError
+from tests.helpers import examples
 
 # Ids that make byte order matter: case, digits before letters, prefixes, non-ASCII.
 DOCS = ["a", "ab", "a1", "b", "B", "Z", "10", "9", "é", "ß-2", "d.x", "zz"]
@@ -218,7 +219,7 @@ def test_evaluate_run_file_means_equal_trec_eval(tmp_path_factory, run, qrels, k
 
 
 # --------------------------------------------------------------------------- bench eval: the CLI
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     run=runs,
     qrels=qrels_sets,

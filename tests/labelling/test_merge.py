@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from goldenset.labelling.rubric import load_rubric, parse_rubric
 from goldenset.records import normalise_task, query_id
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_labels, write_log
 
 RUBRIC_PATH = Path(__file__).parents[1] / "data" / "conformance" / "rubric.yaml"
 RUBRIC = load_rubric(RUBRIC_PATH)
@@ -37,14 +36,6 @@ def label(doc_id, lab, annotator, ts, version="v1", decided_by=None, qid=QID, **
         "ts": ts,
         **extra,
     }
-
-
-def write_labels(root: Path, day: str, name: str, lines) -> Path:
-    folder = root / f"dt={day}"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
-    return path
 
 
 class World:

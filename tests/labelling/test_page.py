@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import subprocess
@@ -24,64 +23,21 @@ from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.page import LabelWriter, check_annotator, create_app, open_session
 from goldenset.labelling.rubric import RubricError
 from goldenset.warehouse import connect
+from tests.helpers import PAGE_DOCS, PAGE_Q1, PAGE_Q2, PAGE_Q3, PAGE_QUEUE, page_warehouse, write_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 RUBRIC = ROOT / "tests" / "data" / "conformance" / "rubric.yaml"
 OPEN_RUBRIC = ROOT / "goldenset" / "data" / "open-rubric.yaml"
-DIMS = ("answerability", "authority", "recency", "coverage", "entity")
-Q1, Q2, Q3 = "0123456789abcdef", "fedcba9876543210", "00000000000000aa"
+Q1, Q2, Q3 = PAGE_Q1, PAGE_Q2, PAGE_Q3
+QUEUE, DOCS = PAGE_QUEUE, PAGE_DOCS
 NOW = datetime(2026, 12, 1, 10, 0, 5, tzinfo=UTC)
 BASE = "http://127.0.0.1"
+make_warehouse = page_warehouse
 
-# (priority, query_id, doc_id, doc_version, reason, project, task)
-QUEUE = [
-    (1, Q1, "policies/refunds.md", "2023-03-14", "stale", "billing", "how long do refunds take"),
-    (2, Q1, "policies/refunds-v2.md", "v1", "successor", "billing", "how long do refunds take"),
-    (3, Q2, "legal/terms.md", "v3", "pooled", "search", "can I cancel my plan"),
-    (4, Q2, "policies/shipping.md", "v1", "pooled", "search", "can I cancel my plan"),
-    (5, Q3, "policies/plans.md", "v2", "pooled", "billing", "which plan has SSO"),
-]
-# (snapshot content, doc_id, version, title, text); snapshot "new" was loaded after "old"
-DOCS = [
-    ("old", "policies/refunds.md", "2023-03-14", "Refunds (old load)", "Refunds take 30 days."),
-    ("new", "policies/refunds.md", "2023-03-14", "Refunds", "Refunds take 14 days."),
-    ("new", "policies/refunds.md", "2022-01-01", "Refunds 2022", "Refunds took 60 days."),
-    ("new", "policies/refunds-v2.md", "v1", "Refunds, revised", "Refunds take 10 <b>business</b> days."),
-    ("new", "legal/terms.md", "v3", "Terms", "You may cancel at any time."),
-    ("new", "policies/shipping.md", "v1", "Shipping", "We ship worldwide."),
-    ("new", "policies/plans.md", "v2", "Plans", "SSO is on the Enterprise plan."),
-]
+DIMS = ("answerability", "authority", "recency", "coverage", "entity")
 
 
-def make_warehouse(path: Path, queue=QUEUE, docs=DOCS) -> Path:
-    """A warehouse with the schema, two corpus loads, their documents and a labelling queue."""
-    con = connect(path)
-    try:
-        for load_id, sha in ((1, "old"), (2, "new")):
-            con.execute(
-                "INSERT INTO corpus_loads (load_id, loaded_at, fingerprint, content_sha256, source) "
-                "VALUES (?, TIMESTAMP '2026-11-01 00:00:00' + to_days(?), ?, ?, 'corpus.jsonl')",
-                [load_id, load_id, f"fp-{sha}", sha],
-            )
-        for sha, doc_id, version, title, text in docs:
-            con.execute(
-                "INSERT INTO corpus_documents (content_sha256, doc_id, version, status, title, text) "
-                "VALUES (?, ?, ?, 'active', ?, ?)",
-                [sha, doc_id, version, title, text],
-            )
-        for priority, qid, doc_id, version, reason, project, task in queue:
-            con.execute(
-                "INSERT INTO labelling_queue (pool_id, query_id, doc_id, doc_version, reason, rankers, "
-                "best_rank, priority, pooled_at, project, task) VALUES "
-                "(1, ?, ?, ?, ?, ['lexical', 'dense'], ?, ?, TIMESTAMP '2026-11-30 00:00:00', ?, ?)",
-                [qid, doc_id, version, reason, priority, priority, project, task],
-            )
-    finally:
-        con.close()
-    return path
-
-
-def label_line(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
+def page_label(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
     fails = {"relevant": [], "partial": ["coverage"], "irrelevant": ["answerability"]}[label]
     return {
         "event": "label",
@@ -96,15 +52,6 @@ def label_line(qid, doc_id, version, label="relevant", decided_by="answerability
         "dimensions": {d: "fail" if d in fails else "pass" for d in DIMS},
         **extra,
     }
-
-
-def write_labels(root: Path, dt: str, name: str, lines) -> Path:
-    folder = root / f"dt={dt}"
-    folder.mkdir(parents=True, exist_ok=True)
-    text = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
-    path = folder / name
-    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
-    return path
 
 
 @dataclass
@@ -176,15 +123,15 @@ def test_queue_order_follows_priority_not_insertion(tmp_path):
 
 
 def test_pairs_this_annotator_already_labelled_are_skipped(world):
-    write_labels(world.labels, "2026-11-20", "tool.jsonl.gz", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
+    write_labels(world.labels, "2026-11-20", "tool.jsonl.gz", [page_label(Q1, "policies/refunds.md", "2023-03-14")])
     write_labels(
         world.labels,
         "2026-11-21",
         "other.jsonl",
         [
-            label_line(Q1, "policies/refunds-v2.md", "v0"),  # an older version: the queued one still needs a label
-            label_line(Q2, "legal/terms.md", "v3", annotator="ben"),  # someone else's label
-            label_line(
+            page_label(Q1, "policies/refunds-v2.md", "v0"),  # an older version: the queued one still needs a label
+            page_label(Q2, "legal/terms.md", "v3", annotator="ben"),  # someone else's label
+            page_label(
                 Q2,
                 "policies/shipping.md",
                 "v1",
@@ -192,7 +139,7 @@ def test_pairs_this_annotator_already_labelled_are_skipped(world):
                 decided_by="coverage",
                 dimensions={d: "fail" if d == "coverage" else "pass" for d in DIMS},
             ),  # the build rejects it
-            label_line(Q3, "policies/plans.md", "v2", kind="judge"),  # a judge's line is not the annotator's
+            page_label(Q3, "policies/plans.md", "v2", kind="judge"),  # a judge's line is not the annotator's
             "not json",
         ],
     )
@@ -200,7 +147,7 @@ def test_pairs_this_annotator_already_labelled_are_skipped(world):
         world.labels,
         "2026-11-22",
         "page-ana.jsonl",
-        [label_line(Q2, "legal/terms.md", "v3", label="partial", decided_by="coverage")],
+        [page_label(Q2, "legal/terms.md", "v3", label="partial", decided_by="coverage")],
     )
     session = start(world)
     assert [it.doc_id for it in session.items] == [
@@ -213,8 +160,8 @@ def test_pairs_this_annotator_already_labelled_are_skipped(world):
 
 
 def test_labels_elsewhere_than_dt_partitions_are_not_read(world):
-    write_labels(world.labels, "2026-11-20", "notes.txt", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
-    (world.labels / "page-ana.jsonl").write_text(json.dumps(label_line(Q1, "policies/refunds.md", "2023-03-14")))
+    write_labels(world.labels, "2026-11-20", "notes.txt", [page_label(Q1, "policies/refunds.md", "2023-03-14")])
+    (world.labels / "page-ana.jsonl").write_text(json.dumps(page_label(Q1, "policies/refunds.md", "2023-03-14")))
     assert start(world).already_labelled == 0
 
 
@@ -489,7 +436,7 @@ def test_a_form_field_given_twice_or_a_non_form_body_is_refused(client, world):
 
 def test_concurrent_appends_never_interleave(tmp_path):
     writer = LabelWriter(tmp_path / "labels", "ana")
-    lines = [label_line(Q1, f"doc-{t}-{n}", "v1", note="x" * 5000) for t in range(8) for n in range(25)]
+    lines = [page_label(Q1, f"doc-{t}-{n}", "v1", note="x" * 5000) for t in range(8) for n in range(25)]
 
     def append(chunk: list[dict]) -> None:
         for line in chunk:
@@ -583,7 +530,7 @@ def test_serve_help_names_every_option():
 
 
 def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
-    write_labels(world.labels, "2026-11-20", "x.jsonl", [label_line(Q1, "policies/refunds.md", "2023-03-14")])
+    write_labels(world.labels, "2026-11-20", "x.jsonl", [page_label(Q1, "policies/refunds.md", "2023-03-14")])
     code = (
         "import sys\nfrom goldenset.cli.app import main\nfrom goldenset.cli.label import app\n"
         "sys.exit(main(sys.argv[1:], application=app))\n"

@@ -14,10 +14,19 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-# Importable because pytest puts this folder on sys.path; the warehouse is the one the page tests use.
-from test_page import DIMS, QUEUE, RUBRIC, label_line, make_warehouse, write_labels
-
 from goldenset.labelling.page import LabellingSession, create_app, open_session
+
+# The warehouse is the one the page tests use (tests/helpers.py).
+from tests.helpers import (
+    DIMS,
+    PAGE_QUEUE,
+    RUBRIC_PATH,
+    dimensions,
+    label_line,
+    page_warehouse,
+    running_under_ci,
+    write_labels,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +41,7 @@ def _require_browser() -> None:
     if not missing:
         return
     why = f"{' and '.join(missing)} missing: `apt-get install chromium chromium-driver` (Debian) installs them"
-    if os.environ.get("CI") == "true":
+    if running_under_ci():
         pytest.fail(f"CI must run the browser test: {why}", pytrace=False)
     pytest.skip(why)
 
@@ -40,11 +49,27 @@ def _require_browser() -> None:
 @pytest.fixture
 def page_server(tmp_path) -> Iterator[tuple[str, LabellingSession, Path]]:
     """The page of annotator ana on 127.0.0.1 and a free port, served by uvicorn in a thread."""
-    db = make_warehouse(tmp_path / "g.duckdb")
+    db = page_warehouse(tmp_path / "g.duckdb")
     labels = tmp_path / "labels"
     # The first queued pair was labelled before: the page leaves it out.
-    write_labels(labels, "2026-11-20", "earlier.jsonl", [label_line(*QUEUE[0][1:4])])
-    session = open_session("ana", db=db, labels=labels, rubric=RUBRIC)
+    write_labels(
+        labels,
+        "2026-11-20",
+        "earlier.jsonl",
+        [
+            label_line(
+                qid,
+                doc_id,
+                "relevant",
+                "2026-11-20T09:00:00Z",
+                version=version,
+                decided_by="answerability",
+                dimensions=dimensions(),
+            )
+            for _, qid, doc_id, version, *_ in PAGE_QUEUE[:1]
+        ],
+    )
+    session = open_session("ana", db=db, labels=labels, rubric=RUBRIC_PATH)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
@@ -183,7 +208,7 @@ def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_wr
     assert {files[0].parent.name} == {f"dt={ts[:10]}" for ts in stamps}
 
     def expect(item: int, label: str, decided_by: str, fails: str, note: str | None = None) -> dict:
-        _, qid, doc_id, version, *_ = QUEUE[item + 1]
+        _, qid, doc_id, version, *_ = PAGE_QUEUE[item + 1]
         line = {
             "event": "label",
             "query_id": qid,

@@ -375,16 +375,6 @@ def test_the_builds_snapshot_passed_in_is_accepted(world):
 # --------------------------------------------------------------------------- the reference retriever
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    """The packaged all-MiniLM-L6-v2, loaded once for this module."""
-    from goldenset.embeddings import Embedder
-
-    e = Embedder()
-    e.load()
-    return e
-
-
 def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     from bench_world import build_golden
 

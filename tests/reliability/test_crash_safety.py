@@ -39,6 +39,9 @@ from tests.reliability.harness import (
     write_stage_a,
 )
 
+# Each test kills a build process at a failpoint and rebuilds: tens of seconds each.
+pytestmark = pytest.mark.slow
+
 # Each moment, by the failpoint that stops the build there. The corpus snapshot comes first
 # (corpus v2 is new content); then day 1's grown file is the first ingest batch (its old
 # rows are replaced), day 3's new file the second.

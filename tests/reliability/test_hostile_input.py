@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import ranked, serve, verdict
+from tests.helpers import examples, ranked, serve, verdict
 from tests.reliability.harness import corpus_v1, log_day, make_world, ok, read_tables, write_corpus
 
 MB10 = 10 * 1024 * 1024
@@ -408,7 +408,7 @@ _AROUND = (
 _AFTER = b'{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:05:00Z"}\n'
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(middle=_EDGE_BYTES)
 def test_a_line_of_any_bytes_is_judged_as_the_exact_rules_judge_it(tmp_path_factory, middle):
     # DuckDB checks each chunk's UTF-8; a chunk it refuses is read again by the exact

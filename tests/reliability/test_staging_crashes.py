@@ -9,7 +9,7 @@ from pathlib import Path
 
 from goldenset.staging import load_staged, stage_partition
 from goldenset.warehouse import connect
-from tests.test_staging import _assert_same, _day, _direct, _staged
+from tests.helpers import assert_same_log_tables, ingest_direct, ingest_staged, write_day
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,10 +25,10 @@ def _stage_in_child(logs: Path, dt: str, staging: Path, failpoint: str) -> int:
 
 def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp_path):
     logs, staging = tmp_path / "logs", tmp_path / "staging"
-    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
-    _staged(tmp_path / "s.duckdb", logs, staging)
+    write_day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
+    ingest_staged(tmp_path / "s.duckdb", logs, staging)
     before = (staging / "log_files" / "dt=2026-11-01").resolve()
-    _day(logs, "2026-11-01", "part-0002.jsonl", 5, "b")
+    write_day(logs, "2026-11-01", "part-0002.jsonl", 5, "b")
     assert _stage_in_child(logs, "2026-11-01", staging, "staging.before_switch") == -9
     assert (staging / "log_files" / "dt=2026-11-01").resolve() == before
     con = connect(tmp_path / "s.duckdb")
@@ -44,9 +44,9 @@ def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp
     # The next staging finishes the job, and the load then matches direct ingestion.
     for folder in (staging / ".generations").glob("*/" + abandoned.name):
         os.utime(folder, (1, 1))
-    _direct(tmp_path / "d.duckdb", logs)
-    _staged(tmp_path / "s.duckdb", logs, staging)
-    _assert_same(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
+    ingest_direct(tmp_path / "d.duckdb", logs)
+    ingest_staged(tmp_path / "s.duckdb", logs, staging)
+    assert_same_log_tables(tmp_path / "d.duckdb", tmp_path / "s.duckdb")
     now = (staging / "log_files" / "dt=2026-11-01").resolve().name
     assert [g.name for g in generations.iterdir()] == [now]
     assert list((staging / ".generations").glob("*/" + abandoned.name)) == []
@@ -54,7 +54,7 @@ def test_a_staging_process_killed_before_the_switch_leaves_the_day_as_it_was(tmp
 
 def test_a_load_killed_mid_transaction_commits_nothing(tmp_path):
     logs, staging = tmp_path / "logs", tmp_path / "staging"
-    _day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
+    write_day(logs, "2026-11-01", "part-0001.jsonl", 4, "a")
     stage_partition(logs, "2026-11-01", staging)
     connect(tmp_path / "s.duckdb").close()
     code = (

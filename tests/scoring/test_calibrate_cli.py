@@ -20,7 +20,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from judge_stub import Reply, good, passage_of
-from world import Q1, Q2, RUBRIC, SEVEN, TEXT, label_line, make_world, rebuild, scorer_config, seven_lines, write_labels
+from world import (
+    Q1,
+    Q2,
+    RUBRIC,
+    SEVEN,
+    TEXT,
+    append_labels,
+    label_line,
+    make_world,
+    rebuild,
+    scorer_config,
+    seven_lines,
+)
 
 from goldenset_dagster.cli import main
 
@@ -621,7 +633,7 @@ def test_check_fails_once_todays_labels_pass_an_unacceptable_pair_above_high(cap
     path = tmp_path / "policy.json"
     _policy(capsys, seven, path)
     # d9 (score 0.8) is labelled irrelevant: at the stored high 0.7, 1 of 4 unacceptable pairs passes.
-    write_labels(seven.labels, [label_line(Q1, "d9", "irrelevant", "2026-11-30T09:00:00Z")], name="page-ben.jsonl")
+    append_labels(seven.labels, [label_line(Q1, "d9", "irrelevant", "2026-11-30T09:00:00Z")], name="page-ben.jsonl")
     rebuild(seven)
     code = main(["calibrate", "--check", str(path), *seven.args(), "--json"])
     got = capsys.readouterr()

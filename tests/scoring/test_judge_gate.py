@@ -18,7 +18,7 @@ import json
 
 import pytest
 from judge_stub import good, passage_of
-from world import Q1, Q2, Q3, RUBRIC, TEXT, label_line, make_world, rebuild, write_labels
+from world import Q1, Q2, Q3, RUBRIC, TEXT, append_labels, label_line, make_world, rebuild
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.warehouse import connect
@@ -51,7 +51,7 @@ def judged(tmp_path, capsys, judge_stub):
     """A build, a pool of 12 pairs, ana's lines on five of them and the judge's label file on all twelve."""
     world = make_world(tmp_path / "w")
     assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
-    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     by_doc = {d: lab for (_, d), lab in JUDGE.items()}
 
     def reply(body):

@@ -11,7 +11,6 @@ import pytest
 from judge_stub import Reply, good
 
 from goldenset.corpus import CorpusSnapshot, Document
-from goldenset.embeddings import Embedder
 from goldenset.errors import UsageError
 from goldenset.scoring import Score, ScorerError
 from goldenset.scoring.judge import JudgeSettings
@@ -54,14 +53,6 @@ def plugin(con, name, corpus=CORPUS, **options):
 
 
 # --------------------------------------------------------------------------- dense
-@pytest.fixture(scope="module")
-def embedder():
-    """The packaged MiniLM model, loaded once for the module (it costs seconds)."""
-    e = Embedder()
-    e.load()
-    return e
-
-
 def test_dense_is_the_cosine_of_the_packaged_model_embeddings(embedder, warehouse):
     scorer = build_scorer("dense", ScorerContext(con=warehouse, embedder=embedder))
     q, near, far = "How long do refunds take?", DOCS[0].text, DOCS[4].text

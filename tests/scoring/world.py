@@ -7,7 +7,7 @@
 
 Every document is active at v1 with the text TEXT[doc]. Accepted serves per
 project (the traffic weights): billing 2, auth 1. Human labels are label lines
-under LABELS written by `write_labels`; `SEVEN` is the set of the calibration
+under LABELS written by `append_labels`; `SEVEN` is the set of the calibration
 unit tests (scores 0.1 .. 0.7, acceptable as below) on seven human-labelled pairs,
 and `SCORES` gives every document's score for the `score_plugins:table` scorer
 (d8 has none: scoring it raises KeyError, an error pair).
@@ -145,7 +145,8 @@ def label_line(
     return line
 
 
-def write_labels(labels: Path, lines: list[dict], name: str = "page-ana.jsonl", dt: str = "2026-11-29") -> Path:
+def append_labels(labels: Path, lines: list[dict], name: str = "page-ana.jsonl", dt: str = "2026-11-29") -> Path:
+    """Append label lines to one file of LABELS (the page and the judge append to the day's file)."""
     folder = labels / f"dt={dt}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -182,7 +183,7 @@ def make_world(tmp: Path, lines: list[dict] | None = None) -> World:
     finally:
         con.close()
     if lines:
-        write_labels(world.labels, lines)
+        append_labels(world.labels, lines)
         rebuild(world)
     return world
 
