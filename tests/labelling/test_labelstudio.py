@@ -1,9 +1,11 @@
 """Label Studio out and in: tasks and config from the queue, label lines from an export or JSONL.
 
 The round trip: `pool export --format label-studio` on the hand-made world of pool_rankers.py,
-then an export JSON written here as Label Studio writes it (tasks with `annotations`, each
-with `completed_by`, timestamps and `result` items), then `labels import`; every line written
-is checked against the rubric's own label_line_reason and against lines written out by hand.
+then a Label Studio export, then `labels import`; every line written is checked against the
+rubric's own label_line_reason and against lines written out by hand. Two exports: one
+recorded from a real Label Studio 1.23.2 (tests/data/label-studio/, its README says how), and
+one built here in Label Studio's shape for what a real one does not hold on demand (an older
+`completed_by` object, several users, values its editor would never send, broken timestamps).
 """
 
 from __future__ import annotations
@@ -726,3 +728,72 @@ def test_labels_is_a_group_that_lists_import(capsys):
     code, out, _ = run_labels(["--help"], capsys)
     assert code == 0
     assert "import" in out
+
+
+# --------------------------------------------------------------------------- a REAL Label Studio's export
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "label-studio" / "export.json"
+
+
+def test_the_recorded_export_holds_the_tasks_this_export_writes_today(pooled, tmp_path):
+    # tests/data/label-studio/export.json came from Label Studio 1.23.2 (see its README): if the
+    # task export changes, the recording no longer matches and must be made again.
+    tasks = export(pooled, tmp_path / "tasks.json")
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+    assert [t["data"] for t in recorded] == [t["data"] for t in tasks]
+
+
+def test_a_real_label_studio_export_gives_the_label_lines_worked_out_by_hand(tmp_path):
+    labels = tmp_path / "labels"
+    result = import_labels(RECORDED, rubric=RUBRIC, labels_dir=labels, now=NOW)
+    # Label Studio 1.23 gives completed_by as the bare user id (1, the one user of the recording);
+    # ts is the annotation's updated_at. Tasks 1-3 were annotated all-pass / coverage failing /
+    # authority and recency failing.
+    user = "label-studio-user-1"
+    common = {"annotator": user, "rubric": "support-policies", "kind": "human", "event": "label"}
+    assert read_lines(labels / "dt=2026-12-02" / f"import-{user}.jsonl") == [
+        {
+            **common,
+            "query_id": Q1,
+            "doc_id": "b",
+            "doc_version": "v2",
+            "label": "relevant",
+            "decided_by": "coverage",
+            "ts": "2026-12-02T18:13:46.113438Z",
+            "dimensions": passing(),
+            "note": "states 14 days",
+            "origin": {"tool": "label-studio", "task": 1, "annotation": 1},
+        },
+        {
+            **common,
+            "query_id": Q2,
+            "doc_id": "e2",
+            "doc_version": "v1",
+            "label": "partial",
+            "decided_by": "coverage",
+            "ts": "2026-12-02T18:13:46.833386Z",
+            "dimensions": passing(coverage="fail"),
+            "origin": {"tool": "label-studio", "task": 2, "annotation": 2},
+        },
+        {
+            **common,
+            "query_id": Q1,
+            "doc_id": "c2",
+            "doc_version": "v1",
+            "label": "irrelevant",
+            "decided_by": "recency",
+            "ts": "2026-12-02T18:13:47.535236Z",
+            "dimensions": passing(authority="fail", recency="fail"),
+            "origin": {"tool": "label-studio", "task": 3, "annotation": 3},
+        },
+    ]
+    # Task 5 left entity unanswered; task 6 holds two contradicting annotations and a skipped
+    # (cancelled) one; task 7 chose no decided-by. Six tasks (4, 8-12) were not annotated.
+    assert [(r.where, r.reason) for r in result.rejects] == [
+        ("task 5 annotation 4", "missing_field"),
+        ("task 6 annotation 5", "label_contradicts_rubric"),
+        ("task 6 annotation 6", "cancelled"),
+        ("task 6 annotation 7", "label_contradicts_rubric"),
+        ("task 7 annotation 8", "missing_field"),
+    ]
+    assert (result.n_written, result.already_imported, result.unannotated) == (3, 0, 6)

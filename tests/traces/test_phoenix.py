@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +16,7 @@ from goldenset.traces.importer import import_traces
 from goldenset.traces.mapping import Mapping
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import doc, write_corpus
+from tests.helpers import doc, running_under_ci, write_corpus
 from tests.traces.phoenix_server import ENV_VENV, PhoenixServer, phoenix_venv
 from tests.traces.producers import Retrieval, retriever_span_ids, retriever_spans
 
@@ -40,7 +39,7 @@ def phoenix(tmp_path_factory):
     venv = phoenix_venv()
     if not (venv / "bin" / "phoenix").exists():
         why = f"no Phoenix venv at {venv}: create it with `python -m venv {venv} && {venv}/bin/pip install arize-phoenix` or set {ENV_VENV}"
-        if os.environ.get("CI"):
+        if running_under_ci():
             pytest.fail("CI must run the Phoenix tests: " + why)
         pytest.skip(why)
     server = PhoenixServer(venv, tmp_path_factory.mktemp("phoenix"))
