@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import settings
 
 from goldenset.settings import VARIABLES
 from goldenset.warehouse import connect
-from tests.helpers import running_under_ci
+from tests.helpers import CHROMEDRIVER, CHROMIUM, require_browser, running_under_ci
 
 # Hypothesis profiles. `ci`: the same examples every run (a red CI then always means the same
 # input). `dev`, a developer's default: new examples each run. `thorough`: ten times the
@@ -93,3 +94,38 @@ def log_root(tmp_path) -> Path:
     root = tmp_path / "logs"
     root.mkdir()
     return root
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Debian Chromium through chromedriver, with a fresh profile and no network of its own."""
+    require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        options.add_argument(flag)
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 
@@ -363,3 +364,28 @@ def page_warehouse(path: Path, queue=PAGE_QUEUE, docs=PAGE_DOCS) -> Path:
 def dimensions(*fails: str) -> dict[str, str]:
     """The rubric's dimensions, each "pass" unless named in `fails`."""
     return {d: "fail" if d in fails else "pass" for d in DIMS}
+
+
+# --------------------------------------------------------------------------- a real browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WAIT_SECONDS = 60  # an upper bound on each wait, never a measured duration
+
+
+def require_browser() -> None:
+    """Skip without Debian's chromium and chromedriver; under CI, fail instead."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not (p.is_file() and os.access(p, os.X_OK))]
+    if not missing:
+        return
+    why = f"{' and '.join(missing)} missing: `apt-get install chromium chromium-driver` (Debian) installs them"
+    if running_under_ci():
+        pytest.fail(f"CI must run the browser test: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def browser_wait(driver, condition, what: str):
+    """Wait (at most WAIT_SECONDS) until condition(driver) holds; the failure names `what`."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_SECONDS).until(lambda d: condition(d), message=f"waited for {what}")

@@ -19,11 +19,10 @@ import pytest
 
 from goldenset_dagster.cli import main
 from goldenset_dagster.instance import get_instance
+from tests.helpers import browser_wait
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "conformance"
-sys.path.insert(0, str(ROOT / "tests" / "labelling"))
-from test_page_browser import _wait, browser  # noqa: E402,F401  (the headless Chromium fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -93,17 +92,17 @@ def test_the_ui_lists_cli_runs_names_units_and_adds_up_counts(browser, ui_after_
     # Each job's page lists its command-line run (it said it had never run), with the trigger tag.
     for job, run_id in runs:
         browser.get(url + f"/locations/goldenset/jobs/{job}/runs")
-        _wait(browser, lambda d, run_id=run_id: run_id[:8] in _body(d), f"the CLI run on {job}'s page")
+        browser_wait(browser, lambda d, run_id=run_id: run_id[:8] in _body(d), f"the CLI run on {job}'s page")
         assert "goldenset/trigger: manual" in _body(browser)
         assert "You have not materialized any assets with this job yet" not in _body(browser)
         assert "goldenset/pid" not in _body(browser) and "goldenset/host" not in _body(browser)
 
     # The rejected_share check: its share and threshold in one unit, named.
     browser.get(url + "/assets/golden_set?view=checks&checkDetail=rejected_share")
-    _wait(browser, lambda d: "block_above_pct" in _body(d), "the check's metadata")
+    browser_wait(browser, lambda d: "block_above_pct" in _body(d), "the check's metadata")
     assert "share_pct" in _body(browser)
 
     # A log day: 13 lines = 2 serves + 8 verdicts + 2 rejected + 1 blank (the conformance README).
     browser.get(url + "/assets/serve_log?view=partitions&partition=2026-11-01")
-    _wait(browser, lambda d: "blank_lines" in _body(d), "the partition's metadata")
+    browser_wait(browser, lambda d: "blank_lines" in _body(d), "the partition's metadata")
     assert "2 of 2 rejected lines" in _body(browser)

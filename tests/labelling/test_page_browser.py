@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -21,29 +19,17 @@ from tests.helpers import (
     DIMS,
     PAGE_QUEUE,
     RUBRIC_PATH,
+    WAIT_SECONDS,
+    browser_wait,
     dimensions,
     label_line,
     page_warehouse,
-    running_under_ci,
     write_labels,
 )
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-WAIT_SECONDS = 60  # an upper bound on each wait, never a measured duration
 _TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-
-
-def _require_browser() -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not (p.is_file() and os.access(p, os.X_OK))]
-    if not missing:
-        return
-    why = f"{' and '.join(missing)} missing: `apt-get install chromium chromium-driver` (Debian) installs them"
-    if running_under_ci():
-        pytest.fail(f"CI must run the browser test: {why}", pytrace=False)
-    pytest.skip(why)
 
 
 @pytest.fixture
@@ -84,47 +70,6 @@ def page_server(tmp_path) -> Iterator[tuple[str, LabellingSession, Path]]:
         sock.close()
 
 
-@pytest.fixture
-def browser(tmp_path):
-    """Headless Debian Chromium through chromedriver, with a fresh profile and no network of its own."""
-    _require_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-default-apps",
-        "--window-size=1280,1000",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(flag)
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
-    driver = webdriver.Chrome(options=options, service=service)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
-
-
-def _wait(driver, condition, what: str):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_SECONDS).until(lambda d: condition(d), message=f"waited for {what}")
-
-
 def _shown_item(driver) -> str | None:
     return driver.execute_script("const p = document.getElementById('pair'); return p ? p.dataset.item : null;")
 
@@ -145,59 +90,59 @@ def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_wr
     url, session, labels = page_server
     # The front page is the queue view; its link opens the first pair to do, pair 1.
     browser.get(url + "/")
-    _wait(browser, lambda d: _text(d, "continue") is not None, "the queue view")
+    browser_wait(browser, lambda d: _text(d, "continue") is not None, "the queue view")
     browser.execute_script("document.getElementById('continue').click()")
-    _wait(browser, lambda d: _shown_item(d) == "0", "the first unlabelled pair")
+    browser_wait(browser, lambda d: _shown_item(d) == "0", "the first unlabelled pair")
     assert _text(browser, "already-count") == "1" and _text(browser, "queued-count") == "4"
     assert _text(browser, "doc-id") == "policies/refunds-v2.md" and _text(browser, "reason") == "successor"
 
     # Pair 1: every test passes -> relevant, decided_by defaults to the first dimension.
     _keys(browser, "pppp")
-    _wait(browser, lambda d: _text(d, "label-shown") == "relevant or irrelevant", "the labels still possible")
+    browser_wait(browser, lambda d: _text(d, "label-shown") == "relevant or irrelevant", "the labels still possible")
     _keys(browser, "p")
-    _wait(browser, lambda d: _text(d, "label-shown") == "relevant", "the live label")
+    browser_wait(browser, lambda d: _text(d, "label-shown") == "relevant", "the live label")
     _keys(browser, Keys.ENTER)
-    _wait(browser, lambda d: _shown_item(d) == "1", "the second pair")
+    browser_wait(browser, lambda d: _shown_item(d) == "1", "the second pair")
     assert _text(browser, "labelled-count") == "1"
 
     # Pair 2: coverage fails -> partial, decided by coverage (the only admissible one); a note typed in.
     _keys(browser, "pppfp")
-    _wait(browser, lambda d: _text(d, "label-shown") == "partial", "the live label")
+    browser_wait(browser, lambda d: _text(d, "label-shown") == "partial", "the live label")
     assert browser.execute_script("return [...document.getElementById('decided-by').options].map(o => o.value)") == [
         "coverage"
     ]
     _keys(browser, "c")
-    _wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "note", "the note to take focus")
+    browser_wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "note", "the note to take focus")
     browser.switch_to.active_element.send_keys("states 10 business days", Keys.ESCAPE)
-    _wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") != "note", "the note to let go")
+    browser_wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") != "note", "the note to let go")
     _keys(browser, Keys.ENTER)
-    _wait(browser, lambda d: _shown_item(d) == "2", "the third pair")
+    browser_wait(browser, lambda d: _shown_item(d) == "2", "the third pair")
 
     # Pair 3: answerability and recency fail -> irrelevant; `d` moves decided_by to recency.
     _keys(browser, "fpf")
     # Enter before every test is answered submits nothing and says what is left.
     _keys(browser, Keys.ENTER)
-    _wait(browser, lambda d: "coverage, entity unanswered" in _text(d, "hint"), "the unanswered hint")
+    browser_wait(browser, lambda d: "coverage, entity unanswered" in _text(d, "hint"), "the unanswered hint")
     assert _shown_item(browser) == "2"
     _keys(browser, "pp")
-    _wait(browser, lambda d: _text(d, "label-shown") == "irrelevant", "the live label")
+    browser_wait(browser, lambda d: _text(d, "label-shown") == "irrelevant", "the live label")
     _keys(browser, "d")
-    _wait(
+    browser_wait(
         browser,
         lambda d: d.execute_script("return document.getElementById('decided-by').value") == "recency",
         "decided_by to move",
     )
     _keys(browser, Keys.ENTER)
-    _wait(browser, lambda d: _shown_item(d) == "3", "the fourth pair")
+    browser_wait(browser, lambda d: _shown_item(d) == "3", "the fourth pair")
 
     # Pair 4: n passes over it without a line.
     _keys(browser, "pf")
     _keys(browser, "n")
-    _wait(browser, lambda d: d.execute_script("return !!document.getElementById('done')"), "the end page")
+    browser_wait(browser, lambda d: d.execute_script("return !!document.getElementById('done')"), "the end page")
     assert "3 of 4 queued pairs labelled this session; 1 passed over" in " ".join(_text(browser, "done").split())
     # The queue view says what became of each pair, in the URL's 1-based numbers.
     browser.get(url + "/?status=passed+over")
-    _wait(browser, lambda d: _text(d, "row-4") is not None, "the pair passed over")
+    browser_wait(browser, lambda d: _text(d, "row-4") is not None, "the pair passed over")
     assert "passed over" in _text(browser, "row-4") and _text(browser, "row-1") is None
 
     files = sorted(labels.glob("dt=*/page-ana.jsonl"))
