@@ -28,8 +28,10 @@ Decisions
 - **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
   dimension in rubric order; for a pass-only label, the first dimension.
 - **A queued version no snapshot holds** is shown with a warning instead of text.
-- **Context**: a stale pair shows the label the latest build holds for it (the human or judge
-  label, else the log's verdict) and a unified diff from the judged version's text to the
+- **Context**: a stale pair shows the label the latest build holds for it when a person or a
+  judge gave it; the log's verdict (the agent's) and judges' labels are shown only once the
+  annotator has decided (in the saved banner, and when the pair is opened again), so they
+  cannot anchor the decision; and a unified diff from the judged version's text to the
   queued one (MAX_DIFF_LINES at most, the cut said); a successor names the stale pair it
   replaced for the same query (from `relabel_queue.superseded_by`; the first doc_id if several).
 """
@@ -85,11 +87,13 @@ WITH latest_load AS (
            row_number() OVER (PARTITION BY d.doc_id, d.version
                               ORDER BY l.load_id DESC NULLS LAST, d.content_sha256) AS pick
     FROM corpus_documents d LEFT JOIN latest_load l USING (content_sha256)
-), stale AS (
-    -- the label a stale pair holds in the latest build (a person's or a judge's, else the
-    -- log's verdict), and the version it was judged at
-    SELECT query_id, doc_id, coalesce(label, verdict) AS label, doc_version AS judged_version
-    FROM golden_set WHERE stale_reason IS NOT NULL
+), held AS (
+    -- what the latest build holds for the pair: a person's or a judge's label, or the log's
+    -- verdict (the agent's), the version it was judged at, and whether it is stale
+    SELECT query_id, doc_id, label, verdict, doc_version AS judged_version, stale_reason FROM golden_set
+), judges AS (
+    SELECT query_id, doc_id, string_agg(annotator || ': ' || label, ', ' ORDER BY annotator) AS said
+    FROM current_labels WHERE kind = 'judge' GROUP BY ALL
 ), replaced AS (
     -- the stale pair a successor replaced for the same query (the first by doc_id if several)
     SELECT query_id, superseded_by AS successor, min(doc_id) AS replaced_doc
@@ -97,10 +101,14 @@ WITH latest_load AS (
 )
 SELECT q.priority, q.query_id, q.doc_id, q.doc_version, q.reason, q.rankers, q.best_rank,
        q.project, q.task, docs.title, docs.text, docs.doc_id IS NOT NULL AS found,
-       st.label, st.judged_version, old.text, old.doc_id IS NOT NULL, rp.replaced_doc
+       st.label, st.judged_version, old.text, old.doc_id IS NOT NULL, rp.replaced_doc,
+       h.verdict, j.said, st.doc_id IS NOT NULL
 FROM labelling_queue q
 LEFT JOIN docs ON docs.doc_id = q.doc_id AND docs.version = q.doc_version AND docs.pick = 1
-LEFT JOIN stale st ON q.reason = 'stale' AND st.query_id = q.query_id AND st.doc_id = q.doc_id
+LEFT JOIN held st ON q.reason = 'stale' AND st.stale_reason IS NOT NULL
+                  AND st.query_id = q.query_id AND st.doc_id = q.doc_id
+LEFT JOIN held h ON h.query_id = q.query_id AND h.doc_id = q.doc_id
+LEFT JOIN judges j ON j.query_id = q.query_id AND j.doc_id = q.doc_id
 LEFT JOIN docs old ON old.doc_id = q.doc_id AND old.version = st.judged_version AND old.pick = 1
 LEFT JOIN replaced rp ON q.reason = 'successor' AND rp.query_id = q.query_id AND rp.successor = q.doc_id
 ORDER BY q.priority, q.query_id, q.doc_id
@@ -132,11 +140,15 @@ class QueueItem:
     title: str | None
     text: str | None
     found: bool  # some snapshot holds doc_id at doc_version
-    old_label: str | None = None  # a stale pair: the label it holds, judged at old_version
+    old_label: str | None = None  # a stale pair: the person's or judge's label it holds, judged at old_version
     old_version: str | None = None
     old_text: str | None = None
     old_found: bool = False  # some snapshot holds doc_id at old_version
     replaced_doc: str | None = None  # a successor: the document it replaced for this query
+    # Shown only once the annotator has decided (so they cannot anchor on them), then beside the label:
+    agent_verdict: str | None = None  # the log's verdict the latest build holds for the pair
+    judge_labels: str | None = None  # current judge labels, "judge: label, ..."
+    stale_held: bool = False  # a stale pair the latest build holds (its label may be the log's verdict)
 
     def diff(self) -> tuple[list[str], bool]:
         """The changes from the judged version's text to the queued one (unified diff lines), and whether cut."""
@@ -194,6 +206,9 @@ def load_queue(con: duckdb.DuckDBPyConnection) -> list[QueueItem]:
             r[14],
             bool(r[15]),
             r[16],
+            r[17],
+            r[18],
+            bool(r[19]),
         )
         for r in rows
     ]
@@ -515,6 +530,7 @@ def create_app(
                 error=error,
                 saved=saved,
                 saved_replaced=saved_replaced,
+                saved_item=session.items[session.find(saved["query_id"], saved["doc_id"])] if saved else None,
                 previous=session.done.get(i),
                 replaced_number=_number_of(session, session.items[i].query_id, session.items[i].replaced_doc),
                 writes=session.writes.get(i, 0),

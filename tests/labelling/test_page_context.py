@@ -51,11 +51,7 @@ def test_a_stale_pair_shows_its_label_and_the_diff_and_a_successor_links_what_it
         _build(con, write_corpus(tmp_path / "c1.jsonl", [doc("d1", text=OLD_TEXT), doc("d2"), doc("d3")]))
         moved = [doc("d1", "v2", text=NEW_TEXT), doc("d2", superseded_by="d3"), doc("d3")]
         _build(con, write_corpus(tmp_path / "c2.jsonl", moved))
-        held = dict(
-            con.execute(
-                "SELECT doc_id, coalesce(label, verdict) FROM golden_set WHERE stale_reason IS NOT NULL"
-            ).fetchall()
-        )
+        held = dict(con.execute("SELECT doc_id, verdict FROM golden_set WHERE stale_reason IS NOT NULL").fetchall())
         (qid,) = con.execute("SELECT DISTINCT query_id FROM golden_set").fetchone()
         for priority, doc_id, version, reason in (
             (1, "d1", "v2", "stale"),
@@ -69,17 +65,30 @@ def test_a_stale_pair_shows_its_label_and_the_diff_and_a_successor_links_what_it
             )
     finally:
         con.close()
-    assert set(held) == {"d1", "d2"}  # both labels went stale in build 2
+    assert held == {"d1": "helped", "d2": "helped"}  # both log labels (helped verdicts) went stale in build 2
 
     session = open_session("ana", db=db, labels=tmp_path / "labels", rubric=RUBRIC)
     with TestClient(create_app(session), base_url="http://127.0.0.1") as c:
         stale = c.get("/pair/1").text
         successor = c.get("/pair/2").text
         superseded = c.get("/pair/3").text
-    assert f'<strong id="old-label">{held["d1"]}</strong>' in stale
+        # The log's verdict is the agent's: it is shown once the annotator has decided, not before.
+        answers = {f"dim_{d}": "pass" for d in session.rubric.dimension_names}
+        item = session.items[0]
+        form = {"token": session.token, "query_id": item.query_id, "doc_id": item.doc_id}
+        form |= {"doc_version": item.doc_version, "decided_by": session.rubric.dimension_names[0], **answers}
+        decided = c.post("/label", data=form).text
+        reopened = c.get("/pair/1").text
+    assert (
+        "<strong>helped" not in stale
+        and "verdict <strong>" not in stale
+        and "the log's verdict (shown once you decide)" in stale
+    )
+    assert "Beside it: the log's verdict <strong>helped</strong>." in decided
+    assert "Beside it: the log's verdict <strong>helped</strong>." in reopened
     diff = re.search(r'<pre id="diff">(.*?)</pre>', stale, flags=re.S).group(1).splitlines()
     assert "-Refunds take 30 days." in diff and "+Refunds take 14 days." in diff
     assert " Contact support to start one." in diff  # context, unchanged
     assert 'id="replaced-doc">d2</code>' in successor and '<a href="/pair/3" id="replaced-link">pair 3</a>' in successor
-    # d2's own version did not change: its label is shown, and the texts are said to be the same.
-    assert f'<strong id="old-label">{held["d2"]}</strong>' in superseded and 'id="diff-none"' in superseded
+    # d2's own version did not change: the texts are said to be the same.
+    assert 'id="diff-none"' in superseded and "verdict <strong>" not in superseded
