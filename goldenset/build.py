@@ -30,7 +30,7 @@ from goldenset.schema import (
     stale_reason,
 )
 from goldenset.snapshots import require_current
-from goldenset.warehouse import checkpoint_after
+from goldenset.warehouse import checkpoint_after, drop_working_tables, temp_objects
 
 TRIGGERS = ("schedule", "reindex", "manual")
 STEPS = ("judged", "always_served", "retired", "repeats", "no_positive")
@@ -94,7 +94,7 @@ SELECT s.query_id FROM log_serves s SEMI JOIN log_dirty d ON d.serve_id = s.serv
 """
 _STAGE_VERDICTS = (
     """
-CREATE OR REPLACE TEMP TABLE _wv AS
+CREATE OR REPLACE TEMP TABLE _winning_verdicts AS
 SELECT serve_id, doc_id, verdict, ts FROM log_verdicts
 WHERE serve_id IN (SELECT serve_id FROM _serves)
 """
@@ -102,14 +102,14 @@ WHERE serve_id IN (SELECT serve_id FROM _serves)
 )
 # Judgments with what the current snapshot says of their document. A winning verdict
 # whose serve did not serve its doc_id has no item: those pairs are kept apart in
-# `_unserved` (for the count of such verdict lines) and leave `_j`. (serve_id, doc_id)
-# is unique among the items (a doc_id appears once per serve) and among `_wv`.
+# `_unserved` (for the count of such verdict lines) and leave `_judgments`. (serve_id, doc_id)
+# is unique among the items (a doc_id appears once per serve) and among `_winning_verdicts`.
 _STAGE_JUDGMENTS = (
     """
-CREATE OR REPLACE TEMP TABLE _j AS
+CREATE OR REPLACE TEMP TABLE _judgments AS
 SELECT v.serve_id, j.serve_ts, v.doc_id, j.doc_version, j.channel, v.verdict, v.ts AS judged_at, j.query_id,
        d.doc_id IS NOT NULL AS active, d.version AS current_version, d.superseded_by
-FROM _wv v
+FROM _winning_verdicts v
 LEFT JOIN _items j ON j.serve_id = v.serve_id AND j.doc_id = v.doc_id
 LEFT JOIN """
     + active_documents("?")
@@ -117,14 +117,14 @@ LEFT JOIN """
 """
 )
 _SPLIT_UNSERVED = (
-    "CREATE OR REPLACE TEMP TABLE _unserved AS SELECT serve_id, doc_id FROM _j WHERE channel IS NULL",
-    "DELETE FROM _j WHERE channel IS NULL",
+    "CREATE OR REPLACE TEMP TABLE _unserved AS SELECT serve_id, doc_id FROM _judgments WHERE channel IS NULL",
+    "DELETE FROM _judgments WHERE channel IS NULL",
 )
-_FILTERED = "CREATE OR REPLACE TEMP VIEW _j2 AS SELECT * FROM _j WHERE channel = 'ranked' AND active"
+_FILTERED = "CREATE OR REPLACE TEMP VIEW _ranked_active_judgments AS SELECT * FROM _judgments WHERE channel = 'ranked' AND active"
 # repeats: per query and doc, the judgment from the latest serve (ts, then larger serve_id) wins.
 _REPEATS = """
-CREATE OR REPLACE TEMP TABLE _j3 AS
-SELECT * FROM _j2
+CREATE OR REPLACE TEMP TABLE _latest_judgments AS
+SELECT * FROM _ranked_active_judgments
 QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) = 1
 """
 # Per query after the repeats filter: its task (the task of its latest judgment after
@@ -135,7 +135,7 @@ CREATE OR REPLACE TEMP TABLE _qtask AS
 SELECT q.query_id, s.project, s.task, q.repeats_left, q.positive
 FROM (SELECT query_id, arg_max(serve_id, (serve_ts, serve_id)) AS serve_id, count(*) AS repeats_left,
              bool_or(verdict = 'helped') AS positive
-      FROM _j3 GROUP BY query_id) q
+      FROM _latest_judgments GROUP BY query_id) q
 JOIN _serves s USING (serve_id)
 """
 # Each query's share of the funnel and of the side counts; since every serve belongs to
@@ -152,7 +152,7 @@ WITH ps AS (
          count(*) FILTER (WHERE channel = 'ranked') AS ranked,
          count(*) FILTER (WHERE channel = 'ranked' AND NOT active) AS retired_dropped,
          count(*) FILTER (WHERE channel = 'ranked' AND active) AS active
-  FROM _j GROUP BY query_id, serve_id),
+  FROM _judgments GROUP BY query_id, serve_id),
 js AS (
   SELECT query_id, sum(judged) AS judged, count(*) AS judged_serves, sum(always_dropped) AS always_dropped,
          sum(ranked) AS ranked, count(*) FILTER (WHERE ranked > 0) AS ranked_serves,
@@ -188,7 +188,7 @@ FROM query_stats
 _NEW_LOG_LABELS = (
     "CREATE OR REPLACE TEMP TABLE _newlog AS SELECT "
     + log_label_row("j", "q", stale_reason("j"))
-    + " FROM _j3 j JOIN _qtask q USING (query_id) WHERE q.positive"
+    + " FROM _latest_judgments j JOIN _qtask q USING (query_id) WHERE q.positive"
 )
 _LINE_COUNTS = "SELECT (SELECT coalesce(sum(lines_total), 0) FROM log_files), (SELECT count(*) FROM log_rejects)"
 # Over all logs; an incremental build moves the previous build's by what its lines changed.
@@ -263,6 +263,7 @@ def _build(
     label_sig = labels_signature(con)
     signature = input_signature(con, content_sha, query_map or [], label_sig, gate)
     previous = latest_build_or_none(con)
+    working_before = temp_objects(con)  # what the build makes from here on, it drops when it ends
     con.execute("BEGIN TRANSACTION")
     try:
         build_id = (previous.build_id if previous else 0) + 1
@@ -294,7 +295,7 @@ def _build(
                 gate=gate,
             )
             recomputed, folded = con.execute(
-                "SELECT (SELECT count(DISTINCT query_id) FROM _j), "
+                "SELECT (SELECT count(DISTINCT query_id) FROM _judgments), "
                 + ("(SELECT count(*) FROM _delta)" if incremental else "0")
             ).fetchone()
         con.execute("DELETE FROM log_dirty")
@@ -350,25 +351,7 @@ def _build(
         con.execute("ROLLBACK")
         raise
     finally:
-        con.execute("DROP VIEW IF EXISTS _j2")
-        con.execute("DROP VIEW IF EXISTS _log")
-        for t in (
-            "_scope",
-            "_serves",
-            "_items",
-            "_wv",
-            "_j",
-            "_unserved",
-            "_j3",
-            "_qtask",
-            "_qs",
-            "_query_map",
-            "_agent",
-            "_newlog",
-        ):
-            con.execute("DROP TABLE IF EXISTS " + t)
-        for t in ("_final", "_merged", "_mwin", *delta.TEMPS):
-            con.execute("DROP TABLE IF EXISTS " + t)
+        drop_working_tables(con, working_before)
     return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
 
 
@@ -490,9 +473,11 @@ def _compute(
     con.execute("CREATE OR REPLACE TEMP VIEW _log AS SELECT * FROM _newlog" + held_over)
     # The agent's labels after filters 1-3, for agreement: this build's for the queries it
     # recomputed, the carried build's for the others.
-    con.execute("CREATE OR REPLACE TEMP TABLE _agent AS SELECT query_id, doc_id, doc_version, verdict FROM _j3")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _agent AS SELECT query_id, doc_id, doc_version, verdict FROM _latest_judgments"
+    )
     if carry_from is not None:
-        con.execute("INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM _dj3")
+        con.execute("INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM _delta_latest_judgments")
         con.execute(
             "INSERT INTO _agent SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels "
             "WHERE build_id = ? AND query_id NOT IN (SELECT query_id FROM _scope)",
@@ -551,16 +536,16 @@ UNION ALL
 SELECT {held}, false AS overridden
 FROM build_labels l
 WHERE l.valid_to_build IS NULL AND l.source = 'log' AND l.overridden AND l.query_id NOT IN (SELECT query_id FROM _scope)
-  AND (l.query_id, l.doc_id) NOT IN (SELECT query_id, doc_id FROM _mwin)
+  AND (l.query_id, l.doc_id) NOT IN (SELECT query_id, doc_id FROM _replaced_log_pairs)
 UNION ALL
 SELECT {held}, true AS overridden
-FROM build_labels l SEMI JOIN _mwin m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
+FROM build_labels l SEMI JOIN _replaced_log_pairs m ON m.query_id = l.query_id AND m.doc_id = l.doc_id
 WHERE l.valid_to_build IS NULL AND l.source = 'log' AND NOT coalesce(l.overridden, false)
   AND l.query_id NOT IN (SELECT query_id FROM _scope)"""
     )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _final AS
-SELECT {cols}, (query_id, doc_id) IN (SELECT query_id, doc_id FROM _mwin) AS overridden FROM _newlog
+SELECT {cols}, (query_id, doc_id) IN (SELECT query_id, doc_id FROM _replaced_log_pairs) AS overridden FROM _newlog
 UNION ALL
 SELECT {cols}, false AS overridden FROM _merged{held_over}"""
     )

@@ -16,7 +16,7 @@ splits the scope in two:
 - `_delta`: every other touched query. `fold` reads only the serves the new lines
   touched (their items, all their verdict lines), the previous build's log labels
   and query_stats rows of those queries, and writes their rows into the build's
-  working tables: `_qs` (query_stats), `_dlabels` (log labels) and `_dj3` (the
+  working tables: `_qs` (query_stats), `_dlabels` (log labels) and `_delta_latest_judgments` (the
   judgments left after filters 1-3, for agreement).
 
 Both give the same result; `tests/test_incremental.py` holds every build to a fresh
@@ -94,7 +94,8 @@ _STAGE = (
               v.source_file IN (SELECT source_file FROM _dnew) AS is_new
        FROM log_verdicts v WHERE v.serve_id IN (SELECT serve_id FROM _das)""",
     # The winning verdict of each item now, and before the new lines came.
-    "CREATE OR REPLACE TEMP TABLE _dwa AS SELECT serve_id, doc_id, verdict, ts FROM _dv " + WINNING_VERDICT,
+    "CREATE OR REPLACE TEMP TABLE _delta_winning_verdicts AS SELECT serve_id, doc_id, verdict, ts FROM _dv "
+    + WINNING_VERDICT,
     "CREATE OR REPLACE TEMP TABLE _dwb AS SELECT serve_id, doc_id, verdict, ts FROM _dv WHERE NOT is_new "
     + WINNING_VERDICT,
 )
@@ -128,7 +129,7 @@ _SERVES = {"judged": "judged_serves", "ranked": "ranked_serves", "active": "acti
 
 def _shares() -> str:
     """Per delta query: what the touched serves add now minus what they added before the new lines."""
-    now = [_ITEM_SHARE.format(winners="_dwa", serves="true"), _UNSERVED_SHARE.format(lines="true")]
+    now = [_ITEM_SHARE.format(winners="_delta_winning_verdicts", serves="true"), _UNSERVED_SHARE.format(lines="true")]
     before = [
         _ITEM_SHARE.format(winners="_dwb", serves="NOT i.is_new"),
         _UNSERVED_SHARE.format(lines="NOT v.is_new AND NOT a.is_new"),
@@ -155,17 +156,17 @@ _WINNERS = (
         SELECT i.query_id, i.doc_id, i.serve_id, i.doc_version, w.verdict, w.ts AS judged_at,
                {stale_reason("i")} AS stale_reason,
                i.serve_ts, i.project, i.task
-        FROM _dit i JOIN _dwa w ON w.serve_id = i.serve_id AND w.doc_id = i.doc_id
+        FROM _dit i JOIN _delta_winning_verdicts w ON w.serve_id = i.serve_id AND w.doc_id = i.doc_id
         WHERE i.channel = 'ranked' AND i.active""",
     # The repeats rule of the build: the latest serve (ts, then larger serve_id) wins.
-    """CREATE OR REPLACE TEMP TABLE _dj3 AS
+    """CREATE OR REPLACE TEMP TABLE _delta_latest_judgments AS
        SELECT * FROM _dcand
        QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) = 1""",
     # The query's task: its latest judgment after filters 1-2 is the winner of its pair.
     """CREATE OR REPLACE TEMP TABLE _dq AS
        SELECT query_id, project, task, count(*) OVER (PARTITION BY query_id) AS repeats_left,
               bool_or(verdict = 'helped') OVER (PARTITION BY query_id) AS positive
-       FROM _dj3
+       FROM _delta_latest_judgments
        QUALIFY row_number() OVER (PARTITION BY query_id ORDER BY serve_ts DESC, serve_id DESC) = 1""",
 )
 
@@ -184,7 +185,7 @@ LEFT JOIN _dshare d USING (query_id) LEFT JOIN _dq q USING (query_id)
 _LABELS = (
     "CREATE OR REPLACE TEMP TABLE _dlabels AS SELECT "
     + log_label_row("j", "q", "j.stale_reason")
-    + " FROM _dj3 j JOIN _dq q USING (query_id) WHERE q.positive"
+    + " FROM _delta_latest_judgments j JOIN _dq q USING (query_id) WHERE q.positive"
 )
 # Orphan verdicts and conflicting duplicate serves are properties of a serve_id's lines,
 # so after added lines alone they move by what the touched serve_ids' lines say now
@@ -206,23 +207,6 @@ SELECT
   (SELECT count(*) FROM sl JOIN first_now f USING (serve_id) WHERE sl.content_key <> f.k)
   - (SELECT count(*) FROM sl JOIN first_old f USING (serve_id) WHERE NOT sl.is_new AND sl.content_key <> f.k)
 """
-
-# Working tables the build drops when it ends (it reads _dlabels and _dj3 after the fold).
-TEMPS = (
-    "_dnew",
-    "_recompute",
-    "_delta",
-    "_das",
-    "_dit",
-    "_dv",
-    "_dwa",
-    "_dwb",
-    "_dshare",
-    "_dcand",
-    "_dj3",
-    "_dq",
-    "_dlabels",
-)
 
 
 def plan(con) -> bool:
@@ -250,7 +234,7 @@ def side_counts(con, orphans_before: int, conflicts_before: int) -> tuple[int, i
 
 
 def fold(con, content_sha: str) -> None:
-    """Add the delta queries' rows to `_qs`, and leave their labels in `_dlabels`, judgments in `_dj3`.
+    """Add the delta queries' rows to `_qs`, and leave their labels in `_dlabels`, judgments in `_delta_latest_judgments`.
 
     Reads query_stats and build_labels as the previous build left them: call it before
     the build replaces either.

@@ -165,3 +165,21 @@ def transaction(con: duckdb.DuckDBPyConnection):
         raise
     else:
         con.execute("COMMIT")
+
+
+def temp_objects(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    """The connection's temporary tables and views, as (kind, name)."""
+    tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()
+    return {("TABLE", t) for (t,) in tables} | {("VIEW", v) for (v,) in views}
+
+
+def drop_working_tables(con: duckdb.DuckDBPyConnection, before: set[tuple[str, str]]) -> None:
+    """Drop every temporary table and view made since `before` (`temp_objects` then), views first.
+
+    One scope owns a step's working tables, whichever module made them: no hand-kept list
+    of names to forget one in.
+    """
+    made = temp_objects(con) - before
+    for kind, name in sorted(made, key=lambda o: (o[0] != "VIEW", o[1])):
+        con.execute(f'DROP {kind} IF EXISTS "{name}"')

@@ -82,3 +82,15 @@ def test_ingesting_partitions_in_any_order_gives_the_same_build(tmp_path, order)
     store_snapshot(con, read_corpus(DATA / "corpus.jsonl"))
     build_golden_set(con)
     assert_matches_expected(con)
+
+
+def test_a_build_leaves_no_working_table_behind(tmp_path):
+    from goldenset.warehouse import temp_objects
+
+    con = connect(tmp_path / "g.duckdb")
+    ingest_all(con, DATA / "logs")
+    store_snapshot(con, read_corpus(DATA / "corpus.jsonl"))
+    build_golden_set(con)
+    assert temp_objects(con) == set()
+    build_golden_set(con)  # a repeat build takes the other branch
+    assert temp_objects(con) == set()

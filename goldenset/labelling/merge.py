@@ -2,7 +2,7 @@
 
 Runs inside the build's transaction, after the four filters have computed the log
 labels of build `build_id` (the relation the build names, `_log`); the build stores
-what the merge leaves in `_merged` and `_mwin`:
+what the merge leaves in `_merged` and `_replaced_log_pairs`:
 
 1. Current labels whose version a snapshot of a committed build (or of this build)
    holds; of those, the pairs whose query is golden in this build and whose document
@@ -12,7 +12,7 @@ what the merge leaves in `_merged` and `_mwin`:
    whose latest voting line is later. Its version, decided_by and judged_at come from
    that latest voting line.
 3. It replaces the log label of the pair unless it is stale and the log label is not.
-   Replaced log labels (`_mwin`) stay in `build_labels`, flagged `overridden`.
+   Replaced log labels (`_replaced_log_pairs`) stay in `build_labels`, flagged `overridden`.
 4. A judge annotator takes part only while its kappa against the human label, on at
    least `min_pairs` shared pairs at the same version, is at least `min_kappa`; then
    it votes (as in 2) on the pairs no human current label covers.
@@ -139,7 +139,7 @@ _WRITE = (
        SELECT $build AS build_id, query_id, doc_id, source, doc_version, label, grade, decided_by, judged_at,
               annotators, stale_reason, in_golden_set FROM _mall""",
     # The log labels the merged ones replace, and the merged rows the build stores.
-    """CREATE OR REPLACE TEMP TABLE _mwin AS
+    """CREATE OR REPLACE TEMP TABLE _replaced_log_pairs AS
        SELECT l.query_id, l.doc_id FROM {log} l SEMI JOIN _mall m
        ON m.query_id = l.query_id AND m.doc_id = l.doc_id AND m.in_golden_set""",
     """CREATE OR REPLACE TEMP TABLE _merged AS
@@ -158,7 +158,7 @@ def merge_labels(
 
     `agent_sql` selects (query_id, doc_id, doc_version, verdict) of the judgments that
     survived filters 1-3 (the agent's labels, for agreement); `log_relation` names the
-    build's log labels. Leaves `_merged` (merged rows) and `_mwin` (replaced log pairs)
+    build's log labels. Leaves `_merged` (merged rows) and `_replaced_log_pairs` (replaced log pairs)
     for the build to store.
     """
     params = {"build": build_id, "sha": content_sha}
@@ -198,7 +198,7 @@ def merge_labels(
         (human, judge, overridden, unused, held) = con.execute(
             """SELECT (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'human'),
                       (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'judge'),
-                      (SELECT count(*) FROM _mwin),
+                      (SELECT count(*) FROM _replaced_log_pairs),
                       (SELECT count(*) FROM _mcur WHERE kind = 'human')
                         - (SELECT count(*) FROM _mpart WHERE kind = 'human'),
                       (SELECT count(*) FROM _mcur WHERE kind = 'judge' AND NOT list_contains(?, annotator))""",
