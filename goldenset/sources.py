@@ -16,6 +16,11 @@ Decisions
 - **When a root is recorded.** After a build has ingested from it, for each kind that has at
   least one ingested file. A warehouse made before roots were recorded adopts the root of its
   next build without a word (there is nothing to compare it with).
+- **The same source, moved.** A differing root that holds files already ingested (same path
+  relative to the root), every one of them with the same size and sha256 as ingested, is the
+  same source moved or copied (a deployment moved to another disk): it is recorded with a
+  line saying so, without `--new-source`. A root with no such file, or with one whose bytes
+  differ, is another source and refuses.
 - **Moving on (`--new-source`).** The new root is recorded and the old one kept with its
   `replaced_at`. Files are keyed by their path relative to the root, so a file under the new
   root with the same relative path and the same bytes is the file already ingested (its rows
@@ -38,6 +43,7 @@ from goldenset.clock import utcnow
 from goldenset.errors import InputMoved, UsageError
 from goldenset.ingest import DELETE_FILES, MARK_DIRTY, tracks_dirty
 from goldenset.labelling.ingest import DELETE_LABEL_FILES
+from goldenset.logfiles import file_sha256
 from goldenset.warehouse import transaction
 
 KINDS = ("logs", "labels")
@@ -47,6 +53,10 @@ _FILE_NAMES = {
     "labels": "SELECT source_file FROM label_files ORDER BY source_file",
 }
 _FLAG = {"logs": "--logs", "labels": "--labels"}
+_KNOWN = {
+    "logs": "SELECT source_file, size_bytes, content_sha256 FROM log_files ORDER BY source_file",
+    "labels": "SELECT source_file, size_bytes, content_sha256 FROM label_files ORDER BY source_file",
+}
 
 
 def canonical(root: str | Path) -> str:
@@ -68,11 +78,27 @@ def _ingested_files(con, kind: str) -> int:
     return int(con.execute(sql).fetchone()[0])
 
 
+def holds_ingested_files(con, kind: str, root: Path) -> int:
+    """How many ingested files `root` holds unchanged (same relative path, size and sha256); 0 if any differs."""
+    same = 0
+    for source_file, size, sha in con.execute(_KNOWN[kind]).fetchall():
+        path = Path(root) / source_file
+        try:
+            if not path.is_file():
+                continue
+            if path.stat().st_size != size or sha is None or file_sha256(path) != sha:
+                return 0
+        except OSError:
+            return 0
+        same += 1
+    return same
+
+
 def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False) -> list[str]:
     """Refuse (InputMoved) when a given root differs from the recorded one, unless `new_source`.
 
     `roots` maps a kind to the directory this build would read (None: not read). Returns
-    one line per root that moves (with `new_source`), for the build to print.
+    one line per root that moves (with `new_source`, or the same files moved), for the build to print.
     """
     moved = []
     for kind in KINDS:
@@ -82,6 +108,9 @@ def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False)
         before = recorded_root(con, kind)
         now = canonical(given)
         if before is None or before == now:
+            continue
+        if not new_source and (same := holds_ingested_files(con, kind, Path(now))):
+            moved.append(f"{kind} root moves from {before} to {now}: it holds {same} ingested file(s) unchanged")
             continue
         if not new_source:
             n = _ingested_files(con, kind)
