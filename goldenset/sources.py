@@ -16,11 +16,12 @@ Decisions
 - **When a root is recorded.** After a build has ingested from it, for each kind that has at
   least one ingested file. A warehouse made before roots were recorded adopts the root of its
   next build without a word (there is nothing to compare it with).
-- **The same source, moved.** A differing root that holds files already ingested (same path
-  relative to the root), every one of them with the same size and sha256 as ingested, is the
-  same source moved or copied (a deployment moved to another disk): it is recorded with a
-  line saying so, without `--new-source`. A root with no such file, or with one whose bytes
-  differ, is another source and refuses.
+- **The same source, moved.** A differing root that holds at least one file already ingested
+  (same path relative to the root, same size and sha256) is the same source moved or copied
+  (a deployment moved to another disk, its newest day changed since): it is recorded with a
+  line saying so, without `--new-source`. Files that differ are then changed files, as under
+  the old root. A root holding no ingested file unchanged is another source and refuses: the
+  wrong folder of the issue shares no file with the warehouse.
 - **Moving on (`--new-source`).** The new root is recorded and the old one kept with its
   `replaced_at`. Files are keyed by their path relative to the root, so a file under the new
   root with the same relative path and the same bytes is the file already ingested (its rows
@@ -78,20 +79,16 @@ def _ingested_files(con, kind: str) -> int:
     return int(con.execute(sql).fetchone()[0])
 
 
-def holds_ingested_files(con, kind: str, root: Path) -> int:
-    """How many ingested files `root` holds unchanged (same relative path, size and sha256); 0 if any differs."""
-    same = 0
+def unchanged_ingested_file(con, kind: str, root: Path) -> str | None:
+    """The first ingested file (by relative path) that `root` holds with the ingested size and sha256, if any."""
     for source_file, size, sha in con.execute(_KNOWN[kind]).fetchall():
         path = Path(root) / source_file
         try:
-            if not path.is_file():
-                continue
-            if path.stat().st_size != size or sha is None or file_sha256(path) != sha:
-                return 0
+            if sha is not None and path.is_file() and path.stat().st_size == size and file_sha256(path) == sha:
+                return source_file
         except OSError:
-            return 0
-        same += 1
-    return same
+            continue
+    return None
 
 
 def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False) -> list[str]:
@@ -109,8 +106,8 @@ def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False)
         now = canonical(given)
         if before is None or before == now:
             continue
-        if not new_source and (same := holds_ingested_files(con, kind, Path(now))):
-            moved.append(f"{kind} root moves from {before} to {now}: it holds {same} ingested file(s) unchanged")
+        if not new_source and (same := unchanged_ingested_file(con, kind, Path(now))):
+            moved.append(f"{kind} root moves from {before} to {now}: it holds the ingested {same} unchanged")
             continue
         if not new_source:
             n = _ingested_files(con, kind)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from goldenset import build_marker, ingest, layout, progress, sources
 from goldenset.build import label_reject_reasons
@@ -23,6 +24,7 @@ from goldenset.settings import DEFAULT_LOCK_TIMEOUT, PATH_NAMES, Paths, Settings
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, funnel_steps, golden_status
 from goldenset.warehouse import connect, require_folder
+from goldenset_dagster.assets import damaged_message
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.jobs import build_run_config, trigger_tags
 from goldenset_dagster.partitions import range_tags, register_days
@@ -99,6 +101,7 @@ def _run_refresh(
     say = notify or progress.notice
     labels = Path(paths.labels) if paths.labels is not None else None
     roots: dict[str, Path | None] = {"logs": Path(paths.logs), "labels": labels if labels and labels.is_dir() else None}
+    moves: list[str] = []
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
     logs = Path(paths.logs)
@@ -114,8 +117,10 @@ def _run_refresh(
         # Wait for a writer here, with a word to the user, rather than fail inside a step.
         con = connect(paths.db, read_only=False, wait=wait, notify=notify)
         try:
-            for line in sources.check_roots(con, roots, new_source=guard.new_source):
-                say(line)
+            try:
+                moves = sources.check_roots(con, roots, new_source=guard.new_source)
+            except duckdb.Error as exc:  # a damaged warehouse: one line naming it, as the steps say it
+                raise InputError(damaged_message(str(paths.db), exc)) from None
             ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
             corpus_known = unchanged_load(con, paths.corpus) is not None
             if workers == 0:  # (staging compares each day by content, in its own processes)
@@ -171,6 +176,8 @@ def _run_refresh(
             if isinstance(cause, GoldensetError):
                 raise cause from None
             raise
+    for line in moves:  # said once the build has published: a refused build's one line stays alone
+        say(line)
     # The build has published; a build that was waiting for this one may hold the file now.
     # Wait for it at least the default, whatever --wait said about getting started.
     con = connect(paths.db, read_only=True, wait=max(wait, DEFAULT_LOCK_TIMEOUT), notify=notify)
@@ -194,6 +201,8 @@ def _check_rubric(paths: Paths, rubric, guard: Guard, wait: float, notify) -> No
     con = connect(paths.db, read_only=True, wait=wait, notify=notify)
     try:
         change = rubric_change(con, rubric)
+    except duckdb.Error as exc:
+        raise InputError(damaged_message(str(paths.db), exc)) from None
     finally:
         con.close()
     if change is None:
@@ -226,6 +235,8 @@ def _record_roots(paths: Paths, roots: dict[str, Path | None], wait: float) -> N
         return
     try:
         sources.record_roots(con, roots)
+    except duckdb.Error:
+        pass  # (a damaged warehouse: the run's own error says so; this must not hide it)
     finally:
         con.close()
 

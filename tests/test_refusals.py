@@ -82,7 +82,8 @@ def test_a_copy_of_the_same_logs_elsewhere_is_recognised_and_not_ingested_twice(
     assert _build(db, moved) == 0
 
     err = capsys.readouterr().err
-    assert f"logs root moves from {logs.resolve()} to {moved.resolve()}: it holds 2 ingested file(s) unchanged" in err
+    first = sorted(p.relative_to(logs).as_posix() for p in logs.glob("dt=*/*"))[0]
+    assert f"logs root moves from {logs.resolve()} to {moved.resolve()}: it holds the ingested {first} unchanged" in err
     # Not ingested again: same rows, same ingestion time; the build repeats the first one.
     assert _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1") == files_before
     assert _one(db, "SELECT build_id, computation FROM golden_builds ORDER BY 1") == [(1, "full"), (2, "repeat")]
@@ -92,13 +93,14 @@ def test_a_copy_of_the_same_logs_elsewhere_is_recognised_and_not_ingested_twice(
     ]
 
 
-def test_a_folder_whose_file_differs_from_the_ingested_one_refuses_until_new_source(workdir, capsys):
+def test_a_folder_sharing_no_ingested_file_refuses_until_new_source(workdir, capsys):
     db, logs = workdir / "g.duckdb", workdir / "logs"
     assert _build(db, logs) == 0
     edited = workdir / "edited"
     shutil.copytree(logs, edited)
     day1 = edited / "dt=2026-11-01" / "part-0001.jsonl"
     day1.write_text(day1.read_text() + "\n")  # one more (blank) line: same path, other bytes
+    (edited / "dt=2026-11-02" / "part-0001.jsonl.gz").unlink()  # rotated away
     assert _build(db, edited) == 1
     assert "is not the logs folder this warehouse was built from" in capsys.readouterr().err
     assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
@@ -107,11 +109,11 @@ def test_a_folder_whose_file_differs_from_the_ingested_one_refuses_until_new_sou
 
     err = capsys.readouterr().err
     assert f"logs root moves from {logs.resolve()} to {edited.resolve()} (--new-source)" in err
-    # The changed file replaced its rows, as any changed file does; the other was recognised.
+    # The changed file replaced its rows, as any changed file does; the rotated one keeps its rows.
     assert _one(db, "SELECT count(*) FROM log_files WHERE ingested_at > (SELECT min(ingested_at) FROM log_files)") == [
         (1,)
     ]
-    assert _build(db, logs) == 1  # the old root is another source now
+    assert _one(db, "SELECT count(*) FROM log_files") == [(2,)]
 
 
 def test_forget_removes_a_wrong_first_folder_and_the_next_build_drops_its_labels(workdir, capsys):
