@@ -9,8 +9,11 @@ from goldenset.scoring.scorers import DenseScorer, PairInput, score_pairs
 from goldenset.warehouse import connect
 
 
-def test_every_distinct_text_of_a_calibration_is_embedded_once_in_one_batched_pass(tmp_path, monkeypatch):
-    embedder = Embedder(batch_size=32)
+def test_every_distinct_text_of_a_calibration_is_embedded_once_in_one_batched_pass(
+    embedder, minilm, tmp_path, monkeypatch
+):
+    assert embedder.batch_size == 32
+    before = embedder.texts_embedded
     calls: list[int] = []
     original = Embedder._encode
 
@@ -28,12 +31,11 @@ def test_every_distinct_text_of_a_calibration_is_embedded_once_in_one_batched_pa
     finally:
         con.close()
     # 2 queries + 20 passages = 22 distinct texts, fewer than one batch of 32: one call, each text once.
-    assert calls == [22] and embedder.texts_embedded == 22
+    assert calls == [22] and embedder.texts_embedded - before == 22
     assert run.computed == 40
     # The scores are the cosines of the model's own vectors, computed here independently.
-    model = embedder.load()
-    qv = model.encode(queries, normalize_embeddings=True)
-    pv = model.encode(passages, normalize_embeddings=True)
+    qv = minilm.encode(queries, normalize_embeddings=True)
+    pv = minilm.encode(passages, normalize_embeddings=True)
     expected = {(f"q{qi}", f"d{pi}"): float(np.dot(qv[qi], pv[pi])) for qi in range(2) for pi in range(20)}
     got = {(s.pair.query_id, s.pair.doc_id): s.values[0] for s in run.scored}
     assert got.keys() == expected.keys()
