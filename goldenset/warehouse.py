@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldenset import progress, settings
+from goldenset import progress
 from goldenset.errors import DatabaseBusy, InputError, NoBuild
 from goldenset.migrations import migrate
 
@@ -37,7 +37,12 @@ def connect(
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
     creating = not read_only and not path.exists()
     if creating:
-        require_folder(path)
+        # A deployment's configured place is made as needed; a path a user typed is checked
+        # before this by require_folder (a typo in --db must not start a new warehouse).
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the warehouse folder {path.parent}: {exc.strerror or exc}") from None
     deadline = time.monotonic() + max(0.0, wait)
     told = False
     while True:
@@ -81,8 +86,8 @@ def connect(
     return con
 
 
-def require_folder(path: Path) -> None:
-    """Refuse a warehouse whose folder does not exist, unless that folder is the goldenset home.
+def require_folder(path: Path, home: Path) -> None:
+    """Refuse a new warehouse whose folder does not exist, unless that folder is the goldenset home.
 
     A typo in --db (`/nonexistent-dir/x.duckdb`) used to create the folder and start an
     empty warehouse from scratch. The home is goldenset's own folder and is made on first
@@ -91,8 +96,7 @@ def require_folder(path: Path) -> None:
     folder = path.parent
     if folder.is_dir():
         return
-    home = settings.home()
-    if folder.resolve() == home.resolve():
+    if folder.resolve() == Path(home).resolve():
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

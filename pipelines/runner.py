@@ -70,7 +70,7 @@ def run_refresh(
     # remembering_reads: the corpus checked up front is the one the snapshot step reads;
     # marking: `status` can tell a build in progress from no build at all.
     if not Path(settings.db).exists():
-        require_folder(Path(settings.db))  # a typo in --db is refused before anything is read
+        require_folder(Path(settings.db), settings.home)  # a typo in --db is refused before anything is read
     with remembering_reads(), build_marker.marking(Path(settings.db)):
         return _run_refresh(_concrete(settings), trigger, golden_set_config, notify, guard)
 

@@ -82,7 +82,8 @@ def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_
     )
     corpus = write_corpus(tmp_path / "c.jsonl", [doc("other")])
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")) == 0
-    err = _err(capsys)
+    new_warehouse, err = _err(capsys).split("\n", 1)
+    assert new_warehouse == f"new warehouse: {tmp_path / 'g.duckdb'} (none was there before)"
     assert err.startswith("WARNING: the golden set is empty: 1 judgments, all dropped by `retired`")
     assert "--corpus" in err
 
