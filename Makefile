@@ -4,7 +4,7 @@ PYTHON ?= python
 # (markers registered in pyproject.toml; `make test` and CI run them all).
 FAST := not slow and not browser and not postgres and not phoenix
 
-.PHONY: test-fast test test-thorough lint docs
+.PHONY: test-fast test test-thorough lint docs constraints
 
 test-fast:
 	$(PYTHON) -m pytest -q -m "$(FAST)" --durations=10
@@ -23,3 +23,13 @@ lint:
 
 docs:
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir site
+
+# constraints.txt: the exact versions the Quick start and CI install, resolved once in a fresh
+# venv (pip backtracked for minutes without it). Run after changing a dependency in pyproject.toml.
+constraints:
+	rm -rf .constraints-venv && $(PYTHON) -m venv .constraints-venv
+	.constraints-venv/bin/pip install -q torch==2.13.0
+	.constraints-venv/bin/pip install -q -e '.[test]'
+	{ sed -n '1,/^# make constraints/p' constraints.txt; \
+	  .constraints-venv/bin/pip freeze --exclude-editable | grep -v '^goldenset' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; \
+	} > constraints.txt.new && mv constraints.txt.new constraints.txt && rm -rf .constraints-venv
