@@ -755,7 +755,7 @@ LABELLING_QUEUE = Relation(
         C("query_id", "VARCHAR", "golden query"),
         C("doc_id", "VARCHAR", "document to label"),
         C("doc_version", "VARCHAR", "its current version"),
-        C("reason", "VARCHAR", "stale, successor or pooled"),
+        C("reason", "VARCHAR", "stale, successor, audit or pooled"),
         C("rankers", "VARCHAR[]", "rankers that returned it, in --rankers order"),
         C("best_rank", "INTEGER", "best rank any ranker gave it (null when none did)"),
         C("priority", "BIGINT", "1, 2, 3 ... in the order to label"),
@@ -782,6 +782,43 @@ POOL_RUNS = Relation(
         ),
     ),
     primary_key=("pool_id",),
+)
+
+AUDIT_SAMPLES = Relation(
+    "audit_samples",
+    "audit sample drawn with a pool run (contract 12.1)",
+    (
+        C("pool_id", "BIGINT", "the pool run that drew it and queued its pairs"),
+        C("build_id", "BIGINT", "the golden build whose queries were the population"),
+        C("drawn_at", "TIMESTAMP", "when it was drawn (UTC): the pool run's pooled_at"),
+        C("unit", "VARCHAR", "the sampling unit: query"),
+        C("population", "BIGINT", "golden queries of the build (N)"),
+        C("requested", "BIGINT", "queries asked for (--audit N)"),
+        C("sample_size", "BIGINT", "queries drawn: min(requested, population)"),
+        C("seed", "BIGINT", "seed of numpy's default_rng that drew it (given or recorded)"),
+    ),
+    primary_key=("pool_id",),
+)
+AUDIT_QUERIES = Relation(
+    "audit_queries",
+    "query drawn by an audit (contract 12.1)",
+    (
+        C("pool_id", "BIGINT", "the audit's pool run"),
+        C("query_id", "VARCHAR", "golden query drawn"),
+        C("draw", "BIGINT", "1, 2, 3 ... in the order drawn"),
+    ),
+    primary_key=("pool_id", "query_id"),
+)
+AUDIT_PAIRS = Relation(
+    "audit_pairs",
+    "pair an audit asked humans to label (contract 12.1)",
+    (
+        C("pool_id", "BIGINT", "the audit's pool run"),
+        C("query_id", "VARCHAR", "drawn query"),
+        C("doc_id", "VARCHAR", "document the pool returned for it"),
+        C("doc_version", "VARCHAR", "its version when asked"),
+    ),
+    primary_key=("pool_id", "query_id", "doc_id"),
 )
 
 BUILD_HUMAN_LABELS = Relation(
@@ -1001,6 +1038,9 @@ RELATIONS: tuple[Relation, ...] = (
     CURRENT_LABELS,
     LABELLING_QUEUE,
     POOL_RUNS,
+    AUDIT_SAMPLES,
+    AUDIT_QUERIES,
+    AUDIT_PAIRS,
     BUILD_HUMAN_LABELS,
     BUILD_AGENT_LABELS,
     BUILD_JUDGES,

@@ -24,7 +24,9 @@ Decisions
 - **Design `independent`.** The model of the PPI paper and of `ppi-python`: the N
   predicted queries and the n audited ones are independent samples of an infinite
   population. Variance var0(prediction)/N + var0(d)/n (ddof 0), normal quantile;
-  exactly `ppi_py.ppi_mean_ci(..., lam=1)`. Kept for that parity and for a population
+  exactly `ppi_py.ppi_mean_ci(..., lam=1)` (tests/bench/test_ppi.py holds values recorded
+  from ppi-python 0.2.3: its wheel installs a top-level `tests` package that shadows this
+  project's, so it is not a test dependency). Kept for that parity and for a population
   thought of as all future queries; it over-covers the golden set's own mean (it charges
   for the N predictions a variance they do not have).
 - **No power tuning (lambda = 1).** Classical PPI: unbiased whatever the judge, and its

@@ -40,6 +40,9 @@ Decisions
   already labelled. Successors are not followed further: S needs only to be active.
 - **Human labels since the build** do not keep a pair out: only the golden set does, so the
   queue is a function of the build and the rankers.
+- **Audit** (`--audit N`, contract 12.1): goldenset.labelling.audit draws the sample and
+  turns pairs of drawn queries into reason `audit`, between successor and pooled; the
+  report and the queue counts name `audit` only for a pool that drew one.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from itertools import combinations
 from pathlib import Path
@@ -62,6 +65,7 @@ from goldenset.clock import utcnow
 from goldenset.corpus import CorpusSnapshot, Document
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
+from goldenset.labelling import audit as audit_sample
 from goldenset.labelling import strategies
 from goldenset.labelling.from_run import load_run_rankers
 from goldenset.labelling.rubric import Rubric
@@ -72,6 +76,8 @@ CORE = "core"
 DEFAULT_RANKERS = ("lexical", "dense", "core")
 DEFAULT_DEPTH = 5
 REASONS = ("stale", "successor", "pooled")
+# Priority order of every reason; `audit` appears only in a pool that drew an audit sample.
+ORDER = ("stale", "successor", audit_sample.REASON, "pooled")
 
 
 # --------------------------------------------------------------------------- results
@@ -114,6 +120,7 @@ class PoolReport:
     queue: dict[str, int]
     # The strategy that ordered the pooled pairs (strategies.py), with its round and state; None: plain depth.
     strategy: dict[str, Any] | None = None
+    audit: dict[str, Any] | None = None  # the audit's design and pairs, for a pool that drew one
 
     @property
     def returned_total(self) -> int:
@@ -139,7 +146,7 @@ class PoolReport:
             "pooled_never_judged": self.pooled_never_judged,
             "queue": {**self.queue, "total": sum(self.queue.values())},
             **({"strategy": self.strategy} if self.strategy is not None else {}),
-        }
+        } | ({"audit": self.audit} if self.audit is not None else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PoolReport:
@@ -184,7 +191,7 @@ class PoolReport:
             f"+ {self.returned_stale} stale + {self.returned_successor} successor + {self.pooled} pooled "
             f"= {self.returned_distinct}",
             f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
-            "queue: " + " + ".join(f"{self.queue[k]} {k}" for k in REASONS) + f" = {sum(self.queue.values())} pairs",
+            "queue: " + " + ".join(f"{n} {k}" for k, n in self.queue.items()) + f" = {sum(self.queue.values())} pairs",
         ]
         if self.strategy is not None:
             s = self.strategy
@@ -193,6 +200,12 @@ class PoolReport:
                 + (f", seed {s['seed']}" if "seed" in s else "")
                 + (f": pooled pairs capped at --budget {s['budget']}" if s.get("budget") else "")
                 + (f" ({s['pooled_before_budget']} before the cap)" if "pooled_before_budget" in s else "")
+            )
+        if self.audit is not None:
+            a = self.audit
+            out.append(
+                f"audit: {a['sample_size']} of {a['population']} golden queries drawn (seed {a['seed']}), "
+                f"{a['pairs']} pairs asked"
             )
         return out
 
@@ -414,7 +427,13 @@ Chosen = list[tuple[tuple[str, str], tuple[str, str]]]  # ((query_id, doc_id), (
 
 
 def _assign(
-    state: _State, snapshot: CorpusSnapshot, returned: _Returned, build_id: int, names: tuple[str, ...], depth: int
+    state: _State,
+    snapshot: CorpusSnapshot,
+    returned: _Returned,
+    build_id: int,
+    names: tuple[str, ...],
+    depth: int,
+    audit: tuple[audit_sample.AuditDesign, set[tuple[str, str, str]]] | None = None,
 ) -> tuple[Chosen, PoolReport]:
     """Give each pair the first reason that applies, order them by priority, and count the pool."""
     active = snapshot.active
@@ -442,8 +461,16 @@ def _assign(
             chosen[(qid, doc_id)] = ("pooled", version)
             counts["pooled"] += 1
             never_judged += (qid, doc_id) not in state.judged
+    reasons: tuple[str, ...] = REASONS
+    audit_json = None
+    if audit is not None:
+        design, human = audit
+        versions = {d: active[d].version for _, d in returned.pairs}
+        chosen = audit_sample.assign(design, chosen, returned.pairs, versions, human)
+        reasons = ORDER
+        audit_json = design.to_json() | {"pairs": sum(1 for r, _ in chosen.values() if r == audit_sample.REASON)}
 
-    order = {r: i for i, r in enumerate(REASONS)}
+    order = {r: i for i, r in enumerate(ORDER)}
 
     def priority(item: tuple[tuple[str, str], tuple[str, str]]):
         pair, (reason, _) = item
@@ -465,7 +492,8 @@ def _assign(
         already_labelled=counts["already_labelled"],
         pooled=counts["pooled"],
         pooled_never_judged=never_judged,
-        queue={r: sum(1 for _, (reason, _) in ranked if reason == r) for r in REASONS},
+        queue={r: sum(1 for _, (reason, _) in ranked if reason == r) for r in reasons},
+        audit=audit_json,
     )
     return ranked, report
 
@@ -483,13 +511,15 @@ def run_pool(
     strategy: str = strategies.DEFAULT_STRATEGY,
     budget: int | None = None,
     seed: int = 0,
+    audit: int | None = None,
 ) -> PoolResult:
     """Pool the rankers over the latest build's golden queries and replace the labelling queue.
 
     `corpus` None reads the build's own snapshot from the warehouse; a snapshot passed in
     must be that one (same content). `embedder` None makes the packaged model, loaded only
     if `dense` or `core` runs. NoBuild before the first build; UsageError for an unknown
-    ranker or a depth below 1; GoldensetError naming the ranker when one fails.
+    ranker or a depth below 1; GoldensetError naming the ranker when one fails. `audit` N
+    draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit).
     """
     build = load_build(con)
     strategies.check_strategy(strategy, budget)
@@ -504,6 +534,7 @@ def run_pool(
             raise UsageError(f"ranker {clash[0]!r} is both in --rankers and a --from-run retriever; name it once")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
+    sampling = audit_sample.check_audit(audit, seed)
     snapshot = build_snapshot(con, build)
     if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
         raise GoldensetError(
@@ -516,9 +547,13 @@ def run_pool(
     names = (*names, *run_rankers)
     state = _read_state(con)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
-    chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth)
+    design = audit_sample.draw(state.queries, *sampling) if sampling else None
+    drawn = (design, audit_sample.human_rows(con)) if design else None
+    chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, drawn)
     if strategy != strategies.DEFAULT_STRATEGY or budget is not None:
         chosen, report = strategies.apply(con, chosen, report, returned.lists, names, snapshot, strategy, budget, seed)
+        if design is not None:  # the strategy counts its own three reasons; the audit's rows stay as they were
+            report = replace(report, queue={r: sum(1 for _, (x, _) in chosen if x == r) for r in ORDER})
     pooled_at = now or utcnow()
     with transaction(con):
         pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchone()[0]
@@ -548,6 +583,9 @@ def run_pool(
             "INSERT INTO pool_runs (pool_id, pooled_at, build_id, rankers, depth, report) VALUES (?, ?, ?, ?, ?, ?)",
             [pool_id, pooled_at, build.build_id, list(names), depth, json.dumps(report.to_json())],
         )
+        if design is not None:
+            asked = ((r.query_id, r.doc_id, r.doc_version) for r in rows if r.reason == audit_sample.REASON)
+            audit_sample.store(con, pool_id, build.build_id, pooled_at, design, asked)
     return PoolResult(pool_id, pooled_at, build.build_id, names, depth, rows, report)
 
 
@@ -576,7 +614,7 @@ def _queue_table(rows: Iterable[QueueRow]) -> pa.Table:
 def queue_summary(con) -> dict[str, Any]:
     """Queue size by reason and the latest pool's report, as JSON-ready values (for asset metadata)."""
     counts = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason").fetchall())
-    by_reason = {r: int(counts.get(r, 0)) for r in REASONS}
+    by_reason = {r: int(counts.get(r, 0)) for r in ORDER if r in REASONS or counts.get(r)}
     latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchone()[0]
     row = con.execute(
         "SELECT pool_id, pooled_at, build_id, rankers, depth, report FROM pool_runs ORDER BY pool_id DESC LIMIT 1"

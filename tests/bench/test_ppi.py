@@ -45,28 +45,42 @@ def test_independent_design_matches_the_hand_derivation():
     assert est.human_variance == pytest.approx((1 / 18) / 3, abs=1e-12)  # var0(y) = 1/18
 
 
-def test_independent_design_equals_ppi_python():
-    ppi_py = pytest.importorskip("ppi_py")
+# ppi-python 0.2.3 on the sample below, recorded because its wheel installs a top-level `tests`
+# package that shadows this project's own (so it cannot be a test dependency). To repeat, in a
+# scratch virtual environment with `pip install ppi-python==0.2.3`:
+#   ppi_py.ppi_mean_ci(truth[audit], prediction[audit], prediction, alpha=0.05, lam=1)   (lam=0: classical)
+#   ppi_py.ppi_mean_pointestimate(truth[audit], prediction[audit], prediction, lam=1)
+PPI_PYTHON_LAM1 = (0.5081335198788417, 0.44698223071988014, 0.5692848090378033)  # point, lo, hi
+PPI_PYTHON_LAM0 = (0.5238144995814267, 0.43547847300528236, 0.612150526157571)
+PPI_PYTHON_HAND_POINT = 0.5333333333333333  # the five-query example above, lam=1
+
+
+def ppi_python_sample() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(7)
-    truth_all = rng.random(300)
-    prediction = np.clip(truth_all + rng.normal(0, 0.2, 300), 0, 1)
+    truth = rng.random(300)
+    prediction = np.clip(truth + rng.normal(0, 0.2, 300), 0, 1)
     audit = rng.choice(300, size=40, replace=False)
-    est = ppi_mean(prediction, prediction[audit], truth_all[audit], design="independent")
-    lo, hi = ppi_py.ppi_mean_ci(truth_all[audit], prediction[audit], prediction, alpha=0.05, lam=1)
-    point = ppi_py.ppi_mean_pointestimate(truth_all[audit], prediction[audit], prediction, lam=1)
-    assert est.estimate == pytest.approx(float(np.ravel(point)[0]), abs=1e-12)
-    assert (est.lo, est.hi) == pytest.approx((float(np.ravel(lo)[0]), float(np.ravel(hi)[0])), abs=1e-12)
+    return truth, prediction, audit
+
+
+def test_independent_design_equals_ppi_python():
+    truth, prediction, audit = ppi_python_sample()
+    est = ppi_mean(prediction, prediction[audit], truth[audit], design="independent")
+    assert (est.estimate, est.lo, est.hi) == pytest.approx(PPI_PYTHON_LAM1, abs=1e-12)
     # lam = 0 in ppi-python is the classical interval: the human-only one here.
-    hlo, hhi = ppi_py.ppi_mean_ci(truth_all[audit], prediction[audit], prediction, alpha=0.05, lam=0)
-    assert (est.human_lo, est.human_hi) == pytest.approx((float(np.ravel(hlo)[0]), float(np.ravel(hhi)[0])), abs=1e-12)
+    assert (est.human, est.human_lo, est.human_hi) == pytest.approx(PPI_PYTHON_LAM0, abs=1e-12)
 
 
 def test_finite_point_estimate_equals_ppi_python():
-    ppi_py = pytest.importorskip("ppi_py")
-    point = ppi_py.ppi_mean_pointestimate(
-        np.array(AUDITED_TRUTH), np.array(AUDITED_PREDICTION), np.array(PREDICTION), lam=1
-    )
-    assert ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH).estimate == pytest.approx(float(np.ravel(point)[0]))
+    est = ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH)
+    assert est.estimate == pytest.approx(PPI_PYTHON_HAND_POINT, abs=1e-15)
+
+
+def test_the_finite_design_narrows_the_independent_one_by_the_population_correction():
+    truth, prediction, audit = ppi_python_sample()
+    fin = ppi_mean(prediction, prediction[audit], truth[audit])
+    d = prediction[audit] - truth[audit]
+    assert fin.variance == pytest.approx((1 - 40 / 300) * d.var(ddof=1) / 40, rel=1e-12)
 
 
 def test_a_perfect_judge_gives_a_point_interval_and_an_infinite_gain():
