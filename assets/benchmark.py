@@ -36,6 +36,11 @@ class BenchmarkConfig(dg.Config):
     )
     index_dir: str = Field(default="", description="Lexical index cache; empty: GOLDENSET_HOME/bench-index.")
     report_dir: str = Field(default="", description="Report folder; empty: GOLDENSET_HOME/reports/RUN_ID.")
+    estimate_judge: str = Field(
+        default="",
+        description="Judge annotator for prediction-powered estimates beside the means (bench run --estimate ppi "
+        "--judge NAME); empty: none.",
+    )
 
 
 def _age_days(warehouse: WarehouseResource) -> float:
@@ -114,6 +119,7 @@ def retrieval_benchmark(
             index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
             # The fifth gate's floor, as `bench run` reads it (GOLDENSET_COVERAGE_FLOOR, else 0.80).
             coverage_floor=settings.coverage_floor(),
+            estimate_judge=config.estimate_judge or None,
         )
         # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
         from goldenset.bench.service import run_and_store
@@ -219,6 +225,8 @@ def materialization_metadata(run: BenchmarkRun, markdown: str, report: Path | No
     }
     if report is not None:
         meta["report_path"] = dg.MetadataValue.path(str(report))
+    if run.estimates is not None:
+        meta["estimate"] = dg.MetadataValue.json(run.estimates.to_json())
     meta.update({f"core/{m}": dg.MetadataValue.float(_round(v)) for m, v in run.means(DECIDING_ROW).items()})
     return meta
 

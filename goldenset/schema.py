@@ -928,8 +928,26 @@ BENCHMARK_RUNS = Relation(
             "BIGINT",
             "golden queries skipped: no label with grade >= 1 in the qrels (null for runs stored before it was kept)",
         ),
+        C(
+            "estimate",
+            "VARCHAR",
+            "JSON: the prediction-powered estimates of `bench run --estimate ppi` (judge, design, audit, "
+            "one estimate per row and metric; contract 12.2); null without --estimate",
+        ),
     ),
     primary_key=("run_id",),
+)
+BENCHMARK_ESTIMATES = Relation(
+    "benchmark_estimates",
+    "(run, row, query, metric) of a run with --estimate ppi (contract 12.2)",
+    (
+        C("run_id", "VARCHAR", "run"),
+        C("row_name", "VARCHAR", "benchmark row"),
+        C("query_id", "VARCHAR", "measured query"),
+        C("metric", "VARCHAR", "canonical metric name"),
+        C("prediction", "DOUBLE", "the metric with every label but the audit's, the judge's filling open pairs"),
+        C("truth", "DOUBLE", "the metric with the audit's human labels (null: query not audited)"),
+    ),
 )
 BENCHMARK_RESULTS = Relation(
     "benchmark_results",
@@ -1057,6 +1075,7 @@ RELATIONS: tuple[Relation, ...] = (
     BENCHMARK_RUNS,
     BENCHMARK_RESULTS,
     BENCHMARK_RANKINGS,
+    BENCHMARK_ESTIMATES,
     EMBEDDING_CACHE,
     SCORE_CACHE,
 )

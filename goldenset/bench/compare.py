@@ -9,6 +9,7 @@ from typing import Any
 
 from goldenset.bench import coverage as cov
 from goldenset.bench import gates
+from goldenset.bench.estimate import RowEstimate, compare_estimates
 from goldenset.bench.metrics import get_metric
 from goldenset.bench.paired import Paired, compare_paired
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
@@ -46,6 +47,8 @@ class Comparison:
     sides: tuple[RunInfo, RunInfo] | None = None
     # `key: A -> B` for each configuration value that differs between runs of one retriever.
     config_differences: list[str] = field(default_factory=list)
+    # `--estimate ppi`: the prediction-powered difference per metric (contract 12.2).
+    estimates: list[RowEstimate] = field(default_factory=list)
     # The fifth gate: judged@k of each side and, when BIASED, its lines and the closing command.
     coverage: cov.CoverageCheck | None = None
 
@@ -119,13 +122,22 @@ def compare_runs(
     bootstrap: int | None = None,
     seed: int = 0,
     thresholds: cov.Thresholds | None = None,
+    estimate: str | None = None,
+    judge: str | None = None,
 ) -> Comparison:
     """Pair run B with run A on `row` (the deciding row by default) over the queries both saw.
 
     The coverage gate's lines (BIASED, the command that closes it) are in `coverage`, printed
-    before `warnings` and before any verdict.
+    before `warnings` and before any verdict. `estimate="ppi"` adds the prediction-powered
+    difference of each metric, from the runs' stored estimates (both made with `--estimate
+    ppi`, with `judge` when given).
     """
     names = _metrics(run_a, run_b, metrics)
+    ppi = (
+        compare_estimates(run_a.estimates, run_b.estimates, (run_a.run_id, run_b.run_id), row, names, judge)
+        if estimate == "ppi"
+        else []
+    )
     results = [
         compare_paired(
             m, run_a.per_query(row, m), run_b.per_query(row, m), get_metric(m).direction, bootstrap=bootstrap, seed=seed
@@ -150,6 +162,7 @@ def compare_runs(
         sides=(RunInfo.of(run_a), RunInfo.of(run_b)),
         config_differences=diffs,
         coverage=coverage,
+        estimates=ppi,
     )
 
 

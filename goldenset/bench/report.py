@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset.bench.compare import Comparison, RunInfo
+from goldenset.bench.estimate import RowEstimate, ppi_line
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 
 DEGRADED = "DEGRADED"
@@ -119,9 +120,29 @@ def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> No
     out.print(run_table(run))
     for note in run.notes:
         out.print(note, markup=False, highlight=False)
+    if run.estimates is not None:
+        e = run.estimates
+        _print_estimates(
+            out,
+            list(e.estimates),
+            f"prediction-powered estimates, judge {e.judge}, audit of pool {e.audit.get('pool_id')} "
+            f"({e.audit.get('audited')} of {e.audit.get('sample_size')} drawn queries audited)",
+        )
     if report is not None:
         out.print(f"report: {report}", markup=False, highlight=False)
     out.print(f"run_id: {run.run_id}", markup=False, highlight=False)
+
+
+def _print_estimates(out: Console, estimates: Sequence[RowEstimate], title: str) -> None:
+    if not estimates:
+        return
+    out.print(
+        f"{title} (95% intervals; design {estimates[0].estimate.design if estimates[0].estimate else 'finite'}):",
+        markup=False,
+        highlight=False,
+    )
+    for e in estimates:
+        out.print("  " + ppi_line(e), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_comparison(out: Console, comp: Comparison, report: Path | None = None) -> None:
@@ -145,6 +166,7 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
         markup=False,
         highlight=False,
     )
+    _print_estimates(out, comp.estimates, "B - A, prediction-powered")
     if report is not None:
         out.print(f"report: {report}", markup=False, highlight=False)
 

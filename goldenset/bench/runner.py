@@ -33,6 +33,7 @@ import duckdb
 from goldenset import progress
 from goldenset.bench import coverage, gates, golden
 from goldenset.bench import feedback as fb
+from goldenset.bench.estimate import run_estimates
 from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate, select_queries
 from goldenset.bench.retriever import (
     REFERENCE,
@@ -80,6 +81,8 @@ class BenchConfig:
     index_dir: Path = Path("var/bench-index")
     # The fifth gate on a single run: warn when the deciding row's judged@k is below this.
     coverage_floor: float = coverage.DEFAULT_FLOOR
+    # `--estimate ppi --judge NAME` (contract 12.2): prediction-powered estimates beside the means.
+    estimate_judge: str | None = None
 
     def effective_depth(self) -> int:
         if any(k < 1 for k in self.k_values) or not self.k_values:
@@ -252,6 +255,16 @@ def run_benchmark(
         row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
         for row in features.rows
     }
+    estimates = None
+    if config.estimate_judge is not None:
+        estimates = run_estimates(
+            con,
+            config.estimate_judge,
+            {row: ranked_lists(lists[row]) for row in features.rows},
+            {row: list(values[row]) for row in features.rows},
+            metrics,
+            exclude_stale=config.exclude_stale,
+        )
     notes = [
         f"{gq.stale_labels} stale label(s) in the golden set, "
         + ("left out (--exclude-stale)" if gq.stale_excluded else "included in the qrels")
@@ -294,6 +307,7 @@ def run_benchmark(
         notes=notes,
         skipped_queries=len(gq.queries_without_relevant),
         ranked=lists,
+        estimates=estimates,
     )
     check = coverage.check_run(run, DECIDING_ROW, coverage.Thresholds(floor=config.coverage_floor).floor)
     run.coverage_warnings = check.lines + check.commands

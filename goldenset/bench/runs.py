@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from goldenset.bench.estimate import RunEstimates, load_estimates, store_estimates
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.warehouse import transaction
 
@@ -49,6 +50,8 @@ class BenchmarkRun:
     coverage_warnings: list[str] = field(default_factory=list)
     # row -> query_id -> [(doc_id, score)] as ranked; kept in memory for the TREC files, not stored
     ranked: dict[str, dict[str, list[tuple[str, float]]]] = field(default_factory=dict, repr=False)
+    # `bench run --estimate ppi`: prediction-powered estimates (goldenset.bench.estimate); None without.
+    estimates: RunEstimates | None = None
 
     @property
     def rows(self) -> list[str]:
@@ -149,6 +152,8 @@ def store_run(con, run: BenchmarkRun) -> None:
             )
         finally:
             con.unregister("_goldenset_bench_values")
+        if run.estimates is not None:
+            store_estimates(con, run.run_id, run.estimates)
         ranked = _rankings_table(run)
         if ranked.num_rows:
             con.register("_goldenset_bench_ranked", ranked)
@@ -243,6 +248,7 @@ def load_run(con, run_id: str) -> BenchmarkRun:
         run.values.setdefault(row, {}).setdefault(qid, {})[metric] = value
         if metric not in run.metric_names:
             run.metric_names.append(metric)
+    run.estimates = load_estimates(con, run_id)
     return run
 
 

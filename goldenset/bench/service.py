@@ -191,6 +191,8 @@ def compare_stored(
     report_dir: Path | None = None,
     thresholds: Thresholds | None = None,
     rescore: bool = False,
+    estimate: str | None = None,
+    judge: str | None = None,
 ) -> tuple[Comparison, Path | None]:
     """Load two stored runs and compare B against A; write a report when report_dir is given.
 
@@ -205,7 +207,17 @@ def compare_stored(
             a, b = rescore_run(con, a), rescore_run(con, b)
     finally:
         con.close()
-    comp = compare_runs(a, b, row=row, metrics=metrics, bootstrap=bootstrap, seed=seed, thresholds=thresholds)
+    comp = compare_runs(
+        a,
+        b,
+        row=row,
+        metrics=metrics,
+        bootstrap=bootstrap,
+        seed=seed,
+        thresholds=thresholds,
+        estimate=estimate,
+        judge=judge,
+    )
     md = write_comparison_report(comp, report_dir) if report_dir else None
     return comp, md
 

@@ -75,9 +75,17 @@ def run_cmd(
         ),
     ] = None,
     coverage_floor: FloorOpt = None,
+    estimate: Annotated[
+        str | None,
+        typer.Option(help="ppi: prediction-powered estimates beside the means, from the audit and --judge."),
+    ] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="Judge annotator whose labels fill the pairs humans left open (--estimate ppi).")
+    ] = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.coverage import Thresholds
+    from goldenset.bench.estimate import check_estimate
     from goldenset.bench.report import console, print_run
     from goldenset.bench.retriever import parse_retriever_config
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
@@ -85,6 +93,7 @@ def run_cmd(
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(
+        estimate_judge=check_estimate(estimate, judge),
         retriever=retriever,
         retriever_config=parse_retriever_config(retriever_config, "--retriever-config"),
         k_values=tuple(k) if k else DEFAULT_K,
@@ -191,12 +200,18 @@ def compare_cmd(
             "golden set (labels added since count; the retrievers are not run again).",
         ),
     ] = False,
+    estimate: Annotated[
+        str | None,
+        typer.Option(help="ppi: add the prediction-powered difference (both runs made with --estimate ppi)."),
+    ] = None,
+    judge: Annotated[str | None, typer.Option(help="Require both runs' estimates to use this judge.")] = None,
 ) -> None:
     """Pair two runs query by query: mean difference, 95% CI, verdict per metric; BIASED first when
     the verdicts rest on documents the golden set never judged."""
     from dataclasses import asdict
 
     from goldenset.bench.coverage import Thresholds
+    from goldenset.bench.estimate import check_compare_estimate
     from goldenset.bench.report import console, print_comparison
     from goldenset.bench.service import compare_stored
     from goldenset.errors import ComparisonBiased
@@ -214,6 +229,8 @@ def compare_cmd(
         report_dir=report,
         thresholds=thresholds,
         rescore=rescore,
+        estimate=check_compare_estimate(estimate, judge),
+        judge=judge,
     )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}
@@ -232,6 +249,7 @@ def compare_cmd(
                     "coverage_warning": check.warning if check else None,
                     "biased": comp.biased,
                     "metrics": [{**asdict(p), "incomplete_judgments": comp.incomplete(p.metric)} for p in comp.results],
+                    **({"estimates": [e.to_json() for e in comp.estimates]} if comp.estimates else {}),
                 }
             )
         )

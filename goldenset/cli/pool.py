@@ -77,7 +77,7 @@ def pool(
         int | None,
         typer.Option("--budget", help="Pooled pairs queued this round at most (stale and successor rows always)."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bandit's draws.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bandit's draws and of the --audit draw.")] = 0,
     depth: Annotated[int, typer.Option("--depth", help="Documents asked of each ranker per query.")] = 5,
     db: DbOpt = None,
     index_dir: Annotated[
@@ -88,9 +88,17 @@ def pool(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the pool's report as one JSON object.")] = False,
     wait: WaitOpt = None,
+    audit: Annotated[
+        int | None,
+        typer.Option(
+            "--audit",
+            help="Also draw a uniform random sample of this many golden queries and queue every pair of "
+            "theirs the pool returned that no human labelled (reason audit), for prediction-powered estimates.",
+        ),
+    ] = None,
 ) -> None:
     """Ask each ranker for its top documents on every golden query of the latest build, replace the
-    labelling queue (stale, then successor, then pooled pairs) and print the pool's arithmetic."""
+    labelling queue (stale, then successor, then audit, then pooled pairs) and print the pool's arithmetic."""
     if ctx.invoked_subcommand is not None:
         return
     from goldenset.labelling.pool import run_pool
@@ -106,6 +114,7 @@ def pool(
             from_run=from_run,
             strategy=strategy,
             budget=budget,
+            audit=audit,
             seed=seed,
         )
     finally:

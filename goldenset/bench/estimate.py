@@ -1,0 +1,348 @@
+"""Prediction-powered benchmark numbers: per-query prediction and truth from the labels, then goldenset.bench.ppi.
+
+For a benchmark row and metric, each measured query gets two values (contract 12.2):
+
+- the **prediction**, for every measured query: the metric with the labels of every source
+  except the audit, the judge's labels filling the pairs those leave open. On a pair the
+  audit asked for, a human label is the audit's, so the prediction reads the log label it
+  replaced (a log row the build kept as overridden) or else the judge's current label; it
+  never sees an audit label, or the correction would vanish on exactly the audited queries.
+- the **truth**, for the audited queries (goldenset.labelling.audit): the golden set's log
+  and human rows, with the audit's human labels on every pair it asked for. A judge row
+  (an admitted judge, contract 8.3) is left out: an estimate never takes a judge label for
+  a human one.
+
+Decisions
+---------
+- **The judge's labels** are its current labels (`current_labels`, kind `judge`, annotator
+  NAME) at any version, graded by the rubric they were checked against. A judge without a
+  label is refused (it would make the prediction the log-only metric and say nothing).
+- **Population** = the queries the run measured (those with a label of grade >= 1 in the
+  golden set); the audited queries outside it are left out, which keeps the sample a
+  uniform one of the population (a uniform sample restricted to a subset is uniform on it).
+- **Stale labels** follow --exclude-stale exactly as the golden qrels do, in both.
+- **Paired** (`bench compare --estimate ppi`): per query the difference B - A of the
+  predictions, and of the truths on queries audited in both; the same estimator, and the
+  verdict read from its interval as goldenset.bench.paired reads the t interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from goldenset.bench.metrics import Metric, get_metric
+from goldenset.bench.paired import verdict
+from goldenset.bench.ppi import DEFAULT_DESIGN, PpiEstimate, ppi_mean
+from goldenset.errors import UsageError
+from goldenset.labelling.audit import Audit, latest_audit
+from goldenset.schema import open_row
+
+Qrels = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class EstimateLabels:
+    """The two sets of qrels an estimate reads, with the judge and the audit they come from."""
+
+    judge: str
+    audit: Audit
+    prediction: Qrels  # every golden query
+    truth: Qrels  # audited queries only
+
+
+def check_estimate(estimate: str | None, judge: str | None) -> str | None:
+    """`bench run --estimate ppi --judge NAME`: the judge's name, None without --estimate; UsageError otherwise."""
+    if estimate is None:
+        if judge is not None:
+            raise UsageError("--judge only applies to an estimate; add --estimate ppi")
+        return None
+    if estimate != "ppi":
+        raise UsageError(f"--estimate {estimate!r} is not known; use --estimate ppi")
+    if not judge:
+        raise UsageError("--estimate ppi needs --judge NAME, the judge annotator whose labels it uses")
+    return judge
+
+
+def check_compare_estimate(estimate: str | None, judge: str | None) -> str | None:
+    """`bench compare --estimate ppi [--judge NAME]`: "ppi" or None (a --judge alone implies ppi)."""
+    if estimate not in (None, "ppi"):
+        raise UsageError(f"--estimate {estimate!r} is not known; use --estimate ppi")
+    return "ppi" if estimate or judge else None
+
+
+def estimate_labels(con: duckdb.DuckDBPyConnection, judge: str, exclude_stale: bool = False) -> EstimateLabels:
+    """Prediction and truth qrels of the latest build for `judge` and the latest audit (see the module)."""
+    audit = latest_audit(con)
+    judge_rows = con.execute(
+        "SELECT query_id, doc_id, grade FROM current_labels WHERE kind = 'judge' AND annotator = ?", [judge]
+    ).fetchall()
+    if not judge_rows:
+        raise UsageError(
+            f"judge {judge!r} has no label: run `goldenset judge label --annotator {judge}` over the queue, "
+            "then `goldenset build`"
+        )
+    judged = {(q, d): int(g) for q, d, g in judge_rows if g is not None}
+    stale_filter = " AND stale_reason IS NULL" if exclude_stale else ""
+    golden = con.execute(
+        f"SELECT query_id, doc_id, coalesce(grade, relevance), source FROM golden_set WHERE true{stale_filter}"
+    ).fetchall()
+    replaced = {
+        (q, d): int(g)
+        for q, d, g in con.execute(
+            f"SELECT query_id, doc_id, coalesce(grade, relevance) FROM build_labels l WHERE {open_row()} "
+            f"AND coalesce(l.overridden, false) AND l.source = 'log'{stale_filter}"
+        ).fetchall()
+    }
+    queries = {q for q, *_ in golden}
+    prediction: Qrels = {q: {} for q in queries}
+    truth_rows: Qrels = {q: {} for q in queries}
+    for qid, doc_id, grade, source in golden:
+        pair = (qid, doc_id)
+        if source != "judge":
+            truth_rows[qid][doc_id] = int(grade)
+        if source == "human" and pair in audit.asked:
+            fallback = replaced.get(pair, judged.get(pair))
+            if fallback is not None:
+                prediction[qid][doc_id] = fallback
+        else:
+            prediction[qid][doc_id] = int(grade)
+    for (qid, doc_id), grade in judged.items():
+        if qid in prediction and doc_id not in prediction[qid]:
+            prediction[qid][doc_id] = grade
+    truth = {q: truth_rows[q] for q in audit.audited if q in truth_rows}
+    return EstimateLabels(judge, audit, prediction, truth)
+
+
+@dataclass(frozen=True)
+class QueryValues:
+    """One row and metric: the prediction of every measured query and the truth of the audited ones."""
+
+    row: str
+    metric: str
+    prediction: dict[str, float]
+    truth: dict[str, float]
+
+
+def query_values(
+    ranked: Mapping[str, Mapping[str, Sequence[str]]],
+    measured: Mapping[str, Sequence[str]],
+    labels: EstimateLabels,
+    metrics: Sequence[Metric],
+) -> list[QueryValues]:
+    """Per row and metric, the metric of each measured query under the prediction and the truth qrels.
+
+    `ranked`: row -> query_id -> doc_ids in rank order; `measured`: row -> the query_ids the
+    run measured on it.
+    """
+    out = []
+    for row, queries in measured.items():
+        lists = ranked[row]
+        for m in metrics:
+            pred = {q: m(lists.get(q, []), labels.prediction.get(q, {})) for q in queries}
+            true = {q: m(lists.get(q, []), labels.truth[q]) for q in queries if q in labels.truth}
+            out.append(QueryValues(row, m.name, pred, true))
+    return out
+
+
+@dataclass(frozen=True)
+class RowEstimate:
+    """The PPI estimate of one row and metric (None with a reason when none can be made)."""
+
+    row: str
+    metric: str
+    estimate: PpiEstimate | None
+    reason: str | None = None
+    verdict: str | None = None  # paired comparisons only
+
+    def to_json(self, digits: int | None = 4) -> dict[str, Any]:
+        return {
+            "row": self.row,
+            "metric": self.metric,
+            **({"verdict": self.verdict} if self.verdict is not None else {}),
+            "reason": self.reason,
+            **(self.estimate.to_json(digits) if self.estimate else {}),
+        }
+
+
+def _estimate(row: str, metric: str, pred: Mapping[str, float], true: Mapping[str, float], design: str):
+    if not true:
+        return None, "no audited query among the measured ones: label the audit's pairs, then `goldenset build`"
+    queries = sorted(pred)
+    audited = sorted(true)
+    est = ppi_mean([pred[q] for q in queries], [pred[q] for q in audited], [true[q] for q in audited], design=design)
+    return est, None
+
+
+def estimate_rows(values: Sequence[QueryValues], design: str = DEFAULT_DESIGN) -> list[RowEstimate]:
+    """One PPI estimate per row and metric of a run."""
+    out = []
+    for v in values:
+        est, reason = _estimate(v.row, v.metric, v.prediction, v.truth, design)
+        out.append(RowEstimate(v.row, v.metric, est, reason))
+    return out
+
+
+def estimate_difference(
+    metric: str, row: str, a: QueryValues, b: QueryValues, design: str = DEFAULT_DESIGN
+) -> RowEstimate:
+    """PPI estimate of the mean difference B - A over the queries both measured, with its verdict."""
+    common = sorted(set(a.prediction) & set(b.prediction))
+    if not common:
+        raise UsageError(f"{metric}: the two runs have no query in common; nothing to compare")
+    pred = {q: b.prediction[q] - a.prediction[q] for q in common}
+    true = {q: b.truth[q] - a.truth[q] for q in common if q in a.truth and q in b.truth}
+    est, reason = _estimate(row, metric, pred, true, design)
+    v = verdict(est.lo, est.hi, get_metric(metric).direction) if est else None
+    return RowEstimate(row, metric, est, reason, v)
+
+
+def ppi_line(e: RowEstimate) -> str:
+    """One line a person reads: PPI and human-only estimate with intervals, and the gain."""
+    if e.estimate is None:
+        return f"{e.row} {e.metric}: no PPI estimate ({e.reason})"
+    x = e.estimate
+    gain = "n/a" if x.ess_gain is None else ("inf" if math.isinf(x.ess_gain) else f"{x.ess_gain:.2f}x")
+    head = f"{e.row} {e.metric}: PPI {x.estimate:.4f} [{_f(x.lo)}, {_f(x.hi)}]"
+    tail = (
+        f"human-only {x.human:.4f} [{_f(x.human_lo)}, {_f(x.human_hi)}] on {x.n_audited} audited of "
+        f"{x.n_population} queries; effective sample size gain {gain}"
+    )
+    return head + (f" {e.verdict}" if e.verdict else "") + "; " + tail
+
+
+def _f(x: float) -> str:
+    return f"{x:.4f}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+
+
+# --------------------------------------------------------------------------- a run's estimates
+
+
+@dataclass(frozen=True)
+class RunEstimates:
+    """What `bench run --estimate ppi` adds to a run: the per-query values and one estimate per row and metric."""
+
+    judge: str
+    design: str
+    audit: dict[str, Any]
+    values: tuple[QueryValues, ...]
+    estimates: tuple[RowEstimate, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "method": "ppi",
+            "judge": self.judge,
+            "design": self.design,
+            "confidence": 0.95,
+            "audit": self.audit,
+            "estimates": [e.to_json() for e in self.estimates],
+        }
+
+    def by_key(self) -> dict[tuple[str, str], QueryValues]:
+        return {(v.row, v.metric): v for v in self.values}
+
+
+def run_estimates(
+    con: duckdb.DuckDBPyConnection,
+    judge: str,
+    ranked: Mapping[str, Mapping[str, Sequence[str]]],
+    measured: Mapping[str, Sequence[str]],
+    metrics: Sequence[Metric],
+    *,
+    exclude_stale: bool = False,
+    design: str = DEFAULT_DESIGN,
+) -> RunEstimates:
+    """Read the labels, compute every row's per-query values and their PPI estimates."""
+    labels = estimate_labels(con, judge, exclude_stale)
+    values = tuple(query_values(ranked, measured, labels, metrics))
+    return RunEstimates(judge, design, labels.audit.to_json(), values, tuple(estimate_rows(values, design)))
+
+
+def store_estimates(con: duckdb.DuckDBPyConnection, run_id: str, est: RunEstimates) -> None:
+    """Write the per-query values and the summary of a run's estimates; the caller holds the transaction."""
+    import json
+
+    import pyarrow as pa
+
+    rows = [(v.row, q, v.metric, p, v.truth.get(q)) for v in est.values for q, p in sorted(v.prediction.items())]
+    table = pa.table(
+        {
+            "run_id": pa.array([run_id] * len(rows), pa.string()),
+            "row_name": pa.array([r[0] for r in rows], pa.string()),
+            "query_id": pa.array([r[1] for r in rows], pa.string()),
+            "metric": pa.array([r[2] for r in rows], pa.string()),
+            "prediction": pa.array([r[3] for r in rows], pa.float64()),
+            "truth": pa.array([r[4] for r in rows], pa.float64()),
+        }
+    )
+    con.register("_goldenset_estimates", table)
+    try:
+        con.execute("INSERT INTO benchmark_estimates BY NAME SELECT * FROM _goldenset_estimates")
+    finally:
+        con.unregister("_goldenset_estimates")
+    con.execute("UPDATE benchmark_runs SET estimate = ? WHERE run_id = ?", [json.dumps(est.to_json()), run_id])
+
+
+def load_estimates(con: duckdb.DuckDBPyConnection, run_id: str) -> RunEstimates | None:
+    """A stored run's estimates, None when it was made without --estimate."""
+    import json
+
+    try:
+        row = con.execute("SELECT estimate FROM benchmark_runs WHERE run_id = ?", [run_id]).fetchone()
+    except duckdb.BinderException:  # a warehouse opened read-only before the column was added
+        return None
+    if row is None or row[0] is None:
+        return None
+    summary = json.loads(row[0])
+    values: dict[tuple[str, str], QueryValues] = {}
+    for r, q, m, p, t in con.execute(
+        "SELECT row_name, query_id, metric, prediction, truth FROM benchmark_estimates WHERE run_id = ? "
+        "ORDER BY row_name, metric, query_id",
+        [run_id],
+    ).fetchall():
+        v = values.setdefault((r, m), QueryValues(r, m, {}, {}))
+        v.prediction[q] = p
+        if t is not None:
+            v.truth[q] = t
+    vals = tuple(values.values())
+    return RunEstimates(summary["judge"], summary["design"], summary["audit"], vals, tuple(estimate_rows(vals)))
+
+
+def compare_estimates(
+    a: RunEstimates | None,
+    b: RunEstimates | None,
+    run_ids: tuple[str, str],
+    row: str,
+    metrics: Sequence[str],
+    judge: str | None = None,
+) -> list[RowEstimate]:
+    """PPI differences B - A for each metric on `row`; UsageError when a run has no estimate, or they differ."""
+    a = _needed(a, run_ids[0], judge)
+    b = _needed(b, run_ids[1], judge)
+    if a.judge != b.judge or a.audit.get("pool_id") != b.audit.get("pool_id"):
+        raise UsageError(
+            f"the runs' estimates differ in judge or audit ({a.judge!r}, audit {a.audit.get('pool_id')} against "
+            f"{b.judge!r}, audit {b.audit.get('pool_id')}); estimate both with the same judge and audit"
+        )
+    va, vb = a.by_key(), b.by_key()
+    out = []
+    for m in metrics:
+        if (row, m) not in va or (row, m) not in vb:
+            raise UsageError(f"a run has no estimate of {m} on row {row!r}")
+        out.append(estimate_difference(m, row, va[(row, m)], vb[(row, m)], a.design))
+    return out
+
+
+def _needed(est: RunEstimates | None, run_id: str, judge: str | None) -> RunEstimates:
+    if est is None:
+        raise UsageError(
+            f"run {run_id} has no prediction-powered estimate; make it with "
+            "`goldenset bench run --estimate ppi --judge NAME`"
+        )
+    if judge is not None and est.judge != judge:
+        raise UsageError(f"run {run_id} was estimated with judge {est.judge!r}, not {judge!r}")
+    return est
