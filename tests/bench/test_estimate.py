@@ -21,11 +21,11 @@ from label_lines import label_line, write_and_ingest  # noqa: E402
 from pool_rankers import DAY, FIRST, Q1, Q2, SECOND, build_world  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
-from goldenset.bench.cli import bench_app  # noqa: E402
 from goldenset.bench.estimate import EstimateLabels, estimate_labels, estimate_rows, query_values  # noqa: E402
 from goldenset.bench.metrics import get_metric  # noqa: E402
 from goldenset.bench.ppi import ppi_mean  # noqa: E402
 from goldenset.build import build_golden_set  # noqa: E402
+from goldenset.cli.bench import app as bench_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
 from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset.records import normalise_task, query_id  # noqa: E402
