@@ -14,6 +14,7 @@ from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
 from goldenset.labelling.merge import JudgeGate
 from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD, plan_merges, query_map
+from goldenset.scoring.judge_health import judge_health
 from goldenset.status import drift_between_builds, rejected_count, rejected_sample, relabel_summary
 from goldenset_dagster.assets import percent, raise_for, sample_caption, short_fingerprint, table_metadata
 from goldenset_dagster.assets.corpus import corpus_snapshot
@@ -62,6 +63,9 @@ def _check_result(o: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
+JUDGE_HEALTH_CHECK = "judge_health"
+
+
 def _metadata_value(key: str, value):
     # Shares come in percent already, named so (share_pct): one unit per check.
     return dg.MetadataValue.json(value) if isinstance(value, dict) else value
@@ -73,7 +77,18 @@ def _metadata_value(key: str, value):
     group_name="golden_set",
     kinds={"duckdb"},
     check_specs=[
-        dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description) for c in CHECKS
+        *(
+            dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description)
+            for c in CHECKS
+        ),
+        dg.AssetCheckSpec(
+            JUDGE_HEALTH_CHECK,
+            asset="golden_set",
+            blocking=False,
+            description="Every judge's kappa over its latest window of human-labelled pairs meets the gate, and its "
+            "latest run's hallucinated-span rate is at most 5% and moved at most 5 points since its previous run "
+            "(contract 13.3).",
+        ),
     ],
 )
 def golden_set(
@@ -112,7 +127,9 @@ def golden_set(
                 trigger=config.trigger,
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
-                judge_gate=JudgeGate(config.judge_min_pairs, config.judge_min_kappa),
+                judge_gate=JudgeGate(
+                    config.judge_min_pairs, config.judge_min_kappa, JudgeGate.from_environment().window
+                ),
                 rubric_sha256=rubric.content_sha256 if rubric is not None else None,
                 rubric_text=labels.rubric_text(rubric) if rubric is not None else None,
             )
@@ -123,6 +140,7 @@ def golden_set(
                 drift = drift_between_builds(con, load_build(con, result.build_id - 1), result.record)
             sample = rejected_sample(con, limit=10)
             rejected_total = rejected_count(con)
+            health = judge_health(con)
         finally:
             con.close()
     except BuildBlocked as exc:
@@ -136,9 +154,20 @@ def golden_set(
 
     # The checks travel with the materialization they judged: emitted before it, Dagster
     # would attach them to the previous build ("Target materialization" one build behind).
+    warnings = [w for h in health for w in h.warnings]
+    health_check = dg.AssetCheckResult(
+        check_name=JUDGE_HEALTH_CHECK,
+        passed=not warnings,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(warnings) if warnings else f"{len(health)} judge(s) healthy",
+        metadata={
+            "expected": dg.MetadataValue.text("window kappa >= the gate; hallucinated spans <= 5%, moved <= 5 points"),
+            "judges": dg.MetadataValue.json([h.to_json() for h in health]),
+        },
+    )
     yield dg.MaterializeResult(
         metadata=_build_metadata(result, drift, merges, sample, rejected_total),
-        check_results=[_check_result(o) for o in result.checks],
+        check_results=[*(_check_result(o) for o in result.checks), health_check],
     )
 
 

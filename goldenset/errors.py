@@ -57,6 +57,16 @@ class ComparisonBiased(GoldensetError):
     exit_code = 5
 
 
+class JudgeRunIncomplete(GoldensetError):
+    """`judge label`: most answers were unusable (invalid or transport errors); exit code 6.
+
+    Raised after the run's usable lines are written and its figures recorded: it refuses
+    on policy (the share), never for want of evaluator data.
+    """
+
+    exit_code = 6
+
+
 class InputMoved(GoldensetError):
     """A build refused: an input changed in a way that would change the published set silently; exit code 1.
 

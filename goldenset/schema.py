@@ -864,8 +864,29 @@ BUILD_JUDGES = Relation(
         C("labels", "BIGINT", "the judge's current labels (one per pair)"),
         C("min_pairs", "BIGINT", "the gate's minimum shared pairs"),
         C("min_kappa", "DOUBLE", "the gate's minimum kappa"),
+        C("window_pairs", "BIGINT", "the gate read the judge's latest `window` shared pairs (contract 13.2)"),
     ),
     public=False,
+)
+JUDGE_RUNS = Relation(
+    "judge_runs",
+    "`goldenset judge label` run (contract 13.1)",
+    (
+        C("run_id", "BIGINT", "1, 2, 3 ..."),
+        C("annotator", "VARCHAR", "the judge's annotator name"),
+        C("started_at", "TIMESTAMP", "when the run started (UTC)"),
+        C("finished_at", "TIMESTAMP", "when it finished (UTC)"),
+        C("scorer_version", "VARCHAR", "the judge model and the prompt version: MODEL/prompt-VERSION"),
+        C("scored", "BIGINT", "queue rows asked"),
+        C("answers", "BIGINT", "answers received (scored - errors)"),
+        C("labels_written", "BIGINT", "label lines written"),
+        C("invalid", "VARCHAR", "JSON: invalid answers by reason, every reason of contract 8.3 (0 included)"),
+        C("errors", "BIGINT", "transport errors"),
+        C("hallucinated_span_rate", "DOUBLE", "hallucinated spans / answers (0 when no answer came)"),
+        C("unusable_share", "DOUBLE", "(invalid + errors) / scored (0 when nothing was asked)"),
+        C("incomplete", "BOOLEAN", "unusable_share above --max-unusable: the run exited 6"),
+    ),
+    primary_key=("run_id",),
 )
 
 # --------------------------------------------------------------------------- benchmark
@@ -1062,6 +1083,7 @@ RELATIONS: tuple[Relation, ...] = (
     BUILD_HUMAN_LABELS,
     BUILD_AGENT_LABELS,
     BUILD_JUDGES,
+    JUDGE_RUNS,
     ACCEPTED_SERVES,
     JUDGMENTS,
     LABEL_ROWS,

@@ -38,6 +38,8 @@ class Status:
     relabel_queue_by_reason: dict[str, int]
     labelling_queue_by_reason: dict[str, int] = field(default_factory=dict)
     judges_held_back: list[dict] = field(default_factory=list)
+    # Judge health (contract 13.3): per judge its latest runs' figures, window kappa and warnings.
+    judge_health: list[dict] = field(default_factory=list)
     rubric_name: str | None = None  # the rubric the build's labels were checked against (contract 9.3)
     roots: dict[str, str] = field(default_factory=dict)  # the recorded LOGS and LABELS roots (contract 9.1)
 
@@ -69,6 +71,7 @@ class Status:
             "relabel_queue_by_reason": self.relabel_queue_by_reason,
             "labelling_queue_by_reason": self.labelling_queue_by_reason,
             "judges_held_back": self.judges_held_back,
+            "judge_health": self.judge_health,
             "rubric": {"name": self.rubric_name, "sha256": self.build.rubric_sha256}
             if self.build.rubric_sha256
             else None,
@@ -135,6 +138,11 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
             [build.labels_build_id],
         ).fetchall()
     ]
+    health = []
+    if _has_tables(con, "judge_runs"):  # (a warehouse from before contract 13, opened read-only)
+        from goldenset.scoring.judge_health import judge_health
+
+        health = [h.to_json() for h in judge_health(con)]
     queue = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
     rubric, roots = None, {}
     if _has_tables(con, "rubrics", "source_roots"):  # (a warehouse from before contract 9, opened read-only)
@@ -147,6 +155,7 @@ def golden_status(con, corpus_path: str | Path | None = None, now: datetime | No
         rubric_name=rubric[0] if rubric else None,
         roots=roots,
         judges_held_back=judges,
+        judge_health=health,
         labelling_queue_by_reason=queue,
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),
         corpus=corpus,

@@ -177,6 +177,9 @@ def print_status(st, title: str) -> None:
         t.add_row("judge labels (held back)", f"{b.n_judge_labels} ({b.judge_labels_held_back})")
     for j in st.judges_held_back:
         t.add_row(f"judge {j['annotator']}", f"held back: {j['why']}")
+    for h in st.judge_health:
+        for w in h["warnings"]:
+            t.add_row("judge health", f"WARN {w}")
     rejected = f"{st.rejected_records}{_breakdown(st.rejected_by_reason)}"
     if st.rejected_records:
         rejected += "  (`goldenset rejects` lists them)"

@@ -6,7 +6,9 @@ LABELS/dt=<UTC today>/judge-NAME.jsonl. The next `goldenset build` ingests them;
 gate (--judge-min-pairs, --judge-min-kappa) decides whether they join the golden set.
 Exit 0 when the run went through (invalid answers and errors are counted, not fatal);
 1 when the judge cannot be reached or lacks the model, when every row asked was a
-transport error, or when a line failed the label-line check; 2 for a bad option.
+transport error, or when a line failed the label-line check; 2 for a bad option; 6
+(incomplete) when more than --max-unusable of the rows asked were invalid or errors.
+Every run that asked the judge is recorded in `judge_runs` (contract 13.1).
 """
 
 from __future__ import annotations
@@ -58,20 +60,32 @@ def label_cmd(
         ),
     ] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
+    max_unusable: Annotated[
+        float,
+        typer.Option(
+            "--max-unusable",
+            metavar="SHARE",
+            help="Exit 6 (incomplete) when more than this share of the rows asked gave an invalid answer or a "
+            "transport error; the usable lines are written and the run recorded first.",
+        ),
+    ] = 0.5,
     labels: LabelsOpt = None,
     rubric: RubricOpt = None,
     db: DbOpt = None,
     wait: WaitOpt = None,
 ) -> None:
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
-    from goldenset.cli.shared import reading
+    from goldenset.cli.shared import open_warehouse, reading
+    from goldenset.ingest import utcnow
     from goldenset.labelling.rubric import load_rubric
-    from goldenset.scoring.judge import JudgeClient, JudgeSettings
+    from goldenset.scoring.judge import PROMPT_VERSION, JudgeClient, JudgeSettings
+    from goldenset.scoring.judge_health import check_share, raise_if_incomplete, record_run
     from goldenset.scoring.judge_label import check_annotator, judge_queue
     from goldenset.scoring.pairs import queue_rows
     from goldenset.scoring.workflow import scoring_progress
 
     check_annotator(annotator)
+    check_share(max_unusable, "--max-unusable")
     if not judge_url or not judge_model:
         raise UsageError(
             "judge label needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
@@ -79,14 +93,29 @@ def label_cmd(
     closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
     as_of = None if closed.as_of is None else str(closed.as_of)
     client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
+    db_path = settings.resolve("db", db)
+    started_at = utcnow()
     try:
         # Read, then close: the judge may take minutes, and a build must not wait for it.
-        with reading(settings.resolve("db", db), wait) as con:
+        with reading(db_path, wait) as con:
             rows = queue_rows(con)
         with scoring_progress(f"asking the judge ({annotator})") as report:
             result = judge_queue(rows, client, closed, annotator, settings.resolve("labels", labels), progress=report)
     finally:
         client.close()
+    # The run's figures are recorded whatever its outcome (contract 13.1): health reads them.
+    con = open_warehouse(db_path, read_only=False, wait=wait)
+    try:
+        run = record_run(
+            con,
+            result,
+            started_at=started_at,
+            finished_at=utcnow(),
+            scorer_version=f"{judge_model}/prompt-{PROMPT_VERSION}",
+            max_unusable=max_unusable,
+        )
+    finally:
+        con.close()
     if as_json:
         typer.echo(json.dumps(result.to_json()))
     else:
@@ -101,6 +130,7 @@ def label_cmd(
         )
     if result.scored and result.errors == result.scored:
         raise GoldensetError(f"the judge answered none of the {result.scored} rows asked: {result.problems[0].detail}")
+    raise_if_incomplete(run, max_unusable)
 
 
 def _warn(result, queued: int) -> None:

@@ -15,7 +15,9 @@ what the merge leaves in `_merged` and `_replaced_log_pairs`:
    Replaced log labels (`_replaced_log_pairs`) stay in `build_labels`, flagged `overridden`.
 4. A judge annotator takes part only while its kappa against the human label, on at
    least `min_pairs` shared pairs at the same version, is at least `min_kappa`; then
-   it votes (as in 2) on the pairs no human current label covers.
+   it votes (as in 2) on the pairs no human current label covers. The kappa reads the
+   judge's latest `window` shared pairs (default 200, contract 13.2), so a judge whose
+   recent labels drift from the humans' is held back at the next build.
 
 The no_positive filter is not applied again: a query whose positives were all
 overruled stays in the set.
@@ -33,6 +35,7 @@ from goldenset.schema import CURRENT_LABEL, active_documents, stale_reason
 
 ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
 ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
+ENV_WINDOW = "GOLDENSET_JUDGE_WINDOW"
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,15 @@ class JudgeGate:
 
     min_pairs: int = 50
     min_kappa: float = 0.6
+    # Agreement is re-checked on a rolling sample (contract 13.2): the judge's latest `window`
+    # pairs shared with a human label, by the judge line's (ts, dt, file name, line).
+    window: int = 200
 
     @classmethod
-    def from_environment(cls, min_pairs: int | None = None, min_kappa: float | None = None) -> JudgeGate:
-        """Flags if given, else GOLDENSET_JUDGE_MIN_PAIRS / _MIN_KAPPA, else 50 and 0.6."""
+    def from_environment(
+        cls, min_pairs: int | None = None, min_kappa: float | None = None, window: int | None = None
+    ) -> JudgeGate:
+        """Flags if given, else GOLDENSET_JUDGE_MIN_PAIRS / _MIN_KAPPA / _WINDOW, else 50, 0.6 and 200."""
 
         def read(value, env, cast, default):
             if value is not None:
@@ -58,10 +66,14 @@ class JudgeGate:
                 raise UsageError(f"{env} must be a number, got {text!r}") from None
 
         gate = cls(
-            read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs), read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa)
+            read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs),
+            read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa),
+            read(window, ENV_WINDOW, int, cls.window),
         )
         if gate.min_pairs < 0:
             raise UsageError(f"--judge-min-pairs must be 0 or more, got {gate.min_pairs}")
+        if gate.window < 1:
+            raise UsageError(f"the judge window must be 1 or more pairs, got {gate.window}")
         return gate
 
 
@@ -189,9 +201,20 @@ def merge_labels(
         )
         if judges:
             con.executemany(
-                "INSERT INTO build_judges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO build_judges (build_id, annotator, n, kappa, passed, labels, min_pairs, min_kappa, "
+                "window_pairs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    [build_id, j.annotator, j.n, j.kappa, j.passed, j.labels, gate.min_pairs, gate.min_kappa]
+                    [
+                        build_id,
+                        j.annotator,
+                        j.n,
+                        j.kappa,
+                        j.passed,
+                        j.labels,
+                        gate.min_pairs,
+                        gate.min_kappa,
+                        gate.window,
+                    ]
                     for j in judges
                 ],
             )
@@ -211,7 +234,8 @@ def merge_labels(
 
 
 def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
-    """Each judge's kappa against the human label (from human lines alone), at the same version."""
+    """Each judge's kappa against the human label (from human lines alone), at the same version, over its
+    latest `gate.window` such pairs."""
     names = [
         r[0]
         for r in con.execute("SELECT DISTINCT annotator FROM _mcur WHERE kind = 'judge' ORDER BY annotator").fetchall()
@@ -221,8 +245,8 @@ def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
         pairs = con.execute(
             "SELECT j.label, h.label FROM _mpart j JOIN _mhl h ON h.query_id = j.query_id AND h.doc_id = j.doc_id "
             "AND h.doc_version = j.doc_version WHERE j.kind = 'judge' AND j.annotator = ? "
-            "ORDER BY j.query_id, j.doc_id",
-            [name],
+            "ORDER BY j.ts DESC, j.dt DESC, j.file_name DESC, j.line DESC LIMIT ?",
+            [name, gate.window],
         ).fetchall()
         labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchone()[0]
         kappa: Fraction | None = None

@@ -1,0 +1,295 @@
+"""Validity of prediction-powered estimates, shown by simulation on Cranfield's real judgments.
+
+    python benchmarks/ppi_simulation.py [--collection DIR] [--samples 1000] [--sizes 20,40,80] \
+        [--kappas 0.3,0.5,0.7] [--depth 10] [--seed 0] [--out FILE.json] [--markdown FILE.md]
+
+DIR holds cran.all.1400, cran.qry and cranqrel (default: tests/data/cranfield-mini, the
+fresh-clone smoke size; the full collection gives the table in docs/concepts/estimates.md).
+
+What it does, in order:
+
+1. Two rankers over the 1,400 abstracts (title + abstract): BM25 (bm25s, the benchmark's
+   lexical settings) and dense (the packaged MiniLM, cosine). The pool is the union of
+   their top `depth` documents per query; the **truth** of a pooled pair is Cranfield's
+   judgment (codes 1-4 relevant, anything else not), as a human audit would record it.
+2. Judges label every pooled pair: simulated judges with a symmetric confusion matrix
+   (the same accuracy on relevant and irrelevant pairs) whose accuracy is solved so that
+   Cohen's kappa against the truth is the target (0.3, 0.5, 0.7), drawn once with the
+   seed; and the **dense judge**: the real cosine cut at its calibrated threshold (the
+   cut minimising false passes + false fails over the pooled pairs, contract 8.2's
+   `single` with R = 1, ties to the higher cut).
+3. Per query: nDCG@depth (binary gains) of each ranker under the truth (y) and under the
+   judge's labels (f); the population is every query, its true mean the mean of y. The
+   paired difference is dense - BM25.
+4. For each judge and audit size n: `--samples` audits, each a uniform draw of n queries
+   without replacement; on each, the PPI interval of goldenset.bench.ppi (finite design:
+   mean_N(f) - mean_n(f - y), variance (1 - n/N) s_d^2 / n, Student's t) and the
+   human-only interval (mean_n(y), (1 - n/N) s_y^2 / n). Reported: coverage of the true
+   mean (of the mean, and of the paired difference), the mean ratio of the PPI width to the
+   human-only width on the same sample, and the effective sample size gain (mean human-only
+   variance / mean PPI variance). Vectorised with numpy; the first sample of each setting
+   is checked against goldenset.bench.ppi.ppi_mean itself.
+
+Sizes at or above the number of queries are skipped (the mini collection has 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import cranfield_collection as cc  # noqa: E402
+
+from goldenset.bench.ppi import ppi_mean  # noqa: E402
+
+DEFAULT_COLLECTION = HERE.parent / "tests" / "data" / "cranfield-mini"
+
+
+# --------------------------------------------------------------------------- rankers and pool
+
+
+def rankings(collection: cc.Collection, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-`depth` document indices per query for BM25 and dense, and the query x document cosine matrix."""
+    import bm25s
+
+    from goldenset.embeddings import Embedder
+
+    texts = [f"{d.title} {d.text}".strip() for d in collection.docs]
+    queries = [q.text for q in collection.queries]
+    k = min(depth, len(texts))
+    bm25 = bm25s.BM25()
+    bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    scores = np.zeros((len(queries), len(texts)))
+    for i, q in enumerate(queries):
+        tokens = bm25s.tokenize([q], stopwords="en", return_ids=False, show_progress=False)[0]
+        scores[i] = bm25.get_scores(tokens)
+    embedder = Embedder()
+    cosine = embedder.embed(queries) @ embedder.embed(texts).T
+    # Ties broken by document position, so the lists are reproducible.
+    top_bm25 = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    top_dense = np.argsort(-cosine, axis=1, kind="stable")[:, :k]
+    return top_bm25, top_dense, cosine
+
+
+def truth_matrix(collection: cc.Collection) -> np.ndarray:
+    """Query x document binary relevance: Cranfield codes 1-4."""
+    index = {d.number: i for i, d in enumerate(collection.docs)}
+    rel = np.zeros((len(collection.queries), len(collection.docs)), dtype=np.int8)
+    for (q, d), code in collection.codes.items():
+        if cc.GRADE_OF_CODE[code] >= 1:
+            rel[q - 1, index[d]] = 1
+    return rel
+
+
+def ndcg(top: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """nDCG@k per query with binary gains, the ideal ordering taken over the pooled labels of the query."""
+    k = top.shape[1]
+    discount = 1.0 / np.log2(np.arange(2, k + 2))
+    gains = np.take_along_axis(labels, top, axis=1)
+    dcg = (gains * discount).sum(axis=1)
+    pooled_relevant = labels.sum(axis=1)
+    ideal = np.array([discount[: min(int(r), k)].sum() for r in pooled_relevant])
+    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's kappa of two binary label vectors (contract 7.5's formula)."""
+    po = float(np.mean(a == b))
+    pa, pb = float(np.mean(a)), float(np.mean(b))
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    return (po - pe) / (1 - pe) if pe < 1 else math.nan
+
+
+def accuracy_for_kappa(prevalence: float, target: float) -> float:
+    """The symmetric accuracy whose expected kappa against labels of this prevalence is `target` (bisection)."""
+
+    def expected(acc: float) -> float:
+        p = prevalence
+        q = p * acc + (1 - p) * (1 - acc)
+        po = acc
+        pe = p * q + (1 - p) * (1 - q)
+        return (po - pe) / (1 - pe)
+
+    lo, hi = 0.5, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def calibrated_cut(scores: np.ndarray, truth: np.ndarray) -> float:
+    """The cut minimising false passes + false fails (a pair passes at score >= cut); ties to the higher cut."""
+    best, best_cost = math.inf, None
+    for cut in np.unique(scores):
+        passes = scores >= cut
+        cost = int(np.sum(passes & (truth == 0)) + np.sum(~passes & (truth == 1)))
+        if best_cost is None or cost <= best_cost:
+            best, best_cost = float(cut), cost
+    return best
+
+
+# --------------------------------------------------------------------------- the audits
+
+
+def audits(f: np.ndarray, y: np.ndarray, n: int, draws: np.ndarray) -> dict:
+    """Coverage, width ratio and effective sample size gain of PPI and human-only over the audit draws."""
+    big_n = len(f)
+    mu = float(y.mean())
+    fs, ys = f[draws], y[draws]
+    d = fs - ys
+    est = f.mean() - d.mean(axis=1)
+    fpc = 1 - n / big_n
+    var = fpc * d.var(axis=1, ddof=1) / n
+    var_h = fpc * ys.var(axis=1, ddof=1) / n
+    q = float(stats.t.ppf(0.975, n - 1))
+    cover = np.abs(est - mu) <= q * np.sqrt(var)
+    cover_h = np.abs(ys.mean(axis=1) - mu) <= q * np.sqrt(var_h)
+    both = var_h > 0
+    ratio = np.sqrt(var[both]) / np.sqrt(var_h[both])
+    # The first draw, through the library's own estimator: the vectorised arithmetic must agree with it.
+    check = ppi_mean(f, fs[0], ys[0])
+    if not (
+        math.isclose(check.estimate, est[0], abs_tol=1e-12) and math.isclose(check.variance, var[0], abs_tol=1e-12)
+    ):
+        raise AssertionError("the vectorised estimator disagrees with goldenset.bench.ppi.ppi_mean")
+    return {
+        "coverage": float(cover.mean()),
+        "coverage_human": float(cover_h.mean()),
+        "width_ratio": float(ratio.mean()) if ratio.size else None,
+        "ess_gain": float(var_h.mean() / var.mean()) if var.mean() > 0 else None,
+        "true_mean": mu,
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    started = time.monotonic()
+    collection = cc.read_collection(Path(args.collection))
+    top_bm25, top_dense, cosine = rankings(collection, args.depth)
+    rel = truth_matrix(collection)
+    n_q, n_d = rel.shape
+    pooled = np.zeros_like(rel, dtype=bool)
+    rows = np.arange(n_q)[:, None]
+    pooled[rows, top_bm25] = True
+    pooled[rows, top_dense] = True
+    truth = np.where(pooled, rel, 0)
+    prevalence = float(truth[pooled].mean())
+    rng = np.random.default_rng(args.seed)
+
+    judges: dict[str, np.ndarray] = {}
+    for target in args.kappas:
+        acc = accuracy_for_kappa(prevalence, target)
+        flip = rng.random(truth.shape) >= acc
+        judges[f"simulated kappa {target:g}"] = np.where(pooled, truth ^ flip, 0)
+    cut = calibrated_cut(cosine[pooled], truth[pooled])
+    judges["dense score >= calibrated cut"] = np.where(pooled, (cosine >= cut).astype(np.int8), 0)
+
+    y_a, y_b = ndcg(top_bm25, truth), ndcg(top_dense, truth)
+    sizes = [n for n in args.sizes if 2 <= n < n_q] or [max(2, n_q - 1)]
+    draws = {n: np.argsort(rng.random((args.samples, n_q)), axis=1)[:, :n] for n in sizes}
+    results = []
+    for name, labels in judges.items():
+        f_a, f_b = ndcg(top_bm25, labels), ndcg(top_dense, labels)
+        k = kappa(labels[pooled], truth[pooled])
+        for n in sizes:
+            results.append(
+                {
+                    "judge": name,
+                    "kappa": k,
+                    "n": n,
+                    "mean": audits(f_b, y_b, n, draws[n]),
+                    "difference": audits(f_b - f_a, y_b - y_a, n, draws[n]),
+                }
+            )
+    return {
+        "collection": str(args.collection),
+        "queries": n_q,
+        "documents": n_d,
+        "depth": args.depth,
+        "metric": f"ndcg@{args.depth} (binary gains), dense; difference dense - bm25",
+        "pooled_pairs": int(pooled.sum()),
+        "pooled_relevant_share": prevalence,
+        "dense_cut": cut,
+        "samples": args.samples,
+        "seed": args.seed,
+        "true_means": {"bm25": float(y_a.mean()), "dense": float(y_b.mean())},
+        "results": results,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def markdown(out: dict) -> str:
+    lines = [
+        f"{out['queries']} queries, {out['documents']} documents, pool depth {out['depth']} "
+        f"({out['pooled_pairs']} pooled pairs, {_pct(out['pooled_relevant_share'])} relevant); "
+        f"{out['samples']} audits per row, seed {out['seed']}; metric {out['metric']}.",
+        "",
+        "| judge | kappa | n | coverage PPI | coverage human | PPI width / human | ESS gain "
+        "| diff: coverage PPI | coverage human | width / human | ESS gain |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in out["results"]:
+        m, d = r["mean"], r["difference"]
+        lines.append(
+            f"| {r['judge']} | {r['kappa']:.2f} | {r['n']} | {_pct(m['coverage'])} | {_pct(m['coverage_human'])} "
+            f"| {_f(m['width_ratio'])} | {_f(m['ess_gain'])} | {_pct(d['coverage'])} | {_pct(d['coverage_human'])} "
+            f"| {_f(d['width_ratio'])} | {_f(d['ess_gain'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _f(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--collection", default=str(DEFAULT_COLLECTION), help="folder of cran.all.1400, cran.qry, cranqrel")
+    p.add_argument("--samples", type=int, default=1000, help="audits drawn per judge and size")
+    p.add_argument("--sizes", default="20,40,80", help="audit sizes, comma-separated")
+    p.add_argument("--kappas", default="0.3,0.5,0.7", help="target kappas of the simulated judges")
+    p.add_argument("--depth", type=int, default=10, help="pool depth per ranker, and the k of nDCG@k")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="write the JSON here")
+    p.add_argument("--markdown", type=Path, help="write the table here")
+    args = p.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    args.kappas = [float(s) for s in args.kappas.split(",")]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = run(args)
+    text = json.dumps(out, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    table = markdown(out)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(table, encoding="utf-8")
+    print(table, end="")
+    print(f"({out['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Judge health over time (contract 13) with the stub judge, whose quality drops between two runs.
+
+The world and ana's five labels are test_judge_gate.py's. Run 1: the judge agrees with ana on
+her five pairs and gives a verbatim span on every relevant answer (kappa 1, no hallucinated
+span). Run 2 (later lines): it calls ana's five pairs irrelevant (valid answers) and cites a
+span that is not in the passage on the other seven (invalid, nothing written), so its
+current labels on ana's pairs are all irrelevant:
+
+    ana    rel rel part irr irr      judge (run 2)   irr irr irr irr irr
+    po = 2/5; pe = (2/5)(5/5) = 2/5 (only irr is shared); kappa = (2/5 - 2/5) / (3/5) = 0
+
+Its hallucinated-span rate goes from 0/12 to 7/12.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from judge_stub import good, passage_of
+from test_judge_gate import ANA, DOC_OF, GRADE, JUDGE, status_json
+from world import RUBRIC, TEXT, label_line, make_world, rebuild, write_labels
+
+from goldenset.labelling.merge import JudgeGate
+from goldenset.scoring.judge_health import judge_health
+from goldenset.warehouse import connect
+from goldenset_dagster.cli import main
+
+ANA_DOCS = {d for _, d in ANA}
+
+
+def judge_label(world, url, *extra) -> int:
+    return main(
+        [
+            "judge",
+            "label",
+            "--annotator",
+            "qwen",
+            "--judge-url",
+            url,
+            "--judge-model",
+            "stub-model",
+            "--labels",
+            str(world.labels),
+            "--rubric",
+            str(RUBRIC),
+            *world.args(),
+            "--json",
+            *extra,
+        ]
+    )
+
+
+def honest(body):
+    doc = DOC_OF[passage_of(body)]
+    grade = GRADE[{d: lab for (_, d), lab in JUDGE.items()}[doc]]
+    if doc in ANA_DOCS:
+        grade = GRADE[{d: lab for (_, d), lab in ANA.items()}[doc]]
+    return good(grade, "As the rubric says.", TEXT[doc][:16] if grade else "")
+
+
+def degraded(body):
+    doc = DOC_OF[passage_of(body)]
+    if doc in ANA_DOCS:
+        return good(0, "Not about it.", "")
+    return good(2, "It says so.", "a sentence the passage never had")
+
+
+@pytest.fixture
+def two_runs(tmp_path, capsys, judge_stub):
+    """A pool of 12 pairs, ana's five lines, run 1 (honest) and a build, run 2 (degraded) and a build."""
+    world = make_world(tmp_path / "w")
+    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    judge_stub.answer_by(honest)
+    assert judge_label(world, judge_stub.url) == 0
+    rebuild(world, judge_gate=JudgeGate(min_pairs=5))
+    first = gate_row(world)
+    judge_stub.answer_by(degraded)
+    assert judge_label(world, judge_stub.url, "--max-unusable", "0.9") == 0
+    rebuild(world, judge_gate=JudgeGate(min_pairs=5))
+    capsys.readouterr()
+    return world, first
+
+
+def gate_row(world):
+    con = connect(world.db, read_only=True)
+    try:
+        return con.execute(
+            "SELECT annotator, n, kappa, passed, window_pairs FROM build_judges "
+            "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
+        ).fetchone()
+    finally:
+        con.close()
+
+
+def test_every_run_records_its_figures(two_runs):
+    world, _ = two_runs
+    con = connect(world.db, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT run_id, annotator, scorer_version, scored, answers, labels_written, invalid, errors, "
+            "hallucinated_span_rate, unusable_share, incomplete, started_at <= finished_at FROM judge_runs ORDER BY run_id"
+        ).fetchall()
+    finally:
+        con.close()
+    none = {"not_json": 0, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 0, "no_label_for_grade": 0}
+    assert [r[:6] for r in rows] == [
+        (1, "qwen", "stub-model/prompt-1", 12, 12, 12),
+        (2, "qwen", "stub-model/prompt-1", 12, 12, 5),
+    ]
+    assert json.loads(rows[0][6]) == none and json.loads(rows[1][6]) == {**none, "hallucinated_span": 7}
+    assert rows[1][7:] == (0, pytest.approx(7 / 12), pytest.approx(7 / 12), False, True)
+    assert rows[0][8:11] == (0.0, 0.0, False)
+
+
+def test_a_judge_whose_window_kappa_falls_below_the_gate_is_held_back_at_the_next_build(two_runs):
+    world, first = two_runs
+    assert first == ("qwen", 5, 1.0, True, 200)
+    assert gate_row(world) == ("qwen", 5, 0.0, False, 200)
+
+
+def test_status_says_why_and_warns_of_kappa_rate_and_change(two_runs, capsys):
+    world, _ = two_runs
+    st = status_json(world, capsys)
+    assert st["judges_held_back"][0]["annotator"] == "qwen"
+    (health,) = st["judge_health"]
+    assert health["runs"] == 2 and health["window_kappa"] == 0.0 and health["held_back"] is True
+    assert health["hallucinated_span_rate"] == 0.5833 and health["rate_change"] == 0.5833
+    assert health["warnings"] == [
+        "judge qwen: kappa 0.0000 over its latest 5 pairs shared with humans is below the gate's 0.6; "
+        "its labels are held back from the golden set",
+        "judge qwen: 58.3% hallucinated spans in run 2 (above 5%)",
+        "judge qwen: hallucinated-span rate moved +58.3% since its previous run (0.0% to 58.3%; more than 5%)",
+    ]
+    assert main(["status", "--db", str(world.db)]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "judge health WARN judge qwen: 58.3% hallucinated spans in run 2 (above 5%)" in text
+
+
+def test_the_window_reads_only_the_judges_latest_shared_pairs(two_runs):
+    world, _ = two_runs
+    rebuild(world, judge_gate=JudgeGate(min_pairs=1, window=3))
+    assert gate_row(world)[1] == 3 and gate_row(world)[4] == 3
+
+
+def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys):
+    world = make_world(tmp_path / "w")
+    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    judge_stub.answer_by(honest)
+    assert judge_label(world, judge_stub.url) == 0
+    rebuild(world, judge_gate=JudgeGate(min_pairs=5))
+    con = connect(world.db, read_only=True)
+    try:
+        (h,) = judge_health(con)
+    finally:
+        con.close()
+    assert h.warnings == [] and h.window_kappa == 1.0 and h.held_back is False
+
+
+def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recording(tmp_path, judge_stub, capsys):
+    world = make_world(tmp_path / "w")
+    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+    judge_stub.answer_by(degraded)  # 7 of 12 hallucinated: 58% unusable
+    capsys.readouterr()
+    assert judge_label(world, judge_stub.url) == 6
+    err = capsys.readouterr().err
+    assert "judge run 1 of qwen is incomplete: 7 of 12 answers unusable (58.3% > 50%" in err
+    files = sorted(world.labels.glob("dt=*/judge-qwen.jsonl"))
+    assert sum(len(f.read_text().splitlines()) for f in files) == 5
+    con = connect(world.db, read_only=True)
+    try:
+        assert con.execute("SELECT incomplete FROM judge_runs").fetchall() == [(True,)]
+    finally:
+        con.close()
+
+
+def test_exactly_the_share_allowed_is_complete(tmp_path, judge_stub, capsys):
+    world = make_world(tmp_path / "w")
+    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+    judge_stub.answer_by(degraded)
+    assert judge_label(world, judge_stub.url, "--max-unusable", str(7 / 12)) == 0
+
+
+def test_a_share_outside_0_and_1_is_wrong_usage(tmp_path, judge_stub, capsys):
+    world = make_world(tmp_path / "w")
+    assert judge_label(world, judge_stub.url, "--max-unusable", "1.5") == 2
+    assert "--max-unusable must be a share between 0 and 1, got 1.5" in capsys.readouterr().err
