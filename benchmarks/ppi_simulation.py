@@ -16,8 +16,8 @@ What it does, in order:
    (the same accuracy on relevant and irrelevant pairs) whose accuracy is solved so that
    Cohen's kappa against the truth is the target (0.3, 0.5, 0.7), drawn once with the
    seed; and the **dense judge**: the real cosine cut at its calibrated threshold (the
-   cut minimising false passes + false fails over the pooled pairs, contract 8.2's
-   `single` with R = 1, ties to the higher cut).
+   cut minimising the false-pass rate plus the false-fail rate over the pooled pairs:
+   contract 8.2's `single` with R = relevant / irrelevant pairs; ties to the higher cut).
 3. Per query: nDCG@depth (binary gains) of each ranker under the truth (y) and under the
    judge's labels (f); the population is every query, its true mean the mean of y. The
    paired difference is dense - BM25.
@@ -132,47 +132,64 @@ def accuracy_for_kappa(prevalence: float, target: float) -> float:
 
 
 def calibrated_cut(scores: np.ndarray, truth: np.ndarray) -> float:
-    """The cut minimising false passes + false fails (a pair passes at score >= cut); ties to the higher cut."""
-    best, best_cost = math.inf, None
-    for cut in np.unique(scores):
-        passes = scores >= cut
-        cost = int(np.sum(passes & (truth == 0)) + np.sum(~passes & (truth == 1)))
-        if best_cost is None or cost <= best_cost:
-            best, best_cost = float(cut), cost
-    return best
+    """The cut minimising R x false passes + false fails with R = relevant / irrelevant pairs (contract 8.2's
+    `single` at that cost ratio: the false-pass rate plus the false-fail rate, Youden's J); ties to the higher cut.
+
+    R = 1 would pass nothing here (a fifth of the pooled pairs are relevant, so calling every pair
+    irrelevant has the fewest errors), a judge that says nothing; equal weight to the two error
+    rates is the calibration a judge of relevance needs.
+    """
+    positives, negatives = int(truth.sum()), int((truth == 0).sum())
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    # Passing the top i pairs (score >= s[i-1]): false passes = negatives among them, false fails = the rest.
+    fp = np.cumsum(t == 0)
+    fn = positives - np.cumsum(t == 1)
+    cost = fp / max(negatives, 1) + fn / max(positives, 1)
+    last_of_score = np.r_[s[1:] != s[:-1], True]  # a cut passes every pair of its score
+    candidates = np.flatnonzero(last_of_score)
+    # The lowest cost; on a tie the higher cut (fewer pairs passing), i.e. the earliest candidate.
+    costs = cost[candidates]
+    best = candidates[int(np.flatnonzero(costs == costs.min())[0])]
+    return float(s[best])
 
 
 # --------------------------------------------------------------------------- the audits
 
 
 def audits(f: np.ndarray, y: np.ndarray, n: int, draws: np.ndarray) -> dict:
-    """Coverage, width ratio and effective sample size gain of PPI and human-only over the audit draws."""
+    """Coverage, width ratio and effective sample size gain of PPI, PPI++ and human-only over the audit draws."""
     big_n = len(f)
     mu = float(y.mean())
     fs, ys = f[draws], y[draws]
-    d = fs - ys
-    est = f.mean() - d.mean(axis=1)
     fpc = 1 - n / big_n
-    var = fpc * d.var(axis=1, ddof=1) / n
-    var_h = fpc * ys.var(axis=1, ddof=1) / n
     q = float(stats.t.ppf(0.975, n - 1))
-    cover = np.abs(est - mu) <= q * np.sqrt(var)
+    var_h = fpc * ys.var(axis=1, ddof=1) / n
     cover_h = np.abs(ys.mean(axis=1) - mu) <= q * np.sqrt(var_h)
-    both = var_h > 0
-    ratio = np.sqrt(var[both]) / np.sqrt(var_h[both])
-    # The first draw, through the library's own estimator: the vectorised arithmetic must agree with it.
-    check = ppi_mean(f, fs[0], ys[0])
-    if not (
-        math.isclose(check.estimate, est[0], abs_tol=1e-12) and math.isclose(check.variance, var[0], abs_tol=1e-12)
-    ):
-        raise AssertionError("the vectorised estimator disagrees with goldenset.bench.ppi.ppi_mean")
-    return {
-        "coverage": float(cover.mean()),
-        "coverage_human": float(cover_h.mean()),
-        "width_ratio": float(ratio.mean()) if ratio.size else None,
-        "ess_gain": float(var_h.mean() / var.mean()) if var.mean() > 0 else None,
-        "true_mean": mu,
-    }
+    # PPI++ (goldenset.bench.ppi.tuned_lambda, per draw): cov(f, y) / var(f), clipped to [0, 1].
+    var_f = fs.var(axis=1, ddof=1)
+    cov = ((fs - fs.mean(axis=1, keepdims=True)) * (ys - ys.mean(axis=1, keepdims=True))).sum(axis=1) / (n - 1)
+    tuned = np.clip(np.divide(cov, var_f, out=np.zeros_like(cov), where=var_f > 0), 0.0, 1.0)
+    out: dict = {"true_mean": mu, "coverage_human": float(cover_h.mean())}
+    for key, lam in (("ppi", np.ones(len(draws))), ("ppi++", tuned)):
+        d = lam[:, None] * fs - ys
+        est = lam * f.mean() - d.mean(axis=1)
+        var = fpc * d.var(axis=1, ddof=1) / n
+        cover = np.abs(est - mu) <= q * np.sqrt(var)
+        both = var_h > 0
+        ratio = np.sqrt(var[both]) / np.sqrt(var_h[both])
+        # The first draw, through the library's own estimator: the vectorised arithmetic must agree with it.
+        check = ppi_mean(f, fs[0], ys[0], power_tuning=key == "ppi++")
+        if not (
+            math.isclose(check.estimate, est[0], abs_tol=1e-9) and math.isclose(check.variance, var[0], abs_tol=1e-9)
+        ):
+            raise AssertionError(f"the vectorised {key} estimator disagrees with goldenset.bench.ppi.ppi_mean")
+        out[key] = {
+            "coverage": float(cover.mean()),
+            "width_ratio": float(ratio.mean()) if ratio.size else None,
+            "ess_gain": float(var_h.mean() / var.mean()) if var.mean() > 0 else None,
+        }
+    return out
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -239,20 +256,29 @@ def markdown(out: dict) -> str:
     lines = [
         f"{out['queries']} queries, {out['documents']} documents, pool depth {out['depth']} "
         f"({out['pooled_pairs']} pooled pairs, {_pct(out['pooled_relevant_share'])} relevant); "
-        f"{out['samples']} audits per row, seed {out['seed']}; metric {out['metric']}.",
+        f"{out['samples']} audits per row, seed {out['seed']}; metric {out['metric']}. Coverage of the "
+        "95% intervals; width: the PPI interval's width over the human-only one's on the same audit; ESS "
+        "gain: mean human-only variance / mean PPI variance.",
         "",
-        "| judge | kappa | n | coverage PPI | coverage human | PPI width / human | ESS gain "
-        "| diff: coverage PPI | coverage human | width / human | ESS gain |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in out["results"]:
-        m, d = r["mean"], r["difference"]
-        lines.append(
-            f"| {r['judge']} | {r['kappa']:.2f} | {r['n']} | {_pct(m['coverage'])} | {_pct(m['coverage_human'])} "
-            f"| {_f(m['width_ratio'])} | {_f(m['ess_gain'])} | {_pct(d['coverage'])} | {_pct(d['coverage_human'])} "
-            f"| {_f(d['width_ratio'])} | {_f(d['ess_gain'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    for part, title in (("mean", "Mean of the dense ranker"), ("difference", "Paired difference dense - BM25")):
+        lines += [
+            f"**{title}**",
+            "",
+            "| judge | kappa | n | coverage human | coverage PPI | width PPI | ESS gain PPI "
+            "| coverage PPI++ | width PPI++ | ESS gain PPI++ |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in out["results"]:
+            m = r[part]
+            a, b = m["ppi"], m["ppi++"]
+            lines.append(
+                f"| {r['judge']} | {r['kappa']:.2f} | {r['n']} | {_pct(m['coverage_human'])} "
+                f"| {_pct(a['coverage'])} | {_f(a['width_ratio'])} | {_f(a['ess_gain'])} "
+                f"| {_pct(b['coverage'])} | {_f(b['width_ratio'])} | {_f(b['ess_gain'])} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _f(x: float | None) -> str:

@@ -106,3 +106,25 @@ def test_statement_times_prints_each_statement_of_an_ingestion(tmp_path):
     assert re.match(rf"ingest {NUMBER} s, close {NUMBER} s, SQL {NUMBER} s\n", out)
     assert re.search(rf"\n +{NUMBER} s +x1 +CREATE OR REPLACE TEMP TABLE _p AS ", out)
     assert re.search(rf"\n +{NUMBER} s +x1 +INSERT INTO log_serves BY NAME", out)
+
+
+def test_ppi_simulation_runs_on_the_mini_collection_and_agrees_with_the_library(tmp_path):
+    # The script checks its vectorised estimator against goldenset.bench.ppi on the first audit of
+    # every setting and raises when they differ; on the four-query mini collection it audits 3.
+    out = tmp_path / "ppi.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ppi_simulation.py"), "--samples", "50", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["queries"] == 4 and {r["n"] for r in result["results"]} == {3}
+    assert [r["judge"] for r in result["results"]] == [
+        "simulated kappa 0.3",
+        "simulated kappa 0.5",
+        "simulated kappa 0.7",
+        "dense score >= calibrated cut",
+    ]
+    assert "| judge | kappa | n | coverage human |" in proc.stdout

@@ -118,3 +118,23 @@ def test_bad_samples_are_refused_with_a_reason(prediction, f, y, message):
 def test_an_unknown_design_is_refused():
     with pytest.raises(UsageError, match="design 'bayes'"):
         ppi_mean([0.1, 0.2], [0.1, 0.2], [0.1, 0.2], design="bayes")
+
+
+def test_power_tuning_matches_the_hand_derivation():
+    # cov_n(f, y) = 1/15, var_n(f) = 7/75, lambda = 5/7; theta = 5/7 * 3/5 + (2/3 - 5/7 * 11/15) = 4/7.
+    # d = lambda f - y = (-3/14, 1/14, -4/14); s_d^2 = 1/28; variance = 2/5 * (1/28) / 3 = 1/210.
+    est = ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH, power_tuning=True)
+    assert est.lam == pytest.approx(5 / 7, abs=1e-12)
+    assert est.estimate == pytest.approx(4 / 7, abs=1e-12)
+    assert est.variance == pytest.approx(1 / 210, abs=1e-12)
+
+
+def test_power_tuning_clips_lambda_to_0_and_1():
+    # A prediction that moves against the truth gets lambda 0: the human-only estimate.
+    est = ppi_mean([0.0, 1.0, 0.5, 0.5], [0.0, 1.0, 0.5], [1.0, 0.0, 0.5], power_tuning=True)
+    assert est.lam == 0.0 and est.estimate == pytest.approx(est.human)
+
+
+def test_power_tuning_needs_the_finite_design():
+    with pytest.raises(UsageError, match="finite design only"):
+        ppi_mean([0.1, 0.2], [0.1, 0.2], [0.1, 0.2], design="independent", power_tuning=True)
