@@ -88,7 +88,9 @@ def stub_by_passage(judge_stub):
 
 def test_json_counts_labels_written_every_invalid_reason_and_transport_errors(capsys, queued, stub_by_passage):
     # 2 s a row leaves room for p1's retries (backoff 0.5 s, then 1 s); d8 answers after 2.5 s.
-    assert judge_label(queued, stub_by_passage.url, "--json", timeout="2") == 0
+    # 7 of the 12 rows are unusable (5 invalid, 2 errors): above half, so the run is incomplete (exit 6,
+    # contract 13.1), after printing its JSON and writing its 5 lines.
+    assert judge_label(queued, stub_by_passage.url, "--json", timeout="2") == 6
     assert json.loads(capsys.readouterr().out) == EXPECTED_JSON
     # p1's 500 is retried (3 attempts); d8's timeout used the whole budget (1 attempt).
     asked = [DOC_OF[passage_of(r.body)] for r in stub_by_passage.requests]
@@ -98,7 +100,7 @@ def test_json_counts_labels_written_every_invalid_reason_and_transport_errors(ca
 
 def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stub_by_passage):
     before = datetime.now(UTC).replace(tzinfo=None)
-    assert judge_label(queued, stub_by_passage.url, "--json") == 0
+    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
     after = datetime.now(UTC).replace(tzinfo=None)
     files, lines = lines_of(queued)
     today = before.date().isoformat()
@@ -128,7 +130,7 @@ def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stu
 
 
 def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_figure(capsys, queued, stub_by_passage):
-    assert judge_label(queued, stub_by_passage.url) == 0
+    assert judge_label(queued, stub_by_passage.url, "--max-unusable", "1") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("judge qwen: asked 12 of 12 queue rows; 5 label lines written to ")
     # 12 asked - 2 transport errors = 10 answers; one has a hallucinated span.
@@ -138,7 +140,7 @@ def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_fig
 
 
 def test_the_prompt_carries_the_rubrics_task_and_date_and_the_golden_task(capsys, queued, stub_by_passage):
-    assert judge_label(queued, stub_by_passage.url, "--json") == 0
+    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
     body = next(r.body for r in stub_by_passage.requests if DOC_OF[passage_of(r.body)] == "d5")
     user = body["messages"][1]["content"]
     assert user.startswith("The system being tested: A support-agent-facing assistant that answers")
@@ -156,7 +158,8 @@ def test_a_score_no_rubric_label_has_is_invalid_no_label_for_grade(capsys, queue
         "  irrelevant: {grade: 0, fail: [answerability]}\n"
     )
     judge_stub.answer_by(lambda body: good(1, "Half.", SPAN[DOC_OF[passage_of(body)]]))
-    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 0
+    # Nothing usable came back: the run is incomplete (exit 6, contract 13.1), not a silent 0.
+    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 6
     out = json.loads(capsys.readouterr().out)
     assert out == {
         "scored": 12,
