@@ -143,11 +143,21 @@ def _build_labels_held_by_runs(con: Connection) -> None:
     con.execute("ALTER TABLE build_labels DROP COLUMN build_id")
 
 
+def _audit_estimates_judge_health(con: Connection) -> None:
+    """Issue 24: the audit's design, PPI estimates per query and judge runs; the gate's window."""
+    create_tables(
+        schema.AUDIT_SAMPLES, schema.AUDIT_QUERIES, schema.AUDIT_PAIRS, schema.BENCHMARK_ESTIMATES, schema.JUDGE_RUNS
+    )(con)
+    add_columns(schema.BENCHMARK_RUNS, "estimate")(con)
+    add_columns(schema.BUILD_JUDGES, "window_pairs")(con)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_catalogue_tables", _catalogue_tables),
     Migration("0002_catalogue_columns", _catalogue_columns),
     Migration("0003_build_labels_held_by_runs", _build_labels_held_by_runs),
     Migration("0004_closed_label_rows_apart", _closed_label_rows_apart),
+    Migration("0005_audit_estimates_judge_health", _audit_estimates_judge_health),
 )
 
 

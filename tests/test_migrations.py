@@ -20,6 +20,7 @@ NAMES = [
     "0002_catalogue_columns",
     "0003_build_labels_held_by_runs",
     "0004_closed_label_rows_apart",
+    "0005_audit_estimates_judge_health",
 ]
 
 
@@ -86,6 +87,20 @@ def test_a_failing_migration_leaves_nothing_of_itself_and_no_record(tmp_path):
         migrate(con, (*MIGRATIONS, Migration("0005_half_done", half_done)))
     assert applied(con) == NAMES
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'half_done'").fetchone() == (0,)
+
+
+def test_a_warehouse_from_before_issue_24_gains_its_tables_and_columns(tmp_path):
+    path = tmp_path / "g.duckdb"
+    con = connect(path)
+    for table in ("audit_samples", "audit_queries", "audit_pairs", "benchmark_estimates", "judge_runs"):
+        con.execute(f"DROP TABLE {table}")
+    con.execute("ALTER TABLE benchmark_runs DROP COLUMN estimate")
+    con.execute("ALTER TABLE build_judges DROP COLUMN window_pairs")
+    con.execute("DELETE FROM schema_migrations WHERE name = '0005_audit_estimates_judge_health'")
+    con.close()
+    con = connect(path)
+    assert applied(con)[-1] == "0005_audit_estimates_judge_health"
+    assert _columns(con) == _catalogue()
 
 
 def test_a_catalogue_column_that_no_migration_adds_is_refused_by_name(tmp_path):
