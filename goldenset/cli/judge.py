@@ -76,7 +76,7 @@ def label_cmd(
 ) -> None:
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
     from goldenset.cli.shared import open_warehouse, reading
-    from goldenset.ingest import utcnow
+    from goldenset.clock import utcnow
     from goldenset.labelling.rubric import load_rubric
     from goldenset.scoring.judge import PROMPT_VERSION, JudgeClient, JudgeSettings
     from goldenset.scoring.judge_health import check_share, raise_if_incomplete, record_run
