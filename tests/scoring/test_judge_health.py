@@ -19,7 +19,7 @@ import json
 import pytest
 from judge_stub import good, passage_of
 from test_judge_gate import ANA, DOC_OF, GRADE, JUDGE, status_json
-from world import RUBRIC, TEXT, label_line, make_world, rebuild, write_labels
+from world import RUBRIC, TEXT, append_labels, label_line, make_world, rebuild
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.scoring.judge_health import judge_health
@@ -71,7 +71,7 @@ def two_runs(tmp_path, capsys, judge_stub):
     """A pool of 12 pairs, ana's five lines, run 1 (honest) and a build, run 2 (degraded) and a build."""
     world = make_world(tmp_path / "w")
     assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
-    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     judge_stub.answer_by(honest)
     assert judge_label(world, judge_stub.url) == 0
     rebuild(world, judge_gate=JudgeGate(min_pairs=5))
@@ -147,7 +147,7 @@ def test_the_window_reads_only_the_judges_latest_shared_pairs(two_runs):
 def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys):
     world = make_world(tmp_path / "w")
     assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
-    write_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     judge_stub.answer_by(honest)
     assert judge_label(world, judge_stub.url) == 0
     rebuild(world, judge_gate=JudgeGate(min_pairs=5))
