@@ -140,11 +140,27 @@ def test_an_unknown_design_is_refused():
 
 def test_power_tuning_matches_the_hand_derivation():
     # cov_n(f, y) = 1/15, var_n(f) = 7/75, lambda = 5/7; theta = 5/7 * 3/5 + (2/3 - 5/7 * 11/15) = 4/7.
-    # d = lambda f - y = (-3/14, 1/14, -4/14); s_d^2 = 1/28; variance = 2/5 * (1/28) / 3 = 1/210.
+    # d = lambda f - y = (-3/14, 1/14, -4/14), mean -2/14; squared deviations sum to (1 + 9 + 4)/196 = 1/14;
+    # over n - 2 = 1: s^2 = 1/14; variance = 2/5 * (1/14) / 3 = 1/105; t(0.975, 1 df) = 12.706204736174698.
     est = ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH, power_tuning=True)
+    t1 = 12.706204736174698
     assert est.lam == pytest.approx(5 / 7, abs=1e-12)
     assert est.estimate == pytest.approx(4 / 7, abs=1e-12)
-    assert est.variance == pytest.approx(1 / 210, abs=1e-12)
+    assert est.variance == pytest.approx(1 / 105, abs=1e-12)
+    assert (est.lo, est.hi) == pytest.approx(
+        (4 / 7 - t1 * math.sqrt(1 / 105), 4 / 7 + t1 * math.sqrt(1 / 105)), abs=1e-9
+    )
+    # The human-only interval beside it keeps n - 1: t(0.975, 2 df), variance 1/90.
+    assert est.human_hi == pytest.approx(2 / 3 + 4.302652729749464 * math.sqrt(1 / 90), abs=1e-9)
+    assert est.ess_gain == pytest.approx((1 / 90) / (1 / 105), abs=1e-12)
+
+
+def test_power_tuning_on_two_audited_queries_has_an_unbounded_interval():
+    # Two points fix a line: no degree of freedom is left to estimate the spread around it.
+    est = ppi_mean([0.1, 0.5, 0.9], [0.1, 0.5], [0.2, 0.4], power_tuning=True)
+    assert (est.lo, est.hi) == (-math.inf, math.inf)
+    assert est.ess_gain is None
+    assert est.human_lo > -math.inf
 
 
 def test_power_tuning_clips_lambda_to_0_and_1():
