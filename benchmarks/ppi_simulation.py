@@ -24,11 +24,16 @@ What it does, in order:
 4. For each judge and audit size n: `--samples` audits, each a uniform draw of n queries
    without replacement; on each, the PPI interval of goldenset.bench.ppi (finite design:
    mean_N(f) - mean_n(f - y), variance (1 - n/N) s_d^2 / n, Student's t) and the
-   human-only interval (mean_n(y), (1 - n/N) s_y^2 / n). Reported: coverage of the true
-   mean (of the mean, and of the paired difference), the mean ratio of the PPI width to the
-   human-only width on the same sample, and the effective sample size gain (mean human-only
-   variance / mean PPI variance). Vectorised with numpy; the first sample of each setting
-   is checked against goldenset.bench.ppi.ppi_mean itself.
+   human-only interval (mean_n(y), (1 - n/N) s_y^2 / n); and PPI++ (lambda fitted on the
+   audit, the regression estimator's variance: n - 2 degrees of freedom). Reported: coverage
+   of the true mean (of the mean, and of the paired difference), the mean ratio of the PPI
+   width to the human-only width on the same sample, and the effective sample size gain
+   (mean human-only variance / mean PPI variance). Vectorised with numpy; the first sample
+   of each setting is checked against goldenset.bench.ppi.ppi_mean itself.
+5. Per judge, over all queries: the correlation rho of prediction and truth, and
+   sqrt(1 - rho^2), the width ratio of the best fixed lambda (cov / var over the whole
+   population, which no audit knows) for large audits: the floor of every PPI and PPI++
+   interval with this judge, whatever the audit size. A judge-side figure, not a sampled one.
 
 Sizes at or above the number of queries are skipped (the mini collection has 4).
 """
@@ -163,30 +168,42 @@ def audits(f: np.ndarray, y: np.ndarray, n: int, draws: np.ndarray) -> dict:
     mu = float(y.mean())
     fs, ys = f[draws], y[draws]
     fpc = 1 - n / big_n
-    q = float(stats.t.ppf(0.975, n - 1))
+    q_h = float(stats.t.ppf(0.975, n - 1))
     var_h = fpc * ys.var(axis=1, ddof=1) / n
-    cover_h = np.abs(ys.mean(axis=1) - mu) <= q * np.sqrt(var_h)
+    cover_h = np.abs(ys.mean(axis=1) - mu) <= q_h * np.sqrt(var_h)
     # PPI++ (goldenset.bench.ppi.tuned_lambda, per draw): cov(f, y) / var(f), clipped to [0, 1].
     var_f = fs.var(axis=1, ddof=1)
     cov = ((fs - fs.mean(axis=1, keepdims=True)) * (ys - ys.mean(axis=1, keepdims=True))).sum(axis=1) / (n - 1)
     tuned = np.clip(np.divide(cov, var_f, out=np.zeros_like(cov), where=var_f > 0), 0.0, 1.0)
-    out: dict = {"true_mean": mu, "coverage_human": float(cover_h.mean())}
-    for key, lam in (("ppi", np.ones(len(draws))), ("ppi++", tuned)):
+    rho = float(np.corrcoef(f, y)[0, 1]) if f.std() > 0 and y.std() > 0 else None
+    out: dict = {
+        "true_mean": mu,
+        "coverage_human": float(cover_h.mean()),
+        "correlation": rho,
+        "width_bound": math.sqrt(1 - rho**2) if rho is not None else None,
+    }
+    # PPI++ spends a degree of freedom on lambda (the regression estimator's variance), as the library does.
+    for key, lam, ddof in (("ppi", np.ones(len(draws)), 1), ("ppi++", tuned, 2)):
         d = lam[:, None] * fs - ys
         est = lam * f.mean() - d.mean(axis=1)
-        var = fpc * d.var(axis=1, ddof=1) / n
-        cover = np.abs(est - mu) <= q * np.sqrt(var)
+        var = fpc * d.var(axis=1, ddof=ddof) / n if n > ddof else np.full(len(draws), np.nan)
+        q = float(stats.t.ppf(0.975, n - ddof)) if n > ddof else math.inf
+        cover = np.abs(est - mu) <= q * np.sqrt(var) if n > ddof else np.ones(len(draws), dtype=bool)
         both = var_h > 0
-        ratio = np.sqrt(var[both]) / np.sqrt(var_h[both])
+        # The ratio of the interval widths (the quantiles differ for PPI++: n - 2 against n - 1).
+        ratio = q * np.sqrt(var[both]) / (q_h * np.sqrt(var_h[both]))
         # The first draw, through the library's own estimator: the vectorised arithmetic must agree with it.
         check = ppi_mean(f, fs[0], ys[0], power_tuning=key == "ppi++")
         if not (
-            math.isclose(check.estimate, est[0], abs_tol=1e-9) and math.isclose(check.variance, var[0], abs_tol=1e-9)
+            math.isclose(check.estimate, est[0], abs_tol=1e-9)
+            and (
+                math.isclose(check.variance, var[0], abs_tol=1e-9) or (math.isnan(check.variance) and np.isnan(var[0]))
+            )
         ):
             raise AssertionError(f"the vectorised {key} estimator disagrees with goldenset.bench.ppi.ppi_mean")
         out[key] = {
             "coverage": float(cover.mean()),
-            "width_ratio": float(ratio.mean()) if ratio.size else None,
+            "width_ratio": float(ratio.mean()) if ratio.size and np.isfinite(ratio).all() else None,
             "ess_gain": float(var_h.mean() / var.mean()) if var.mean() > 0 else None,
         }
     return out
@@ -258,22 +275,26 @@ def markdown(out: dict) -> str:
         f"({out['pooled_pairs']} pooled pairs, {_pct(out['pooled_relevant_share'])} relevant); "
         f"{out['samples']} audits per row, seed {out['seed']}; metric {out['metric']}. Coverage of the "
         "95% intervals; width: the PPI interval's width over the human-only one's on the same audit; ESS "
-        "gain: mean human-only variance / mean PPI variance.",
+        "gain: mean human-only variance / mean PPI variance; rho: the correlation of the judge's per-query "
+        "metric with the truth's over all queries; floor: sqrt(1 - rho^2), the width of the best fixed "
+        "lambda (known only to the simulation) for large audits. PPI++: lambda fitted on the audit, n - 2 "
+        "degrees of freedom.",
         "",
     ]
     for part, title in (("mean", "Mean of the dense ranker"), ("difference", "Paired difference dense - BM25")):
         lines += [
             f"**{title}**",
             "",
-            "| judge | kappa | n | coverage human | coverage PPI | width PPI | ESS gain PPI "
+            "| judge | kappa | rho | floor | n | coverage human | coverage PPI | width PPI | ESS gain PPI "
             "| coverage PPI++ | width PPI++ | ESS gain PPI++ |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for r in out["results"]:
             m = r[part]
             a, b = m["ppi"], m["ppi++"]
             lines.append(
-                f"| {r['judge']} | {r['kappa']:.2f} | {r['n']} | {_pct(m['coverage_human'])} "
+                f"| {r['judge']} | {r['kappa']:.2f} | {_f(m['correlation'])} | {_f(m['width_bound'])} "
+                f"| {r['n']} | {_pct(m['coverage_human'])} "
                 f"| {_pct(a['coverage'])} | {_f(a['width_ratio'])} | {_f(a['ess_gain'])} "
                 f"| {_pct(b['coverage'])} | {_f(b['width_ratio'])} | {_f(b['ess_gain'])} |"
             )

@@ -32,6 +32,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time (Debian's `time` package)")
 def test_tiny_benchmark_prints_every_figure(tmp_path):
     work, figures = tmp_path / "bench", tmp_path / "figures.json"
@@ -108,6 +109,7 @@ def test_statement_times_prints_each_statement_of_an_ingestion(tmp_path):
     assert re.search(rf"\n +{NUMBER} s +x1 +INSERT INTO log_serves BY NAME", out)
 
 
+@pytest.mark.slow
 def test_ppi_simulation_runs_on_the_mini_collection_and_agrees_with_the_library(tmp_path):
     # The script checks its vectorised estimator against goldenset.bench.ppi on the first audit of
     # every setting and raises when they differ; on the four-query mini collection it audits 3.
@@ -127,4 +129,10 @@ def test_ppi_simulation_runs_on_the_mini_collection_and_agrees_with_the_library(
         "simulated kappa 0.7",
         "dense score >= calibrated cut",
     ]
-    assert "| judge | kappa | n | coverage human |" in proc.stdout
+    assert "| judge | kappa | rho | floor | n | coverage human |" in proc.stdout
+    # Every part of every row carries the judge's correlation and its floor, sqrt(1 - rho^2).
+    for r in result["results"]:
+        for part in ("mean", "difference"):
+            m = r[part]
+            if m["correlation"] is not None:
+                assert m["width_bound"] == pytest.approx((1 - m["correlation"] ** 2) ** 0.5)
