@@ -190,3 +190,36 @@ def test_a_class_name_means_one_thing_across_the_library():
             if isinstance(node, ast.ClassDef):
                 defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in defined.items() if len(paths) > 1} == {}
+
+
+def typer_calls(source: str) -> list[int]:
+    """The line of every direct `typer.Typer(...)` or `Typer(...)` call in a module's source."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "Typer":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_typer_check_finds_both_spellings_and_passes_the_factory():
+    assert typer_calls("import typer\napp = typer.Typer(help='x')\n") == [2]
+    assert typer_calls("from typer import Typer\n\napp = Typer()\n") == [3]
+    assert typer_calls("app = command_group('x', 'y')\nhint: typer.Typer\n") == []
+
+
+def test_every_command_group_is_made_by_the_one_factory():
+    # The keyword arguments every group shares (plain help for the generated CLI page, no
+    # completion, no pretty tracebacks) live once, in goldenset.cli.shared.command_group.
+    factory = ROOT / "goldenset" / "cli" / "shared.py"
+    found = {
+        str(path.relative_to(ROOT)): lines
+        for folder in ("goldenset", "pipelines")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != factory and (lines := typer_calls(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    groups = [p.stem for p in (ROOT / "goldenset" / "cli").glob("*.py") if "command_group(" in p.read_text("utf-8")]
+    assert len(groups) >= 9  # the program and its eight groups

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from goldenset import __version__, progress
 from goldenset.cli import bench, calibrate, golden, judge, label, labels, pool, rubric, traces
-from goldenset.cli.shared import err
+from goldenset.cli.shared import command_group, err
 from goldenset.errors import GoldensetError
 
 HELP = "Keep a retrieval golden set current from serve logs, and benchmark retrieval against it."
@@ -63,15 +63,7 @@ def _root(
 
 def create_app(register: Callable[[typer.Typer], None] | None = None) -> typer.Typer:
     """The program: `register` first adds a host package's own top-level commands, then the library's follow."""
-    app = typer.Typer(
-        name="goldenset",
-        help=HELP,
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        # Plain help: the CLI reference is generated from it and must not depend on the terminal.
-        rich_markup_mode=None,
-    )
+    app = command_group("goldenset", HELP)
     app.callback()(_root)
     if register is not None:
         register(app)

@@ -15,15 +15,10 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt
+from goldenset.cli.shared import command_group
 from goldenset.settings import resolve_paths
 
-app = typer.Typer(
-    help="Benchmark retrieval against the golden set: run, eval, compare, list.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = command_group("bench", "Benchmark retrieval against the golden set: run, eval, compare, list.")
 
 FloorOpt = Annotated[
     float | None,

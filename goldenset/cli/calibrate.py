@@ -28,18 +28,16 @@ from rich.table import Table
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError, NoBuild, UsageError
 
-app = typer.Typer(
-    name="calibrate",
-    help="Measure a score against the labels: false-pass and false-fail rates per cutoff, the single cutoff, "
+app = command_group(
+    "calibrate",
+    "Measure a score against the labels: false-pass and false-fail rates per cutoff, the single cutoff, "
     "a review band, bootstrap, slices; or re-check a stored policy.",
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # No subcommands: the usage line shows options only.
+    # One command, no subcommands: it runs with no arguments, and the usage line shows options only.
+    no_args_is_help=False,
     subcommand_metavar="",
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
 )
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")

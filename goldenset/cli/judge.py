@@ -21,17 +21,10 @@ from rich.table import Table
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError, UsageError
 
-app = typer.Typer(
-    name="judge",
-    help="The LLM judge as an annotator: label the labelling queue with label lines of kind judge.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
-)
+app = command_group("judge", "The LLM judge as an annotator: label the labelling queue with label lines of kind judge.")
 
 
 @app.callback()

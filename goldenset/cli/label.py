@@ -19,6 +19,7 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import command_group
 from goldenset.errors import UsageError
 
 if TYPE_CHECKING:
@@ -27,13 +28,8 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8765
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
-app = typer.Typer(
-    name="label",
-    help="Label queued pairs in a local web page; it appends label lines to LABELS and never writes DuckDB.",
-    no_args_is_help=True,
-    add_completion=False,
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
+app = command_group(
+    "label", "Label queued pairs in a local web page; it appends label lines to LABELS and never writes DuckDB."
 )
 
 

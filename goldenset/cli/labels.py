@@ -15,17 +15,10 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError
 
-app = typer.Typer(
-    name="labels",
-    help="Work with label lines: import them from Label Studio or JSONL, measure agreement.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
-)
+app = command_group("labels", "Work with label lines: import them from Label Studio or JSONL, measure agreement.")
 
 
 @app.callback()

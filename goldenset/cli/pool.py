@@ -19,17 +19,15 @@ from rich.table import Table
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, RubricOpt, WaitOpt
+from goldenset.cli.shared import command_group
 from goldenset.consoles import console
 from goldenset.errors import NoBuild
 
-app = typer.Typer(
-    name="pool",
-    help="Pool the rankers over the golden queries into the labelling queue, and export the queue.",
+app = command_group(
+    "pool",
+    "Pool the rankers over the golden queries into the labelling queue, and export the queue.",
+    # `goldenset pool` alone pools; its subcommands export the queue.
     no_args_is_help=False,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
 )
 
 

@@ -12,15 +12,11 @@ from typing import Annotated
 
 import typer
 
+from goldenset.cli.shared import command_group
 from goldenset.labelling.rubric import load_rubric
 
-app = typer.Typer(
-    name="rubric",
-    help="Check a labelling rubric: every pass/fail assignment of its dimensions must match exactly one label.",
-    no_args_is_help=True,
-    add_completion=False,
-    # Plain help: the CLI reference page (docs/reference/cli.md) is generated from it and must not depend on the terminal.
-    rich_markup_mode=None,
+app = command_group(
+    "rubric", "Check a labelling rubric: every pass/fail assignment of its dimensions must match exactly one label."
 )
 
 

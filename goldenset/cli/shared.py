@@ -1,4 +1,4 @@
-"""What the command modules share: the two consoles and opening the warehouse.
+"""What the command modules share: the group factory, the two consoles and opening the warehouse.
 
 Every command module imports this one and nothing from `goldenset.cli.app`, so the
 app can import the command modules without an import cycle.
@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import typer
 
 from goldenset import settings
 from goldenset.consoles import console
@@ -16,6 +19,26 @@ from goldenset.errors import InputError
 
 out = console()
 err = console(stderr=True)
+
+
+def command_group(name: str, help: str, **overrides: Any) -> typer.Typer:
+    """A Typer for one command group (or the program), with the settings every group shares.
+
+    Plain help (`rich_markup_mode=None`): the CLI reference page (docs/reference/cli.md) is
+    generated from `--help` and must not depend on the terminal. No shell-completion commands,
+    and no pretty tracebacks: errors reach the user as one line through `goldenset.cli.app.main`.
+    A group given no subcommand prints its help; `overrides` changes any of these for one group.
+    """
+    options: dict[str, Any] = {
+        "name": name,
+        "help": help,
+        "no_args_is_help": True,
+        "add_completion": False,
+        "pretty_exceptions_enable": False,
+        "rich_markup_mode": None,
+    }
+    options.update(overrides)
+    return typer.Typer(**options)
 
 
 def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):

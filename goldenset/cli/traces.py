@@ -16,17 +16,10 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, LogsOpt, WaitOpt
-from goldenset.cli.shared import open_warehouse
+from goldenset.cli.shared import command_group, open_warehouse
 from goldenset.errors import GoldensetError
 
-app = typer.Typer(
-    name="traces",
-    help="Import retrieval spans (OpenInference, OpenTelemetry GenAI) as serve and verdict lines.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = command_group("traces", "Import retrieval spans (OpenInference, OpenTelemetry GenAI) as serve and verdict lines.")
 
 
 @app.callback()
