@@ -23,12 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import duckdb
-
 from goldenset import schema
+from goldenset.connection import Connection
 from goldenset.errors import InputError
-
-Connection = duckdb.DuckDBPyConnection
 
 
 @dataclass(frozen=True)

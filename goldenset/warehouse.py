@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from goldenset import progress
+from goldenset.connection import Connection
 from goldenset.errors import DatabaseBusy, InputError, NoBuild
 from goldenset.migrations import migrate
 
@@ -21,7 +22,7 @@ _POLL_SECONDS = 0.25
 
 def connect(
     path: str | Path, read_only: bool = False, *, wait: float = 0.0, notify: Callable[[str], None] | None = None
-) -> duckdb.DuckDBPyConnection:
+) -> Connection:
     """Open the warehouse, creating it and its schema when writing.
 
     When another process holds the file, wait up to `wait` seconds for it to let go
@@ -114,7 +115,7 @@ def require_folder(path: Path, home: Path) -> None:
 DEFAULT_MEMORY_LIMIT = 2 << 30
 
 
-def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
+def memory_settings(con: Connection) -> None:
     """Memory limit, spill directory and insertion order, from GOLDENSET_DUCKDB_* or the defaults.
 
     GOLDENSET_DUCKDB_MEMORY_LIMIT (e.g. `2GB`; default the smaller of 2 GiB and 80% of
@@ -139,7 +140,7 @@ def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextmanager
-def checkpoint_after(con: duckdb.DuckDBPyConnection):
+def checkpoint_after(con: Connection):
     """Run the block with DuckDB's checkpoint at commit held off, then checkpoint once.
 
     Past `checkpoint_threshold` DuckDB checkpoints inside COMMIT. For the build's
@@ -159,7 +160,7 @@ def checkpoint_after(con: duckdb.DuckDBPyConnection):
 
 
 @contextmanager
-def transaction(con: duckdb.DuckDBPyConnection):
+def transaction(con: Connection):
     """Commit the block as one transaction, or roll all of it back."""
     con.execute("BEGIN TRANSACTION")
     try:
@@ -171,14 +172,14 @@ def transaction(con: duckdb.DuckDBPyConnection):
         con.execute("COMMIT")
 
 
-def temp_objects(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+def temp_objects(con: Connection) -> set[tuple[str, str]]:
     """The connection's temporary tables and views, as (kind, name)."""
     tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
     views = con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()
     return {("TABLE", t) for (t,) in tables} | {("VIEW", v) for (v,) in views}
 
 
-def drop_working_tables(con: duckdb.DuckDBPyConnection, before: set[tuple[str, str]]) -> None:
+def drop_working_tables(con: Connection, before: set[tuple[str, str]]) -> None:
     """Drop every temporary table and view made since `before` (`temp_objects` then), views first.
 
     One scope owns a step's working tables, whichever module made them: no hand-kept list
