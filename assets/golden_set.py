@@ -188,8 +188,8 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample, re
         "rejected_share_pct": percent(share),
         "funnel": _funnel_table(result.funnel),
         **{k: v for k, v in counts.items()},
-        "history_versions_opened": result.history.get("versions_opened", 0),
-        "history_versions_closed": result.history.get("versions_closed", 0),
+        "history_versions_opened": result.history.versions_opened,
+        "history_versions_closed": result.history.versions_closed,
         "queries_recomputed": result.recomputed_queries,
         "queries_folded": result.folded_queries,
         "near_duplicate_merges_list": dg.MetadataValue.json(

@@ -16,7 +16,9 @@ from goldenset import delta, failpoints, history
 from goldenset.builds import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.errors import BuildBlocked, GoldensetError, UsageError
+from goldenset.history import HistoryChange
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.merge import JudgeGate, merge_labels
 from goldenset.schema import (
@@ -43,7 +45,7 @@ class BuildResult:
     record: BuildRecord
     funnel: list[FunnelStep]
     checks: list[CheckOutcome]
-    history: dict[str, int] = field(default_factory=dict)
+    history: HistoryChange = field(default_factory=HistoryChange)
     # Queries this build ran through the four filters, and queries it folded new lines
     # into (goldenset.delta); both 0 for a repeat.
     recomputed_queries: int = 0
@@ -239,8 +241,35 @@ def build_golden_set(
     return result
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What a build is computed from, read before its transaction begins."""
+
+    fingerprint: str
+    content_sha: str
+    active_docs: int
+    query_map: list[tuple[str, str, str]]
+    gate: JudgeGate
+    labels_signature: str
+    signature: str
+    previous: BuildRecord | None
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The labels a build computed, or reused from an earlier build, with its funnel and counts."""
+
+    computation: str  # repeat, incremental or full
+    labels_build: int
+    funnel: list[FunnelStep]
+    counts: dict[str, int]  # the golden_builds counts, by column (BuildRecord's fields)
+    # Queries run through the four filters, and queries new lines were folded into.
+    recomputed: int = 0
+    folded: int = 0
+
+
 def _build(
-    con,
+    con: Connection,
     *,
     trigger: str,
     checks: BuildChecks | None,
@@ -250,101 +279,35 @@ def _build(
     rubric_text: str | None,
     now: datetime | None,
 ) -> BuildResult:
+    """Compute, check and publish one build in one transaction; a blocking check rolls it back."""
     if trigger not in TRIGGERS:
         raise UsageError(f"trigger {trigger!r} is not one of {', '.join(TRIGGERS)}")
-    checks = checks or BuildChecks()
     now = now or utcnow()
-    fingerprint, content_sha = require_current(con)
-    active_docs = con.execute(
-        "SELECT count(*) FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'", [content_sha]
-    ).fetchall()[0][0]
-
-    gate = judge_gate or JudgeGate()
-    label_sig = labels_signature(con)
-    signature = input_signature(con, content_sha, query_map or [], label_sig, gate)
-    previous = latest_build_or_none(con)
+    inputs = _read_inputs(con, query_map or [], judge_gate or JudgeGate())
+    previous = inputs.previous
+    build_id = (previous.build_id if previous else 0) + 1
     working_before = temp_objects(con)  # what the build makes from here on, it drops when it ends
     con.execute("BEGIN TRANSACTION")
     try:
-        build_id = (previous.build_id if previous else 0) + 1
-        if previous is not None and previous.input_signature == signature:
-            # Same log content, snapshot and merges: the same labels. Point at them instead
-            # of computing and storing them again; this is what keeps a no-change night cheap.
-            computation, labels_build = "repeat", previous.labels_build_id
-            recomputed = folded = 0
-            funnel, counts = _repeat(con, labels_build)
-        else:
-            # Only new log lines since the last build, the same snapshot and no merging: the
-            # queries those lines touched are all that can change.
-            # (The label files must be those of that build too: the agent labels agreement
-            # compares are carried over with the queries.)
-            incremental = (
-                previous is not None
-                and previous.corpus_content_sha256 == content_sha
-                and not query_map
-                and not previous.near_duplicate_merges
-                and previous.labels_signature == label_sig
-            )
-            computation, labels_build = ("incremental" if incremental else "full"), build_id
-            funnel, counts = _compute(
-                con,
-                build_id,
-                content_sha,
-                query_map or [],
-                previous=previous if incremental else None,
-                gate=gate,
-            )
-            recomputed, folded = con.execute(
-                "SELECT (SELECT count(DISTINCT query_id) FROM _judgments), "
-                + ("(SELECT count(*) FROM _delta)" if incremental else "0")
-            ).fetchone()
+        labels = _make_labels(con, build_id, inputs)
         con.execute("DELETE FROM log_dirty")
         record = BuildRecord(
             build_id=build_id,
             built_at=now,
             trigger=trigger,
-            corpus_fingerprint=fingerprint,
-            corpus_active_docs=active_docs,
-            near_duplicate_merges=_merged_queries(query_map or []),
-            corpus_content_sha256=content_sha,
-            input_signature=signature,
-            labels_build_id=labels_build,
-            computation=computation,
-            rubric_sha256=rubric_sha256 if label_sig else None,
-            labels_signature=label_sig,
-            **counts,
+            corpus_fingerprint=inputs.fingerprint,
+            corpus_active_docs=inputs.active_docs,
+            near_duplicate_merges=_merged_queries(inputs.query_map),
+            corpus_content_sha256=inputs.content_sha,
+            input_signature=inputs.signature,
+            labels_build_id=labels.labels_build,
+            computation=labels.computation,
+            rubric_sha256=rubric_sha256 if inputs.labels_signature else None,
+            labels_signature=inputs.labels_signature,
+            **labels.counts,
         )
-        # Every label's document must be active in the snapshot (a blocking check). An
-        # incremental or repeat build has the previous build's snapshot, and that build,
-        # committed, held its labels to it: only the rows this build opened need looking at.
-        missing = con.execute(
-            "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
-            "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
-            "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
-            {"sha": content_sha, "all": computation == "full", "build": build_id},
-        ).fetchall()[0][0]
-        reasons = label_reject_reasons(con, content_sha) if record.label_lines_rejected else {}
-        outcomes = evaluate_checks(checks, funnel, record, missing, reasons)
-        blocking = [o for o in outcomes if not o.passed and o.blocking]
-        if blocking:
-            raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
-        record.insert(con)
-        if record.rubric_sha256 is not None and rubric_text is not None:
-            # The rubric itself, once per content: `status` names it and an edit can be compared.
-            con.execute(
-                "INSERT INTO rubrics SELECT ?, ?, ?, ? ON CONFLICT DO NOTHING",
-                [record.rubric_sha256, _rubric_name(rubric_text), rubric_text, now],
-            )
-        con.executemany(
-            "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
-            [[build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left] for i, s in enumerate(funnel)],
-        )
-        failpoints.hit("build.before_history")
-        hist = (
-            history.record_build(con, build_id)
-            if computation != "repeat"
-            else {"versions_closed": 0, "versions_opened": 0}
-        )
+        outcomes = _check(con, checks or BuildChecks(), labels.funnel, record, previous)
+        changes = _publish(con, record, labels.funnel, rubric_text)
         failpoints.hit("build.before_commit")
         con.execute("COMMIT")
     except BaseException:
@@ -352,7 +315,110 @@ def _build(
         raise
     finally:
         drop_working_tables(con, working_before)
-    return BuildResult(record, funnel, outcomes, hist, recomputed, folded)
+    return BuildResult(record, labels.funnel, outcomes, changes, labels.recomputed, labels.folded)
+
+
+def _read_inputs(con: Connection, query_map: list[tuple[str, str, str]], gate: JudgeGate) -> _Inputs:
+    """The snapshot (which must be current), the label files, the merges and the previous build.
+
+    Read before the transaction: a build refused here (no current snapshot) has written nothing.
+    """
+    fingerprint, content_sha = require_current(con)
+    active_docs = con.execute(
+        "SELECT count(*) FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'", [content_sha]
+    ).fetchall()[0][0]
+    label_sig = labels_signature(con)
+    signature = input_signature(con, content_sha, query_map, label_sig, gate)
+    return _Inputs(
+        fingerprint,
+        content_sha,
+        active_docs,
+        query_map,
+        gate,
+        label_sig,
+        signature,
+        latest_build_or_none(con),
+    )
+
+
+def _make_labels(con: Connection, build_id: int, inputs: _Inputs) -> _Labels:
+    """Reuse the previous build's labels, fold new lines into them, or compute them all.
+
+    Same inputs as the previous build (log content, snapshot, merges, label files): the same
+    labels, so the build points at them instead of computing and storing them again; this
+    is what keeps a no-change night cheap. Only new log lines since the last build, the same
+    snapshot, no merging and the same label files (the agent labels agreement compares are
+    carried over with the queries): the queries those lines touched are all that can
+    change, and only they are computed again. Anything else: every query is computed.
+    """
+    previous = inputs.previous
+    if previous is not None and previous.input_signature == inputs.signature:
+        funnel, counts = _repeat(con, previous.labels_build_id)
+        return _Labels("repeat", previous.labels_build_id, funnel, counts)
+    incremental = (
+        previous is not None
+        and previous.corpus_content_sha256 == inputs.content_sha
+        and not inputs.query_map
+        and not previous.near_duplicate_merges
+        and previous.labels_signature == inputs.labels_signature
+    )
+    funnel, counts = _compute(
+        con,
+        build_id,
+        inputs.content_sha,
+        inputs.query_map,
+        previous=previous if incremental else None,
+        gate=inputs.gate,
+    )
+    recomputed, folded = con.execute(
+        "SELECT (SELECT count(DISTINCT query_id) FROM _judgments), "
+        + ("(SELECT count(*) FROM _delta)" if incremental else "0")
+    ).fetchall()[0]
+    return _Labels("incremental" if incremental else "full", build_id, funnel, counts, recomputed, folded)
+
+
+def _check(
+    con: Connection, checks: BuildChecks, funnel: list[FunnelStep], record: BuildRecord, previous: BuildRecord | None
+) -> list[CheckOutcome]:
+    """Evaluate the build's checks; BuildBlocked (the caller rolls back) when a blocking one fails.
+
+    Every label's document must be active in the snapshot (a blocking check). An incremental
+    or repeat build has the previous build's snapshot, and that build, committed, held its
+    labels to it: only the rows this build opened need looking at.
+    """
+    missing = con.execute(
+        "SELECT count(*) FROM build_labels l WHERE " + open_row() + " AND NOT EXISTS ("
+        "SELECT 1 FROM corpus_documents d WHERE d.content_sha256 = $sha AND d.doc_id = l.doc_id "
+        "AND d.status = 'active') AND ($all OR l.valid_from_build = $build)",
+        {"sha": record.corpus_content_sha256, "all": record.computation == "full", "build": record.build_id},
+    ).fetchall()[0][0]
+    reasons = label_reject_reasons(con, record.corpus_content_sha256) if record.label_lines_rejected else {}
+    outcomes = evaluate_checks(checks, funnel, record, missing, reasons)
+    blocking = [o for o in outcomes if not o.passed and o.blocking]
+    if blocking:
+        raise BuildBlocked(_blocked_message(blocking, previous), outcomes)
+    return outcomes
+
+
+def _publish(con: Connection, record: BuildRecord, funnel: list[FunnelStep], rubric_text: str | None) -> HistoryChange:
+    """Write the build's record, its rubric, its funnel and its label history (inside the transaction)."""
+    record.insert(con)
+    if record.rubric_sha256 is not None and rubric_text is not None:
+        # The rubric itself, once per content: `status` names it and an edit can be compared.
+        con.execute(
+            "INSERT INTO rubrics SELECT ?, ?, ?, ? ON CONFLICT DO NOTHING",
+            [record.rubric_sha256, _rubric_name(rubric_text), rubric_text, record.built_at],
+        )
+    con.executemany(
+        "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            [record.build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
+            for i, s in enumerate(funnel)
+        ],
+    )
+    failpoints.hit("build.before_history")
+    # A repeat's labels are its labels build's: history has nothing new to record.
+    return history.record_build(con, record.build_id) if record.computation != "repeat" else HistoryChange()
 
 
 def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None) -> str:

@@ -6,6 +6,9 @@ closed, and one that comes back opens a new version.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from goldenset.connection import Connection
 from goldenset.schema import open_row
 
 # A version is identified by what the contract says makes one (section 7.3).
@@ -67,11 +70,19 @@ FROM build_labels b WHERE NOT coalesce(b.overridden, false) AND {open_row("b")}
 """
 
 
-def record_build(con, build_id: int) -> dict[str, int]:
+@dataclass(frozen=True)
+class HistoryChange:
+    """What one build did to label_history: versions it closed and versions it opened."""
+
+    versions_closed: int = 0
+    versions_opened: int = 0
+
+
+def record_build(con: Connection, build_id: int) -> HistoryChange:
     """Fold build `build_id`'s labels into label_history (inside the caller's transaction)."""
     params = {"build": build_id}
     if con.execute(_FIRST, params).fetchall()[0][0]:
-        return {"versions_closed": 0, "versions_opened": int(con.execute(_OPEN_ALL, params).fetchall()[0][0])}
+        return HistoryChange(versions_opened=int(con.execute(_OPEN_ALL, params).fetchall()[0][0]))
     con.execute(_CHANGED, params)
     con.execute(_HELD)
     con.execute(_OPEN_VERSIONS)
@@ -81,4 +92,4 @@ def record_build(con, build_id: int) -> dict[str, int]:
     finally:
         for t in ("_hchanged", "_hheld", "_hopen"):
             con.execute("DROP TABLE IF EXISTS " + t)
-    return {"versions_closed": int(closed), "versions_opened": int(opened)}
+    return HistoryChange(versions_closed=int(closed), versions_opened=int(opened))
