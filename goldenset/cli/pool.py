@@ -64,18 +64,25 @@ def pool(
         ),
     ] = None,
     strategy: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--strategy",
-            help="Order of the pooled pairs: depth (best rank first), mtf (move-to-front) or bandit "
-            "(Thompson sampling over the rankers); rounds resume from the state of the last pool.",
+            help="Order of the pooled pairs: depth (best rank first), mtf (move-to-front), bandit "
+            "(Thompson sampling over the rankers) or feedback (relevance feedback inside a query, the "
+            "budget spread over queries by Thompson sampling); rounds resume from the state of the last "
+            "pool. Default: feedback with --budget, depth without.",
         ),
-    ] = "depth",
+    ] = None,
     budget: Annotated[
         int | None,
-        typer.Option("--budget", help="Pooled pairs queued this round at most (stale and successor rows always)."),
+        typer.Option(
+            "--budget",
+            help="Pooled pairs queued this round at most, over all queries (stale and successor rows always).",
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bandit's draws and of the --audit draw.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the bandit's and feedback's draws and of the --audit draw.")
+    ] = 0,
     depth: Annotated[int, typer.Option("--depth", help="Documents asked of each ranker per query.")] = 5,
     db: DbOpt = None,
     index_dir: Annotated[

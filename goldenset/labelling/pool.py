@@ -508,7 +508,7 @@ def run_pool(
     index_dir: str | os.PathLike[str],
     now: datetime | None = None,
     from_run: str | Sequence[str] | None = None,
-    strategy: str = strategies.DEFAULT_STRATEGY,
+    strategy: str | None = None,
     budget: int | None = None,
     seed: int = 0,
     audit: int | None = None,
@@ -517,12 +517,13 @@ def run_pool(
 
     `corpus` None reads the build's own snapshot from the warehouse; a snapshot passed in
     must be that one (same content). `embedder` None makes the packaged model, loaded only
-    if `dense` or `core` runs. NoBuild before the first build; UsageError for an unknown
+    if `dense` or `core` runs or the strategy is `feedback`. `strategy` None is `feedback`
+    with a `budget` and `depth` (contract 7.4's pool) without. NoBuild before the first build; UsageError for an unknown
     ranker or a depth below 1; GoldensetError naming the ranker when one fails. `audit` N
     draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit).
     """
     build = load_build(con)
-    strategies.check_strategy(strategy, budget)
+    strategy = strategies.resolve(strategy, budget)
     run_rankers = load_run_rankers(con, [from_run] if isinstance(from_run, str) else list(from_run or ()))
     # --from-run alone pools the runs; with --rankers, the runs and the rankers together.
     if not run_rankers:
@@ -551,7 +552,10 @@ def run_pool(
     drawn = (design, audit_sample.human_rows(con)) if design else None
     chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, drawn)
     if strategy != strategies.DEFAULT_STRATEGY or budget is not None:
-        chosen, report = strategies.apply(con, chosen, report, returned.lists, names, snapshot, strategy, budget, seed)
+        tasks = {q: task for q, (_, task) in state.queries.items()}
+        chosen, report = strategies.apply(
+            con, chosen, report, returned.lists, names, snapshot, strategy, budget, seed, ctx.embedder, tasks
+        )
         if design is not None:  # the strategy counts its own three reasons; the audit's rows stay as they were
             report = replace(report, queue={r: sum(1 for _, (x, _) in chosen if x == r) for r in ORDER})
     pooled_at = now or utcnow()

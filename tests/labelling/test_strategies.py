@@ -1,4 +1,4 @@
-"""Pooling strategies (depth, mtf, bandit) on hand-made lists, and `pool --from-run` on the pool world.
+"""Pooling strategies (depth, mtf, bandit, feedback) on hand-made lists, and `pool --from-run` on the pool world.
 
 Every expected pick below is worked out by hand from the lists written in the test;
 the world of pool_rankers.py gives the golden rows, stale and successor pairs.
@@ -11,6 +11,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -121,6 +122,75 @@ def test_depth_keeps_the_pools_priority_and_cuts_at_the_budget():
 def test_a_bad_strategy_or_budget_is_a_usage_error(name, budget):
     with pytest.raises(UsageError):
         S.check_strategy(name, budget)
+
+
+def _vectors(queries: dict[str, tuple[float, float]], docs: dict[str, tuple[float, float]]) -> S.Vectors:
+    return S.Vectors({q: np.array(v) for q, v in queries.items()}, {d: np.array(v) for d, v in docs.items()})
+
+
+# Query q points along (1, 0). Its two labelled-relevant documents point along (0, 1). Candidates:
+# y = (0.8, 0) and x = (0.1, 1). The query alone scores y 0.8 > x 0.1; Rocchio's query
+# (1, 0) + 0.75 * (0, 1) = (1, 0.75) scores x 0.1 + 0.75 = 0.85 > y 0.8.
+FB_LISTS = {"q": {"A": ["r1", "r2", "y", "x"]}}
+FB_VECTORS = _vectors({"q": (1.0, 0.0)}, {"r1": (0.0, 1.0), "r2": (0.0, 1.0), "y": (0.8, 0.0), "x": (0.1, 1.0)})
+
+
+def test_feedback_orders_a_querys_documents_by_rocchios_query():
+    plan = S.plan_round("feedback", FB_LISTS, ["A"], {("q", "r1"): 2, ("q", "r2"): 1}, vectors=FB_VECTORS)
+    assert plan.picks == [("q", "x", "A"), ("q", "y", "A")]
+
+
+def test_feedback_without_relevant_labels_orders_by_the_query_alone():
+    # r1 and r2 not relevant: (1, 0) - 0.15 * (0, 1) = (1, -0.15) scores y 0.8, x 0.1 - 0.15 = -0.05.
+    plan = S.plan_round("feedback", FB_LISTS, ["A"], {("q", "r1"): 0, ("q", "r2"): 0}, vectors=FB_VECTORS)
+    assert [d for _, d, _ in plan.picks] == ["y", "x"]
+    # No vectors: each query's documents in depth order (best rank first).
+    assert [d for _, d, _ in S.plan_round("feedback", FB_LISTS, ["A"], {}).picks] == ["r1", "r2", "y", "x"]
+
+
+def _two_queries(good: str, bad: str):
+    lists = {q: {"A": [f"{q}-old{j}" for j in range(20)] + [f"{q}-new{j}" for j in range(5)]} for q in (good, bad)}
+    labels = {(q, f"{q}-old{j}"): (1 if q == good else 0) for q in (good, bad) for j in range(20)}
+    return lists, labels
+
+
+@pytest.mark.parametrize(("good", "bad"), [("q1", "q2"), ("q2", "q1")])
+def test_feedback_spends_the_budget_on_the_query_whose_labels_paid(good, bad):
+    # good: 20 relevant labels, Beta(21, 1); bad: 20 not relevant, Beta(1, 21). After two
+    # provisional misses good is Beta(21, 3) (mean 0.875) against bad's mean 0.045: bad wins a
+    # draw with probability below 1e-6, so all three picks go to good, whichever query_id sorts first.
+    lists, labels = _two_queries(good, bad)
+    plan = S.plan_round("feedback", lists, ["A"], labels, budget=3, seed=11)
+    assert [q for q, _, _ in plan.picks] == [good] * 3
+    assert [d for _, d, _ in plan.picks] == [f"{good}-new0", f"{good}-new1", f"{good}-new2"]
+
+
+def test_feedback_spreads_the_budget_when_no_query_has_evidence():
+    # No labels: a query that took k picks is Beta(1, 1 + k), the minimum of 1 + k uniforms, so
+    # q1 takes the next pick with probability (1 + b) / (2 + a + b) after a picks of q1 and b of q2.
+    # Summed over the paths of 40 picks, one query ends with fewer than 5 with probability 2.7e-21.
+    lists = {q: {"A": [f"{q}-{j}" for j in range(40)]} for q in ("q1", "q2")}
+    plan = S.plan_round("feedback", lists, ["A"], {}, budget=40, seed=0)
+    counts = {q: sum(1 for p in plan.picks if p[0] == q) for q in ("q1", "q2")}
+    assert min(counts.values()) >= 5 and sum(counts.values()) == 40
+
+
+def test_a_feedback_round_resumes_with_the_next_round_and_never_requeues_a_label():
+    lists, labels = _two_queries("q1", "q2")
+    r1 = S.plan_round("feedback", lists, ["A"], labels, budget=3, seed=4)
+    answered = {**labels, **{(q, d): 1 for q, d, _ in r1.picks}}
+    r2 = S.plan_round("feedback", lists, ["A"], answered, budget=3, seed=4, previous=r1.state)
+    assert (r1.state, r2.state["round"]) == ({"name": "feedback", "seed": 4, "round": 1}, 2)
+    assert not {(q, d) for q, d, _ in r2.picks} & set(answered)
+    assert S.plan_round("feedback", lists, ["A"], labels, seed=5, previous=r1.state).state["round"] == 1
+
+
+def test_the_default_strategy_is_feedback_with_a_budget_and_depth_without():
+    assert S.resolve(None, 10) == "feedback"
+    assert S.resolve(None, None) == "depth"
+    assert S.resolve("mtf", 10) == "mtf"
+    with pytest.raises(UsageError, match="feedback"):
+        S.resolve("nope", None)
 
 
 # --------------------------------------------------------------------------- in the pool: --from-run
@@ -279,3 +349,28 @@ def test_compare_rescore_measures_stored_rankings_against_the_current_golden_set
     assert (recall["n"], recall["mean_a"], recall["mean_b"]) == (1, 1.0, 0.0)
     assert out["coverage"] == {"a": {"judged@5": pytest.approx(0.4)}, "b": {"judged@5": 0.0}}
     assert out["biased"] is True
+
+
+def test_a_budget_without_a_strategy_pools_with_feedback_and_embeds_the_queries(world):
+    result = _pool(world, rankers=None, from_run="runX", depth=5, budget=2)
+    assert result.report.strategy["name"] == "feedback" and result.report.strategy["round"] == 1
+    # The world's stale row and five successor rows keep their precedence and are never capped.
+    assert [r.reason for r in result.queue] == ["stale"] + ["successor"] * 5 + ["pooled"] * 2
+    con = warehouse.connect(world.db, read_only=True)
+    golden = set(con.execute("SELECT query_id, doc_id FROM golden_set").fetchall())
+    tasks = [t for (t,) in con.execute("SELECT DISTINCT task FROM golden_set").fetchall()]
+    cached = {k for (k,) in con.execute("SELECT text_sha256 FROM embedding_cache").fetchall()}
+    con.close()
+    assert not {(r.query_id, r.doc_id) for r in result.queue if r.reason == "pooled"} & golden
+    from goldenset.embeddings import text_sha256
+
+    assert {text_sha256(t) for t in tasks} <= cached
+
+
+def test_pool_command_with_a_budget_alone_pools_with_feedback(world, capsys):
+    code = main(["--db", str(world.db), "--from-run", "runX", "--depth", "4", "--budget", "3"], application=pool_app)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.rstrip().endswith(
+        "strategy feedback, round 1, seed 0: pooled pairs capped at --budget 3 (4 before the cap)"
+    )
