@@ -5,7 +5,8 @@ cutoff table around the chosen cutoffs, the single cutoff, the review band, and,
 asked, the bootstrap, the slices, the holdout and the repeats' stability (`--json`: the
 contract's one object). It always writes the plot (default
 REPORTS/calibration/<scorer>-<against>-build<N>-<UTC time>.png, its path printed; on
-stderr with --json) and writes the policy manifest only with `--policy OUT.json`.
+stderr with --json) and, beside it, the report as Markdown and as one HTML page with the
+plot inline (same stem, `.md` and `.html`; the HTML's path printed), and writes the policy manifest only with `--policy OUT.json`.
 `calibrate --check POLICY` re-scores today's pairs with the policy's own scorer and
 says whether its rates still hold: exit 0 when they do, 1 when they do not (a scorer
 version or config other than the policy's does not hold either).
@@ -41,7 +42,6 @@ app = command_group(
 )
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-SHOWN_AROUND = 2  # cutoff rows shown on each side of a chosen cutoff (--json lists them all)
 SHOWN_ERRORS = 20
 
 
@@ -267,7 +267,7 @@ def _write_outputs(outcome, plot: Path | None, policy: Path | None, as_json: boo
     from goldenset.cli.shared import err, out
     from goldenset.scoring.plot import plot_rates
     from goldenset.scoring.policy import write_policy
-    from goldenset.scoring.report import to_json
+    from goldenset.scoring.report import to_json, write_calibration_report
     from goldenset.scoring.workflow import default_plot_path
 
     cal = outcome.calibration
@@ -275,7 +275,9 @@ def _write_outputs(outcome, plot: Path | None, policy: Path | None, as_json: boo
         typer.echo(json.dumps(to_json(cal), allow_nan=False))
     else:
         print_calibration(outcome)
-    written = [("plot", plot_rates(cal, plot or default_plot_path(settings.resolve("reports"), outcome)))]
+    drawn = plot_rates(cal, plot or default_plot_path(settings.resolve("reports"), outcome))
+    # The report to look at: the same figures as Markdown and as one HTML page, beside the plot.
+    written = [("plot", drawn), ("report", write_calibration_report(cal, outcome.build_id, drawn))]
     if policy is not None:
         written.append(("policy", write_policy(outcome.manifest(), policy)))
     for what, path in written:
@@ -331,27 +333,10 @@ def _rate(k: int, n: int, rate: float) -> str:
     return f"{rate:.4f} ({k} of {n})"
 
 
-def _shown_rows(m) -> list[int | None]:
-    """Indices of the cutoff rows near the chosen ones, None where rows are left out."""
-    chosen = {m.cutoffs.index(m.single.row), m.cutoffs.index(m.high)}
-    if m.low is not None:
-        chosen.add(m.cutoffs.index(m.low))
-    keep = sorted({j for i in chosen for j in range(i - SHOWN_AROUND, i + SHOWN_AROUND + 1) if 0 <= j < len(m.cutoffs)})
-    shown: list[int | None] = []
-    previous = -1
-    for j in keep:
-        if j != previous + 1:
-            shown.append(None)
-        shown.append(j)
-        previous = j
-    if previous < len(m.cutoffs) - 1:
-        shown.append(None)
-    return shown
-
-
 def print_calibration(outcome) -> None:
     """The readable report of one calibration: table, single, band, bootstrap, slices, holdout, repeats, errors."""
     from goldenset.cli.shared import err, out
+    from goldenset.scoring.report import shown_rows
 
     cal = outcome.calibration
     m = cal.measurement
@@ -376,7 +361,7 @@ def print_calibration(outcome) -> None:
     )
     for col in ("cutoff", "FP", "FF", "FP rate", "FF rate", "cost", "chosen"):
         t.add_column(col, justify="left" if col in ("cutoff", "chosen") else "right", no_wrap=True)
-    for i in _shown_rows(m):
+    for i in shown_rows(m):
         if i is None:
             t.add_row("...", "", "", "", "", "", "")
             continue

@@ -1,18 +1,32 @@
-"""The `--json` object of `goldenset calibrate` (contract 8.2), from a `Calibration`.
+"""The reports of `goldenset calibrate`: the `--json` object (contract 8.2) and the Markdown + HTML report.
 
 Keys in the contract's order; rates, shares and percentiles rounded to 4 decimals
 half away from zero (`round4`); cutoffs and cost exact. Keys beyond the contract's
 appear only with the options that make them: `bootstrap.single.cutoff_interval`
 (--bootstrap), `slice_summary` and `warnings` (--by project), `holdout`
 (--holdout-after), `repeats` (--repeats N > 1).
+
+Decisions (the report to look at):
+
+- Every calibration writes `<plot stem>.md` and `<plot stem>.html` beside its plot (the
+  plot's folder and name, so `--plot` moves all three): the Markdown holds what the
+  readable output prints (the cutoff rows around the chosen ones, the single cutoff, the
+  band, and the bootstrap, slices, holdout, repeats and error pairs when asked), and the
+  plot by its file name; the HTML is the same text rendered by `goldenset.html_report`,
+  the plot inline as a data URI, so the page is one self-contained file.
+- Numbers read as in the terminal: rates to 4 decimals, cutoffs as Python prints them,
+  "none passes" for the cutoff above every score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from goldenset.scoring.calibrate import Band, Calibration, CutoffRow, Single, round4
+from goldenset.scoring.calibrate import Band, Calibration, CutoffRow, Measurement, Single, round4
+
+SHOWN_AROUND = 2  # cutoff rows shown on each side of a chosen cutoff (--json lists them all)
 
 
 def row_json(r: CutoffRow) -> dict[str, Any]:
@@ -120,3 +134,224 @@ def to_json(cal: Calibration) -> dict[str, Any]:
     if cal.slices is not None or cal.warnings:
         out["warnings"] = list(cal.warnings)
     return out
+
+
+# --------------------------------------------------------------------------- the report to look at
+def shown_rows(m: Measurement) -> list[int | None]:
+    """Indices of the cutoff rows near the chosen ones, None where rows are left out."""
+    chosen = {m.cutoffs.index(m.single.row), m.cutoffs.index(m.high)}
+    if m.low is not None:
+        chosen.add(m.cutoffs.index(m.low))
+    keep = sorted({j for i in chosen for j in range(i - SHOWN_AROUND, i + SHOWN_AROUND + 1) if 0 <= j < len(m.cutoffs)})
+    shown: list[int | None] = []
+    previous = -1
+    for j in keep:
+        if j != previous + 1:
+            shown.append(None)
+        shown.append(j)
+        previous = j
+    if previous < len(m.cutoffs) - 1:
+        shown.append(None)
+    return shown
+
+
+def _cut(c: float | None) -> str:
+    return "none passes" if c is None else repr(float(c))
+
+
+def _cell(value: object) -> str:
+    # A '|' inside a cell would end it; a line break would end the row.
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _rate(k: int, n: int, rate: float) -> str:
+    return f"{rate:.4f} ({k} of {n})"
+
+
+def calibration_markdown(cal: Calibration, build_id: int, plot_name: str | None = None) -> str:
+    """The calibration as a Markdown report: what the readable output prints, and the plot by name."""
+    m = cal.measurement
+    r = cal.costs.cost_ratio
+    lines = [
+        f"# Calibration of {cal.scorer} {cal.version}",
+        "",
+        f"Against {cal.against} labels of build {build_id}: {m.pairs} pairs scored ({m.acceptable} acceptable, "
+        f"{m.unacceptable} unacceptable), {len(cal.errors)} error pair{'s' if len(cal.errors) != 1 else ''}.",
+        "",
+        f"## Cutoffs around the chosen ones ({len(m.cutoffs)} in all; `--json` lists every one)",
+        "",
+    ]
+    marks: dict[int, list[str]] = {}
+    for name, row in (("single", m.single.row), ("low", m.low), ("high", m.high)):
+        if row is not None:
+            marks.setdefault(m.cutoffs.index(row), []).append(name)
+    rows = []
+    for i in shown_rows(m):
+        if i is None:
+            rows.append(["...", "", "", "", "", "", ""])
+            continue
+        c = m.cutoffs[i]
+        rows.append(
+            [
+                _cut(c.cutoff),
+                str(c.false_passes),
+                str(c.false_fails),
+                f"{c.false_pass_rate:.4f}",
+                f"{c.false_fail_rate:.4f}",
+                f"{r * c.false_passes + c.false_fails:g}",
+                ", ".join(marks.get(i, [])),
+            ]
+        )
+    lines += _table(["cutoff", "FP", "FF", "FP rate", "FF rate", "cost", "chosen"], rows)
+    lines += ["", "FP: false passes (unacceptable pairs passing), FF: false fails (acceptable pairs failing).", ""]
+    s = m.single.row
+    lines += [
+        f"**Single cutoff {_cut(s.cutoff)}**: cost {m.single.cost} (R {r:g}); false-pass rate "
+        f"{_rate(s.false_passes, m.unacceptable, s.false_pass_rate)}, false-fail rate "
+        f"{_rate(s.false_fails, m.acceptable, s.false_fail_rate)}.",
+        "",
+    ]
+    limits = f"A {cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g}"
+    if m.band is not None:
+        top = "none" if m.band.high is None else repr(m.band.high)
+        lines.append(
+            f"**Review band [{m.band.low!r}, {top})**: {m.band.review} of {m.pairs} pairs "
+            f"({m.band.review_share:.4f}) go to review ({limits})."
+        )
+    else:
+        lines.append(f"**No review band**: {m.band_note} ({limits}).")
+    if plot_name:
+        lines += ["", f"![false-pass and false-fail rates against the cutoff]({plot_name})"]
+    lines += _bootstrap_md(cal) + _slices_md(cal) + _holdout_md(cal) + _repeats_md(cal) + _errors_md(cal)
+    if cal.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in cal.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _bootstrap_md(cal: Calibration) -> list[str]:
+    b = cal.bootstrap
+    if b is None:
+        return []
+    lo, hi = b.cutoff_interval
+    return [
+        "",
+        f"## Bootstrap, {b.n} resamples (seed {b.seed}): rates at the single cutoff",
+        "",
+        *_table(
+            ["rate", "2.5%", "25%", "50%", "75%", "97.5%"],
+            [
+                ["false-pass", *(f"{x:.4f}" for x in b.false_pass_rate)],
+                ["false-fail", *(f"{x:.4f}" for x in b.false_fail_rate)],
+            ],
+        ),
+        "",
+        f"Resamples choosing another single cutoff: {b.other_cutoff_share:.4f}; their own cutoffs' 95% interval "
+        f"[{_cut(lo)}, {_cut(hi)}].",
+    ]
+
+
+def _slices_md(cal: Calibration) -> list[str]:
+    if cal.slices is None:
+        return []
+    rows = []
+    for name, s in cal.slices.items():
+        top = "none" if s.band is None or s.band.high is None else repr(s.band.high)
+        band = s.band_note if s.band is None else f"[{s.band.low!r}, {top}) {s.band.review_share:.4f}"
+        rows.append(
+            [
+                name,
+                str(s.pairs),
+                str(s.acceptable),
+                str(s.unacceptable),
+                _cut(s.single.row.cutoff),
+                f"{s.single.row.false_pass_rate:.4f}",
+                f"{s.single.row.false_fail_rate:.4f}",
+                band or "",
+            ]
+        )
+    ss = cal.slice_summary or {}
+    return [
+        "",
+        "## By project, each chosen on its own pairs",
+        "",
+        *_table(["project", "pairs", "acc", "unacc", "single", "FP rate", "FF rate", "band"], rows),
+        "",
+        f"At the global single cutoff {_cut(ss.get('cutoff'))}: macro false-pass "
+        f"{ss['macro']['false_pass_rate']:.4f}, false-fail {ss['macro']['false_fail_rate']:.4f}; weighted by "
+        f"{ss['weights']} false-pass {ss['traffic_weighted']['false_pass_rate']:.4f}, false-fail "
+        f"{ss['traffic_weighted']['false_fail_rate']:.4f}.",
+    ]
+
+
+def _holdout_md(cal: Calibration) -> list[str]:
+    h = cal.holdout
+    if h is None:
+        return []
+    s = h.single.row
+    band = "" if h.band is None else f"; {h.band.review} of them ({h.band.review_share:.4f}) fall in the band"
+    return [
+        "",
+        "## Holdout",
+        "",
+        f"Chosen on {h.chosen_on} pairs labelled before {h.after.isoformat()} ({h.undated} undated left out); on "
+        f"the {h.pairs} labelled from then on, the single cutoff {_cut(s.cutoff)} has false-pass rate "
+        f"{_rate(s.false_passes, h.unacceptable, s.false_pass_rate)}, false-fail rate "
+        f"{_rate(s.false_fails, h.acceptable, s.false_fail_rate)}{band}.",
+    ]
+
+
+def _repeats_md(cal: Calibration) -> list[str]:
+    if cal.stability is None:
+        return []
+    rows = cal.stability
+    unstable = sum(1 for x in rows if x.unstable)
+    names = [name for name, _ in rows[0].passes] if rows else []
+    return [
+        "",
+        f"## Repeats: {cal.repeats} scores per pair, calibrated on the mean",
+        "",
+        f"{unstable} unstable pair{'s' if unstable != 1 else ''} (repeats on both sides of a chosen cutoff) "
+        f"{'go' if unstable != 1 else 'goes'} to review. Repeats passing each cutoff (of {cal.repeats}):",
+        "",
+        *_table(
+            ["query_id", "doc_id", "mean", "range", *names, "review"],
+            [
+                [
+                    x.query_id,
+                    x.doc_id,
+                    f"{x.mean:.4g}",
+                    f"{x.min:.4g}-{x.max:.4g}",
+                    *(str(k) for _, k in x.passes),
+                    "yes" if x.unstable else "",
+                ]
+                for x in rows
+            ],
+        ),
+    ]
+
+
+def _errors_md(cal: Calibration) -> list[str]:
+    if not cal.errors:
+        return []
+    n = len(cal.errors)
+    return [
+        "",
+        f"## {n} error pair{'s' if n != 1 else ''}: not scored, never counted as a low score",
+        "",
+        *_table(["query_id", "doc_id", "reason"], [[e.query_id, e.doc_id, e.reason] for e in cal.errors]),
+    ]
+
+
+def write_calibration_report(cal: Calibration, build_id: int, plot: Path) -> Path:
+    """Write `<plot stem>.md` and `.html` beside the plot (the plot inline in the HTML); return the HTML's path."""
+    from goldenset.html_report import write_html_next_to
+
+    md = plot.with_suffix(".md")
+    md.write_text(calibration_markdown(cal, build_id, plot.name), encoding="utf-8")
+    return write_html_next_to(md, f"calibration of {cal.scorer} {cal.version}")

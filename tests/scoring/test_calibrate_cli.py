@@ -567,8 +567,41 @@ def test_with_json_the_plot_path_goes_to_stderr_and_stdout_is_the_object(capsys,
     code, out, err = run(capsys, seven, "--json", "--plot", str(tmp_path / "p" / "rates.png"))
     assert code == 0
     assert json.loads(out)["pairs"] == 7
-    assert err == f"plot: {tmp_path / 'p' / 'rates.png'}\n"
+    assert err == f"plot: {tmp_path / 'p' / 'rates.png'}\nreport: {tmp_path / 'p' / 'rates.html'}\n"
     assert (tmp_path / "p" / "rates.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_report_is_written_beside_the_plot_as_markdown_and_one_html_page_with_the_plot_inline(tmp_path, capsys):
+    import base64
+    import re
+
+    world = make_world(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
+    code, out, err = run(capsys, world, "--bootstrap", "20", "--by", "project", "--plot", str(tmp_path / "r" / "c.png"))
+    assert code == 0, err
+    assert f"report: {tmp_path / 'r' / 'c.html'}" in out.splitlines()
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["c.html", "c.md", "c.png"]
+    md = (tmp_path / "r" / "c.md").read_text()
+    # SEVEN by hand (the module's docstring): the chosen rows and the figures the terminal prints.
+    assert "| 0.2 | 2 | 0 | 0.6667 | 0.0000 | 2 | low |" in md
+    assert "| 0.4 | 1 | 1 | 0.3333 | 0.2500 | 2 | single |" in md
+    assert "| 0.7 | 0 | 3 | 0.0000 | 0.7500 | 3 | high |" in md
+    assert "| none passes | 0 | 4 | 0.0000 | 1.0000 | 4 |  |" in md
+    assert "**Review band [0.2, 0.7)**: 5 of 7 pairs (0.7143) go to review (A 0.05, B 0.05)." in md
+    assert "![false-pass and false-fail rates against the cutoff](c.png)" in md
+    page = (tmp_path / "r" / "c.html").read_text()
+    cells = [
+        tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S))
+        for row in re.findall(r"<tr>(.*?)</tr>", page, re.S)
+        if "<td>" in row
+    ]
+    assert ("0.4", "1", "1", "0.3333", "0.2500", "2", "single") in cells
+    assert any(c[:5] == ("billing", "4", "2", "2", "0.4") for c in cells)  # the slices table
+    assert any(c[0] == "false-pass" and len(c) == 6 for c in cells)  # the bootstrap table
+    assert any(c[:2] == (Q2, "d8") and c[2].startswith("raised KeyError") for c in cells)  # the error pairs
+    # The plot is inline, byte for byte the PNG beside it; nothing refers to another file.
+    (src,) = re.findall(r'<img src="([^"]*)"', page)
+    assert src == "data:image/png;base64," + base64.b64encode((tmp_path / "r" / "c.png").read_bytes()).decode()
+    assert not re.search(r'(?:src|href)="(?!data:)', page)
 
 
 # --------------------------------------------------------------------------- policy and --check
