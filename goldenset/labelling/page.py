@@ -38,6 +38,7 @@ Decisions
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -66,6 +67,7 @@ from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric, load_rubric
+from goldenset.labelling.team import Hold, Team
 from goldenset.records import Rejected
 from goldenset.warehouse import connect
 
@@ -122,6 +124,18 @@ class SubmissionError(GoldensetError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+class HeldByOthers(SubmissionError):
+    """A label on a pair other annotators hold leases on (team mode): refused, the form kept."""
+
+    def __init__(self, hold: Hold):
+        until = f" until {hold.until:%H:%M} UTC" if hold.until else ""
+        super().__init__(
+            f"not saved: {', '.join(hold.leased_by)} {'is' if len(hold.leased_by) == 1 else 'are'} labelling this "
+            f"pair{until}; your answers are kept below, so label another pair or save this one once the lease ends",
+            409,
+        )
 
 
 @dataclass(frozen=True)
@@ -333,6 +347,7 @@ class LabellingSession:
     writer: LabelWriter
     clock: Callable[[], datetime] = utc_now
     on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None
+    team: Team | None = None  # team mode: the pairs are shared with other annotators (labelling/team.py)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     done: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> line written
     replaced: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> the line its latest corrected
@@ -346,8 +361,15 @@ class LabellingSession:
         self._index = {(it.query_id, it.doc_id): i for i, it in enumerate(self.items)}
 
     def next_pending(self, after: int = -1) -> int | None:
-        """The first item after index `after` not yet labelled in this session."""
-        return next((i for i in range(after + 1, len(self.items)) if i not in self.done), None)
+        """The first item after index `after` not yet labelled in this session (nor, in a team, taken by others)."""
+        return next(
+            (
+                i
+                for i in range(after + 1, len(self.items))
+                if i not in self.done and (self.team is None or self.team.offered(self.annotator, i))
+            ),
+            None,
+        )
 
     def find(self, query_id: str, doc_id: str) -> int:
         """The index of the queued pair; SubmissionError when the loaded queue does not hold it."""
@@ -368,7 +390,10 @@ class LabellingSession:
                 f"{form.get('doc_version')!r}; reload the page"
             )
         line = self.make_line(item, form)
-        with self._lock:
+        # In a team, the team's lock makes the lease check and the write one step.
+        with self._lock, self.team.lock if self.team is not None else contextlib.nullcontext():
+            if self.team is not None and (hold := self.team.check_write(self.annotator, i)) is not None:
+                raise HeldByOthers(hold)
             if i in self.done and form.get("replaces") == str(self.writes.get(i, 0)):
                 self.replaced[i] = self.done[i]  # a correction: a new line, the old one kept in the file
             elif i in self.done:
@@ -378,6 +403,8 @@ class LabellingSession:
                     409,
                 )
             path = self.writer.append(line, line["ts"][:10])
+            if self.team is not None:
+                self.team.record(self.annotator, i, line)
             self.done[i] = line
             self.writes[i] = self.writes.get(i, 0) + 1
             self.passed_over.discard(i)
@@ -470,6 +497,11 @@ _env = jinja2.Environment(
 )
 
 
+def draft_key(annotator: str, query_id: str, doc_id: str, doc_version: str) -> str:
+    """The browser's localStorage key of what `annotator` typed on a pair and has not saved yet."""
+    return json.dumps(["goldenset-draft", annotator, query_id, doc_id, doc_version], separators=(",", ":"))
+
+
 def _render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(_env.get_template(name).render(**context), status_code=status)
 
@@ -506,6 +538,8 @@ def create_app(
             "rubric": session.rubric,
             "queued": len(session.items),
             "labelled": len(session.done),
+            "team": session.team,
+            "saved_key": None,  # the draft a page drops from the browser: its line is written
             **extra,
         }
 
@@ -518,6 +552,8 @@ def create_app(
         saved_replaced: dict[str, Any] | None = None,
         status: int = 200,
     ) -> HTMLResponse:
+        # In a team, showing a pair leases it (or renews the lease) unless others hold it.
+        hold = session.team.take(session.annotator, i) if session.team is not None else None
         nxt = session.next_pending(i)
         return _render(
             "labelling_pair.html",
@@ -534,6 +570,11 @@ def create_app(
                 previous=session.done.get(i),
                 replaced_number=_number_of(session, session.items[i].query_id, session.items[i].replaced_doc),
                 writes=session.writes.get(i, 0),
+                hold=hold,
+                draft_key=draft_key(
+                    session.annotator, session.items[i].query_id, session.items[i].doc_id, session.items[i].doc_version
+                ),
+                saved_key=_saved_key(session, saved),
                 rubric_json=_rubric_json(session.rubric),
                 next_url=f"/pair/{nxt + 1}?passed={i + 1}" if nxt is not None else f"/done?passed={i + 1}",
             ),
@@ -543,6 +584,8 @@ def create_app(
         n = request.query_params.get("passed", "")
         if n.isdigit() and 1 <= int(n) <= len(session.items) and int(n) - 1 not in session.done:
             session.passed_over.add(int(n) - 1)
+            if session.team is not None:
+                session.team.release(session.annotator, int(n) - 1)
 
     async def index(request: Request) -> Response:
         return queue(request)
@@ -550,7 +593,10 @@ def create_app(
     def queue(request: Request) -> Response:
         from goldenset.labelling.queue_view import STATUSES, filter_rows, progress_by_project, queue_rows
 
-        rows = queue_rows(session.items, session.done, session.passed_over)
+        if session.team is not None:
+            rows = session.team.rows(session.annotator, session.passed_over)
+        else:
+            rows = queue_rows(session.items, session.done, session.passed_over)
         chosen = {k: request.query_params.get(k, "") for k in ("project", "reason", "status")}
         first = session.next_pending()
         return _render(
@@ -564,6 +610,7 @@ def create_app(
                 statuses=STATUSES,
                 chosen=chosen,
                 first_todo=first + 1 if first is not None else None,
+                panel=session.team.panel() if session.team is not None else None,
             ),
         )
 
@@ -582,7 +629,9 @@ def create_app(
 
     async def done(request: Request) -> Response:
         note_passed(request)
-        return _render("labelling_done.html", **common())
+        saved_n = request.query_params.get("saved", "")
+        saved = session.done.get(int(saved_n) - 1) if saved_n.isdigit() else None
+        return _render("labelling_done.html", **common(saved_key=_saved_key(session, saved)))
 
     async def pair(request: Request) -> Response:
         n: int = request.path_params["n"]
@@ -621,14 +670,16 @@ def create_app(
         try:
             i, _ = await run_in_threadpool(session.submit, form)
         except SubmissionError as exc:
-            if exc.status == 400:
+            if exc.status == 400 or isinstance(exc, HeldByOthers):
                 # The pair is known: show it again with the answers given and the reason.
                 return pair_page(
-                    session.find(form["query_id"], form["doc_id"]), answers=form, error=str(exc), status=400
+                    session.find(form["query_id"], form["doc_id"]), answers=form, error=str(exc), status=exc.status
                 )
             return _render("labelling_error.html", exc.status, **common(error=str(exc)))
         nxt = session.next_pending(i)
-        return RedirectResponse(f"/pair/{nxt + 1}?saved={i + 1}" if nxt is not None else "/done", status_code=303)
+        return RedirectResponse(
+            f"/pair/{nxt + 1}?saved={i + 1}" if nxt is not None else f"/done?saved={i + 1}", status_code=303
+        )
 
     routes = [
         Route("/", index, methods=["GET"]),
@@ -660,6 +711,13 @@ async def _read_form(request: Request) -> dict[str, str]:
     if repeated:
         raise SubmissionError(f"field {repeated[0]!r} is given more than once")
     return {k: v[0] for k, v in fields.items()}
+
+
+def _saved_key(session: LabellingSession, saved: dict[str, Any] | None) -> str | None:
+    """The draft key of a line just written, for the page to drop from the browser."""
+    if saved is None:
+        return None
+    return draft_key(session.annotator, saved["query_id"], saved["doc_id"], saved["doc_version"])
 
 
 def _number_of(session: LabellingSession, query_id: str, doc_id: str | None) -> int | None:

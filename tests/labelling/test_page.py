@@ -321,7 +321,7 @@ def test_a_line_without_note_has_no_note_field_and_the_label_follows_from_the_an
 def test_labelled_pairs_leave_the_walk_and_the_last_one_ends_it(client, world):
     for i in range(5):
         r = client.post("/label", data=form(client.session, i, "ppppp"), follow_redirects=False)
-    assert r.headers["location"] == "/done"
+    assert r.headers["location"] == "/done?saved=5"
     # A labelled pair opens again (for a correction), showing the label it holds.
     assert 'id="previous">You labelled this pair <strong>relevant</strong>' in client.get("/pair/4").text
     assert "Every queued pair is labelled: 5 this session" in client.get("/done").text
