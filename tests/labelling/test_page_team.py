@@ -396,3 +396,55 @@ def test_team_options_out_of_place_are_wrong_usage(tmp_path, capsys, args, messa
     )
     assert code == 2
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_serve_team_prints_the_url_and_the_overlap_then_serves_two_people(tmp_path):
+    import subprocess
+    import sys
+
+    import httpx
+
+    db = page_warehouse(tmp_path / "g.duckdb", queue=twenty_pairs())
+    labels = tmp_path / "labels"
+    code = (
+        "import sys\nfrom goldenset.cli.app import main\nfrom goldenset.cli.label import app\n"
+        "sys.exit(main(sys.argv[1:], application=app))\n"
+    )
+    args = ["serve", "--team", "--overlap", "0.1", "--seed", "3", "--lease-minutes", "5", "--port", "0"]
+    args += ["--db", str(db), "--labels", str(labels), "--rubric", str(RUBRIC)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        m = re.fullmatch(
+            r"labelling page for a team: (http://127\.0\.0\.1:\d+/) \(each person chooses a name there\)\n", first
+        )
+        assert m, first + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        assert proc.stdout.readline() == (
+            "20 pairs queued, 2 of them to be labelled twice (--overlap 0.1, seed 3); a pair opened is held 5 "
+            f"minutes; label lines go to {labels}/dt=<UTC day>/page-<name>.jsonl\n"
+        )
+        assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
+        opened = []
+        for name in ("ana", "bob"):
+            with httpx.Client(base_url=m.group(1), timeout=60) as c:
+                token = re.search(r'name="token" value="([^"]+)"', c.get("/").text).group(1)
+                assert c.post("/who", data={"token": token, "name": name, "next": "/"}).status_code == 303
+                n = int(re.search(r'href="/pair/(\d+)" id="continue"', c.get("/").text).group(1))
+                assert c.get(f"/pair/{n}").status_code == 200
+                opened.append(n)
+                item = twenty_pairs()[n - 1]
+                data = {"token": token, "query_id": item[1], "doc_id": item[2], "doc_version": item[3]}
+                data |= {"decided_by": "answerability"} | {f"dim_{d}": "pass" for d in DIMS}
+                assert c.post("/label", data=data).status_code == 303
+                assert proc.stdout.readline().startswith(
+                    f"{name} labelled {item[1]} {item[2]}@v1: relevant (decided by answerability) ["
+                )
+        assert opened == [1, 2]  # pair 1 is labelled and not one of seed 3's two overlap pairs: bob gets pair 2
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert [x["doc_id"] for x in lines_of(labels, "ana")] == ["docs/d00.md"]
+    assert [x["doc_id"] for x in lines_of(labels, "bob")] == ["docs/d01.md"]
