@@ -25,6 +25,13 @@ Decisions
 - **A form from an earlier run of the page** (a restart, a missing token) is not written, but
   its answers and note are shown again on the pair with the current token: nothing typed is
   lost, one more Enter saves it.
+- **Drafts in the browser**: the pair page keeps its answers, decided_by and note in
+  localStorage under `draft_key` (annotator and pair) as they are typed, and the page that
+  follows a written line drops that key (`saved_key`), so a pair opened again after a
+  restart or a closed tab shows what was typed; answers the server sends back win.
+- **A team** (`--team`): the session's `team` says which pairs to offer and refuses a label
+  on a pair others hold a lease on (`HeldByOthers`, 409, the form kept); see
+  `goldenset.labelling.team` and `team_page`.
 - **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
   dimension in rubric order; for a pass-only label, the first dimension.
 - **A queued version no snapshot holds** is shown with a warning instead of text.
