@@ -15,12 +15,16 @@ command under GOLDENSET_HOME=WORKDIR/home:
    (a pair Cranfield never judged: `irrelevant`); `build`; both `bench run` again;
    `bench compare` again: the flag gone, and the verdict set against what all of
    Cranfield's judgments say (computed independently, cranfield_metrics.py).
-2. Budgets. From the log-only labels, depth, mtf and bandit (goldenset's own
-   `strategies.plan_round`, the code `pool --strategy` runs) draw over the rankings
-   `bench run` stored for lexical, dense and core (depth 100), one pair per query per
-   round, Cranfield answering between rounds; at mean budgets B judgments per query the
-   relevant documents found per query, paired 95% t intervals over queries against
-   depth, and the share of Cranfield's relevant documents reached.
+2. Budgets. From the log-only labels, depth, mtf, bandit and feedback (goldenset's own
+   `strategies.plan_round`, the code `pool --strategy` runs; feedback with the packaged
+   model's vectors of the golden tasks and the documents, from the home's warehouse)
+   draw over the rankings `bench run` stored for lexical, dense and core (depth 100),
+   a round's budget being one pair per golden query (depth, mtf and bandit give every
+   query one; feedback spends the round's total where its labels paid), Cranfield
+   answering between rounds; at mean budgets B judgments per query the relevant
+   documents found per query, paired 95% t intervals over queries against depth, and
+   the share of Cranfield's relevant documents reached. The seeded strategies run again
+   on the next four seeds, to show how far the draws move the ratio.
 3. Leave-one-out (`goldenset.bench.reusability`) on the labels a depth-K pool of the
    three rankers would get from Cranfield (plus the log's), for map and ndcg@10.
 
@@ -53,7 +57,9 @@ from cranfield_pooling import (
 )
 
 DENSE_ONLY = "cranfield_retrievers:dense_only"
-STRATEGY_NAMES = ("depth", "mtf", "bandit")
+STRATEGY_NAMES = ("depth", "mtf", "bandit", "feedback")
+SEEDED = ("bandit", "feedback")
+EXTRA_SEEDS = 4
 RANKERS = ("lexical", "dense", "core")
 
 
@@ -143,38 +149,65 @@ def log_labels(collection: cc.Collection, served: dict, golden: list[str]) -> di
     }
 
 
-def budget_section(
-    collection: cc.Collection, lists: dict, labels0: dict, golden: list[str], budgets: list[int], seed: int
-) -> dict:
-    """Rounds of one pair per query; Cranfield answers between rounds; found per query at each budget."""
+def vectors_of(home: Home, golden: list[str]):
+    """The packaged model's vectors of the golden tasks and the corpus, as `pool --strategy feedback` embeds them."""
+    from goldenset import warehouse
+    from goldenset.corpus import read_corpus
+    from goldenset.embeddings import Embedder
+    from goldenset.labelling.strategies import query_vectors
+
+    tasks = dict(home.query("SELECT DISTINCT query_id, task FROM golden_set"))
+    con = warehouse.connect(home.db)
+    try:
+        return query_vectors(con, Embedder(), {q: tasks[q] for q in golden}, read_corpus(home.inputs.corpus).active)
+    finally:
+        con.close()
+
+
+def simulate(
+    collection: cc.Collection, lists: dict, labels0: dict, golden: list[str], name: str, rounds: int, seed: int, vectors
+) -> dict[int, dict[str, int]]:
+    """Rounds of `name` with a budget of one pair per golden query; relevant found per query after each round."""
     from goldenset.labelling.strategies import plan_round
 
     by_id = {q.query_id: q for q in collection.queries}
+    labels = dict(labels0)
+    state = None
+    counts = dict.fromkeys(golden, 0)
+    out: dict[int, dict[str, int]] = {}
+    for rnd in range(1, rounds + 1):
+        plan = plan_round(name, lists, RANKERS, labels, budget=len(golden), seed=seed, previous=state, vectors=vectors)
+        state = plan.state
+        for q, d, _ in plan.picks:
+            grade = collection.grade(by_id[q].number, cc.doc_number(d))
+            labels[(q, d)] = grade
+            counts[q] += grade >= 1
+        out[rnd] = dict(counts)
+    return out
+
+
+def budget_section(
+    collection: cc.Collection,
+    lists: dict,
+    labels0: dict,
+    golden: list[str],
+    budgets: list[int],
+    seed: int,
+    vectors=None,
+) -> dict:
+    """Rounds of one pair per query on average; Cranfield answers between rounds; found per query at each budget."""
     per_query_lists = {q: {r: lists[r].get(q, []) for r in RANKERS} for q in golden}
     number_of = {q.query_id: q.number for q in collection.queries}
     wanted = {number_of[q] for q in golden}
     relevant_total = sum(1 for (qn, dn) in collection.codes if qn in wanted and collection.grade(qn, dn) >= 1)
     log_relevant = sum(1 for g in labels0.values() if g >= 1)
     out: dict = {"queries": len(golden), "cranfield_relevant": relevant_total, "log_relevant": log_relevant}
-    found: dict[str, dict[int, dict[str, int]]] = {}
-    for name in STRATEGY_NAMES:
-        labels = dict(labels0)
-        state = None
-        counts = dict.fromkeys(golden, 0)
-        found[name] = {}
-        for rnd in range(1, max(budgets) + 1):
-            plan = plan_round(name, per_query_lists, RANKERS, labels, budget=len(golden), seed=seed, previous=state)
-            state = plan.state
-            for q, d, _ in plan.picks:
-                grade = collection.grade(by_id[q].number, cc.doc_number(d))
-                labels[(q, d)] = grade
-                counts[q] += grade >= 1
-            if rnd in budgets:
-                found[name][rnd] = dict(counts)
+    names = [n for n in STRATEGY_NAMES if n != "feedback" or vectors is not None]
+    found = {n: simulate(collection, per_query_lists, labels0, golden, n, max(budgets), seed, vectors) for n in names}
     for b in budgets:
         row: dict = {}
         base = found["depth"][b]
-        for name in STRATEGY_NAMES:
+        for name in names:
             f = found[name][b]
             total = sum(f.values())
             row[name] = {
@@ -187,6 +220,15 @@ def budget_section(
                 row[name]["vs_depth"] = {"diff": mean, "lo": lo, "hi": hi}
                 row[name]["ratio"] = total / sum(base.values()) if sum(base.values()) else math.nan
         out[str(b)] = row
+    seeds = list(range(seed + 1, seed + 1 + EXTRA_SEEDS))
+    out["seeds"] = {"seeds": [seed, *seeds], "ratio": {}}
+    for name in (n for n in SEEDED if n in names):
+        runs = [found[name]] + [
+            simulate(collection, per_query_lists, labels0, golden, name, max(budgets), s, vectors) for s in seeds
+        ]
+        out["seeds"]["ratio"][name] = {
+            str(b): [sum(r[b].values()) / sum(found["depth"][b].values()) for r in runs] for b in budgets
+        }
     return out
 
 
@@ -247,15 +289,16 @@ def markdown(f: dict) -> str:
         "## Pooling at a budget: relevant documents found beyond the log",
         "",
         f"{f['budgets']['queries']} golden queries; Cranfield holds {f['budgets']['cranfield_relevant']} relevant "
-        f"documents for them, the log found {f['budgets']['log_relevant']}. One pair per query per round, "
-        "Cranfield answering between rounds; rankers lexical, dense, core (depth 100).",
+        f"documents for them, the log found {f['budgets']['log_relevant']}. A round's budget is one pair "
+        "per golden query: depth, mtf and bandit give each query one, feedback spends the total where its "
+        "labels paid; Cranfield answers between rounds; rankers lexical, dense, core (depth 100).",
         "",
         "| budget / query | strategy | found | per query | vs depth: mean diff per query [95% CI] | ratio | share of Cranfield's relevant reached |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for bud in f["budget_list"]:
         row = f["budgets"][str(bud)]
-        for name in STRATEGY_NAMES:
+        for name in (n for n in STRATEGY_NAMES if n in row):
             s = row[name]
             vs = s.get("vs_depth")
             lines.append(
@@ -263,6 +306,15 @@ def markdown(f: dict) -> str:
                 + (f"{vs['diff']:+.3f} [{vs['lo']:+.3f}, {vs['hi']:+.3f}]" if vs else "-")
                 + f" | {s.get('ratio', 1.0):.2f} | {pct(s['share_reached'])} |"
             )
+    seeds = f["budgets"].get("seeds", {})
+    for name, by_budget in seeds.get("ratio", {}).items():
+        lines += [
+            "",
+            f"{name}, ratio to depth over seeds {', '.join(map(str, seeds['seeds']))}: "
+            + "; ".join(
+                f"budget {b}: {min(v):.2f} to {max(v):.2f} (mean {sum(v) / len(v):.2f})" for b, v in by_budget.items()
+            ),
+        ]
     lines += ["", f"## Leave-one-out (pool of lexical, dense, core at depth {f['loo_depth']})", ""]
     for metric, loo in f["loo"].items():
         lines += [
@@ -293,7 +345,7 @@ def run(args: argparse.Namespace) -> dict:
     lists = bias.pop("_rankings")
     golden = bias.pop("golden_queries")
     labels0 = log_labels(collection, served, golden)
-    budgets = budget_section(collection, lists, labels0, golden, args.budgets, args.seed)
+    budgets = budget_section(collection, lists, labels0, golden, args.budgets, args.seed, vectors_of(home, golden))
     loo = loo_section(collection, lists, labels0, golden, args.loo_depth)
     return {
         "bias": bias,
@@ -314,7 +366,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", required=True, help="where inputs and the GOLDENSET_HOME go (emptied on rerun)")
     p.add_argument("--report", help="Markdown report path (default WORKDIR/cranfield_coverage.md; JSON next to it)")
     p.add_argument("--budgets", default="5,10,20", help="mean judgments per query, comma-separated (default 5,10,20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bandit (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bandit and feedback (default 0)")
     p.add_argument("--loo-depth", type=int, default=10, help="pool depth of the leave-one-out study (default 10)")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)

@@ -66,7 +66,7 @@ def test_budgets_count_what_each_strategy_found_beyond_the_log(figures):
     b = f["budgets"]
     assert (b["queries"], b["cranfield_relevant"], b["log_relevant"]) == (3, 9, 7)
     for budget in ("1", "2"):
-        for name in ("depth", "mtf", "bandit"):
+        for name in ("depth", "mtf", "bandit", "feedback"):
             assert 0 <= b[budget][name]["found"] <= 2
     assert "| 2 | bandit |" in md
     assert set(f["loo"]) == {"map", "ndcg@10", "recall@24"}
