@@ -12,8 +12,9 @@ or whose gzip stream breaks, which `logfiles.read_file` reads with the exact rul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -270,6 +271,20 @@ class _FileState:
     fault_line: int | None = None
 
 
+# A rejected line as the batch stages it: (line key, reason, detail, raw line or None).
+_RejectRow = tuple[int, str, str, str | None]
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """What one committed file held: lines read, serves, verdicts and rejected lines (log_files' counts)."""
+
+    lines_read: int
+    serves: int
+    verdicts: int
+    rejected: int
+
+
 class _Batch:
     """Files read into the temp table `_lines`, validated and committed together."""
 
@@ -347,13 +362,28 @@ class _Batch:
 
     def commit(self) -> int:
         """Validate, replace the files' rows in one transaction, update the reports; return the file count."""
-        con, files = self.con, self.files
         now = utcnow()
-        staged = stage(con, self.extra)
-        rejects: list[tuple[int, str, str, str | None]] = list(staged.rejects)
-        for no, fs in enumerate(files):
+        staged = stage(self.con, self.extra)
+        rejects = self._rejects(staged.rejects)
+        self._stage_batch(rejects, now)
+        counts = self._file_counts(staged.blank, rejects)
+        self._replace_rows(counts, now)
+        failpoints.hit("ingest.after_batch")
+        self._report(counts, rejects)
+        self.discard()  # forgets the files
+        return len(counts)
+
+    def _rejects(self, staged: Sequence[_RejectRow]) -> list[_RejectRow]:
+        """The rejected lines staging found, and a row for each file that could not be read to its end."""
+        rejects = list(staged)
+        for no, fs in enumerate(self.files):
             if fs.fault is not None:
                 rejects.append(((no << _LINE_BITS) | (fs.fault_line or 0), "unreadable_file", fs.fault, None))
+        return rejects
+
+    def _stage_batch(self, rejects: list[_RejectRow], now: datetime) -> None:
+        """The batch's rejects and files as the temp tables `_INSERT` joins on file number."""
+        con, files = self.con, self.files
         con.register(
             "_rejects_arrow",
             pa.table(
@@ -383,21 +413,44 @@ class _Batch:
         finally:
             con.unregister("_rejects_arrow")
             con.unregister("_files_arrow")
-        n = len(files)
+
+    def _file_counts(self, blank: list[int], rejects: list[_RejectRow]) -> list[FileCounts]:
+        """Each file's lines read, serves, verdicts and rejected lines, in file-number order.
+
+        Lines read are the lines staging parsed (`_p`) less the blank ones, except for a file
+        read line by line (not plain UTF-8, or a fault), whose reader counted them.
+        """
+        n = len(self.files)
         lines, serves, verdicts = ([0] * n for _ in range(3))
         for counts, sql in (
             (lines, "SELECT key >> 32, count(*) FROM _p GROUP BY ALL"),
             (serves, "SELECT key >> 32, count(*) FROM _s GROUP BY ALL"),
             (verdicts, "SELECT key >> 32, count(*) FROM _v GROUP BY ALL"),
         ):
-            for no, c in con.execute(sql).fetchall():
+            for no, c in self.con.execute(sql).fetchall():
                 counts[no] = c
-        for key in staged.blank:
+        for key in blank:
             lines[key >> _LINE_BITS] -= 1
-        per_file_rejects = [0] * n
+        rejected = [0] * n
         for r in rejects:
-            per_file_rejects[r[0] >> _LINE_BITS] += 1
-        read = [fs.lines_read if fs.lines_read is not None else lines[no] for no, fs in enumerate(files)]
+            rejected[r[0] >> _LINE_BITS] += 1
+        return [
+            FileCounts(
+                lines_read=fs.lines_read if fs.lines_read is not None else lines[no],
+                serves=serves[no],
+                verdicts=verdicts[no],
+                rejected=rejected[no],
+            )
+            for no, fs in enumerate(self.files)
+        ]
+
+    def _replace_rows(self, counts: list[FileCounts], now: datetime) -> None:
+        """Delete what the warehouse held of the batch's files and insert their rows, in one transaction.
+
+        A replaced file's serves are marked dirty before its rows go (and the new ones after),
+        so that an incremental build recomputes the queries either version touched.
+        """
+        con, files = self.con, self.files
         replaced = [fs.todo.file.source_file for fs in files if fs.todo.was_known]
         with transaction(con):
             if replaced:
@@ -423,29 +476,29 @@ class _Batch:
                         fs.size_bytes,
                         fs.mtime,
                         fs.lines_total,
-                        read[no],
-                        per_file_rejects[no],
+                        c.lines_read,
+                        c.rejected,
                         now,
                         now,
-                        serves[no],
-                        verdicts[no],
+                        c.serves,
+                        c.verdicts,
                     ]
-                    for no, fs in enumerate(files)
+                    for fs, c in zip(files, counts, strict=True)
                 ],
             )
-        failpoints.hit("ingest.after_batch")
-        for no, fs in enumerate(files):
+
+    def _report(self, counts: list[FileCounts], rejects: list[_RejectRow]) -> None:
+        """Add the committed files' counts, and their rejects by reason, to their partitions' reports."""
+        for fs, c in zip(self.files, counts, strict=True):
             report = fs.todo.report
             report.files_ingested += 1
-            report.lines_read += read[no]
-            report.serves += serves[no]
-            report.verdicts += verdicts[no]
-            report.rejected += per_file_rejects[no]
+            report.lines_read += c.lines_read
+            report.serves += c.serves
+            report.verdicts += c.verdicts
+            report.rejected += c.rejected
         for key, reason, _, _ in rejects:
-            reasons = files[key >> _LINE_BITS].todo.report.reasons
+            reasons = self.files[key >> _LINE_BITS].todo.report.reasons
             reasons[reason] = reasons.get(reason, 0) + 1
-        self.discard()
-        return n
 
     def discard(self) -> None:
         drop_staging(self.con)
