@@ -44,6 +44,103 @@ app = command_group(
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SHOWN_ERRORS = 20
 
+# The options, declared once here so the command's signature reads as a list of them.
+ScorerOpt = Annotated[
+    str | None,
+    typer.Option("--scorer", metavar="S", help="dense, bm25, judge, or a scorer plug-in as module:factory."),
+]
+CheckOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--check",
+        metavar="POLICY",
+        help="Re-measure this stored policy on today's labels instead (exit 0 when its rates hold, 1 when not).",
+    ),
+]
+AgainstOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--against",
+        metavar="human|log",
+        help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
+        "acceptable: helped). Default human.",
+    ),
+]
+CostRatioOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--cost-ratio",
+        metavar="R",
+        help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
+        "minimises R x false passes + false fails. Default 1.",
+    ),
+]
+MaxFalsePassOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-false-pass",
+        metavar="A",
+        help="A: the band's high cutoff is the lowest with false-pass rate <= A. Default 0.05.",
+    ),
+]
+MaxFalseFailOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-false-fail",
+        metavar="B",
+        help="B: the band's low cutoff is the highest with false-fail rate <= B. Default 0.05.",
+    ),
+]
+BootstrapOpt = Annotated[
+    int | None,
+    typer.Option("--bootstrap", metavar="N", help="Resample the scored pairs N times for percentiles of the rates."),
+]
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", metavar="X", help="Seed of numpy's default_rng for --bootstrap. Default 0.")
+]
+ByOpt = Annotated[
+    str | None,
+    typer.Option("--by", metavar="project", help="project: also calibrate each project on its own pairs."),
+]
+HoldoutAfterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--holdout-after",
+        metavar="DATE",
+        help="Choose on labels before DATE (YYYY-MM-DD, UTC) and report the rates on the labels from DATE on.",
+    ),
+]
+RepeatsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--repeats",
+        metavar="N",
+        help="Score each pair N times; calibrate on the mean, report pairs whose "
+        "repeats cross a chosen cutoff. Default 1.",
+    ),
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option("--timeout", metavar="SECONDS", help="Seconds one score may take; a slower one is an error pair."),
+]
+ScorerConfigOpt = Annotated[
+    str | None,
+    typer.Option("--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer."),
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        metavar="PNG",
+        help="Where the plot goes (else REPORTS/calibration/<scorer>-<against>-build<N>-<time>.png).",
+    ),
+]
+PolicyOpt = Annotated[
+    Path | None,
+    typer.Option("--policy", metavar="OUT.json", help="Write the chosen cutoffs as a policy manifest here."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")]
+
 
 def _date(value: str) -> date:
     try:
@@ -81,186 +178,86 @@ def _connect(db: str | None, wait: float | None):
 
 @app.callback(invoke_without_command=True)
 def calibrate_cmd(
-    scorer: Annotated[
-        str | None,
-        typer.Option("--scorer", metavar="S", help="dense, bm25, judge, or a scorer plug-in as module:factory."),
-    ] = None,
-    check: Annotated[
-        Path | None,
-        typer.Option(
-            "--check",
-            metavar="POLICY",
-            help="Re-measure this stored policy on today's labels instead (exit 0 when its rates hold, 1 when not).",
-        ),
-    ] = None,
-    against: Annotated[
-        str | None,
-        typer.Option(
-            "--against",
-            metavar="human|log",
-            help="human (pairs with a human label; acceptable: grade >= 1) or log (log labels; "
-            "acceptable: helped). Default human.",
-        ),
-    ] = None,
-    cost_ratio: Annotated[
-        float | None,
-        typer.Option(
-            "--cost-ratio",
-            metavar="R",
-            help="R: the cost of a false pass over the cost of a false fail; the single cutoff "
-            "minimises R x false passes + false fails. Default 1.",
-        ),
-    ] = None,
-    max_false_pass: Annotated[
-        float | None,
-        typer.Option(
-            "--max-false-pass",
-            metavar="A",
-            help="A: the band's high cutoff is the lowest with false-pass rate <= A. Default 0.05.",
-        ),
-    ] = None,
-    max_false_fail: Annotated[
-        float | None,
-        typer.Option(
-            "--max-false-fail",
-            metavar="B",
-            help="B: the band's low cutoff is the highest with false-fail rate <= B. Default 0.05.",
-        ),
-    ] = None,
-    bootstrap: Annotated[
-        int | None,
-        typer.Option(
-            "--bootstrap", metavar="N", help="Resample the scored pairs N times for percentiles of the rates."
-        ),
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option("--seed", metavar="X", help="Seed of numpy's default_rng for --bootstrap. Default 0.")
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option("--by", metavar="project", help="project: also calibrate each project on its own pairs."),
-    ] = None,
-    holdout_after: Annotated[
-        str | None,
-        typer.Option(
-            "--holdout-after",
-            metavar="DATE",
-            help="Choose on labels before DATE (YYYY-MM-DD, UTC) and report the rates on the labels from DATE on.",
-        ),
-    ] = None,
-    repeats: Annotated[
-        int | None,
-        typer.Option(
-            "--repeats",
-            metavar="N",
-            help="Score each pair N times; calibrate on the mean, report pairs whose "
-            "repeats cross a chosen cutoff. Default 1.",
-        ),
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", metavar="SECONDS", help="Seconds one score may take; a slower one is an error pair."),
-    ] = 30.0,
-    scorer_config: Annotated[
-        str | None,
-        typer.Option("--scorer-config", metavar="JSON", help="Options (a JSON object) for a module:factory scorer."),
-    ] = None,
+    scorer: ScorerOpt = None,
+    check: CheckOpt = None,
+    against: AgainstOpt = None,
+    cost_ratio: CostRatioOpt = None,
+    max_false_pass: MaxFalsePassOpt = None,
+    max_false_fail: MaxFalseFailOpt = None,
+    bootstrap: BootstrapOpt = None,
+    seed: SeedOpt = None,
+    by: ByOpt = None,
+    holdout_after: HoldoutAfterOpt = None,
+    repeats: RepeatsOpt = None,
+    timeout: TimeoutOpt = 30.0,
+    scorer_config: ScorerConfigOpt = None,
     judge_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
     rubric: RubricOpt = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            metavar="PNG",
-            help="Where the plot goes (else REPORTS/calibration/<scorer>-<against>-build<N>-<time>.png).",
-        ),
-    ] = None,
-    policy: Annotated[
-        Path | None,
-        typer.Option("--policy", metavar="OUT.json", help="Write the chosen cutoffs as a policy manifest here."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the contract's one JSON object.")] = False,
+    plot: PlotOpt = None,
+    policy: PolicyOpt = None,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
     wait: WaitOpt = None,
 ) -> None:
     """Calibrate a scorer on the latest build's labels, or re-check a stored policy (--check)."""
-    from goldenset.scoring.calibrate import Costs
-    from goldenset.scoring.judge import JudgeSettings
-    from goldenset.scoring.workflow import CalibrationRequest, calibrate_latest
+    from goldenset.scoring.workflow import calibrate_latest, calibration_request, scoring_progress
 
     if check is not None:
-        given = {
-            "--scorer": scorer,
-            "--against": against,
-            "--cost-ratio": cost_ratio,
-            "--max-false-pass": max_false_pass,
-            "--max-false-fail": max_false_fail,
-            "--bootstrap": bootstrap,
-            "--seed": seed,
-            "--by": by,
-            "--holdout-after": holdout_after,
-            "--repeats": repeats,
-            "--scorer-config": scorer_config,
-            "--plot": plot,
-            "--policy": policy,
-            "--rubric": rubric,
-        }
-        extra = [flag for flag, value in given.items() if value is not None]
-        if extra:
-            raise UsageError(
-                f"--check re-measures the stored policy with its own scorer, cutoffs and costs; drop {', '.join(extra)}"
-            )
+        # Every option but --timeout, --json, --db and --wait is the policy's own.
+        _refuse_with_check(
+            {
+                "--scorer": scorer,
+                "--against": against,
+                "--cost-ratio": cost_ratio,
+                "--max-false-pass": max_false_pass,
+                "--max-false-fail": max_false_fail,
+                "--bootstrap": bootstrap,
+                "--seed": seed,
+                "--by": by,
+                "--holdout-after": holdout_after,
+                "--repeats": repeats,
+                "--scorer-config": scorer_config,
+                "--plot": plot,
+                "--policy": policy,
+                "--rubric": rubric,
+            }
+        )
         _check(check, timeout, as_json, db, wait)
         return
-    if scorer is None:
-        raise UsageError(
-            "pass --scorer S (dense, bm25, judge or module:factory) to calibrate, or --check POLICY "
-            "to re-measure a stored policy"
-        )
-    if by not in (None, "project"):
-        raise UsageError(f"--by {by!r} is not known; use --by project")
-    if scorer != "judge" and (judge_url or judge_model):
-        raise UsageError(f"--judge-url and --judge-model are for --scorer judge, not {scorer!r}; drop them")
-    judge = None
-    if scorer == "judge":
-        if not judge_url or not judge_model:
-            raise UsageError(
-                "--scorer judge needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
-            )
-        from goldenset.labelling.rubric import load_rubric
-
-        closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
-        as_of = None if closed.as_of is None else str(closed.as_of)
-        judge = JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of)
-    request = CalibrationRequest(
-        scorer=scorer,
-        against=against or "human",
-        costs=Costs(
-            1.0 if cost_ratio is None else cost_ratio,
-            0.05 if max_false_pass is None else max_false_pass,
-            0.05 if max_false_fail is None else max_false_fail,
-        ),
+    request = calibration_request(
+        scorer,
+        against=against,
+        cost_ratio=cost_ratio,
+        max_false_pass=max_false_pass,
+        max_false_fail=max_false_fail,
         bootstrap_n=bootstrap,
-        seed=0 if seed is None else seed,
-        by_project=by == "project",
+        seed=seed,
+        by=by,
         holdout_after=None if holdout_after is None else _date(holdout_after),
-        repeats=1 if repeats is None else repeats,
+        repeats=repeats,
         timeout=timeout,
         options=_options(scorer_config),
-        judge=judge,
+        judge_url=judge_url,
+        judge_model=judge_model,
+        rubric=settings.resolve("rubric", rubric),
     )
-    if request.repeats < 1:
-        raise UsageError(f"--repeats {repeats!r} is not a number of repeats; use a positive integer, e.g. 3")
-    from goldenset.scoring.workflow import scoring_progress
-
     con = _connect(db, wait)
     try:
-        with scoring_progress(f"scoring pairs with {scorer}") as report:
+        with scoring_progress(f"scoring pairs with {request.scorer}") as report:
             outcome = calibrate_latest(con, request, progress=report)
     finally:
         con.close()
     _write_outputs(outcome, plot, policy, as_json)
+
+
+def _refuse_with_check(given: dict[str, Any]) -> None:
+    """UsageError naming the options given with --check: it re-measures the policy as stored."""
+    extra = [flag for flag, value in given.items() if value is not None]
+    if extra:
+        raise UsageError(
+            f"--check re-measures the stored policy with its own scorer, cutoffs and costs; drop {', '.join(extra)}"
+        )
 
 
 def _write_outputs(outcome, plot: Path | None, policy: Path | None, as_json: bool) -> None:

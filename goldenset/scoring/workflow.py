@@ -36,7 +36,7 @@ from typing import Any
 from goldenset import progress
 from goldenset.builds import load_build
 from goldenset.corpus import CorpusSnapshot
-from goldenset.errors import GoldensetError, InputError
+from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.scoring.calibrate import Calibration, Costs, ErrorPair, calibrate
 from goldenset.scoring.judge import JudgeSettings
 from goldenset.scoring.pairs import golden_pairs, project_traffic
@@ -158,6 +158,79 @@ def _score(
             f"score (the first error: {first}); fix the scorer or raise --timeout"
         )
     return run, errors, build.build_id
+
+
+def calibration_request(
+    scorer: str | None,
+    *,
+    against: str | None = None,
+    cost_ratio: float | None = None,
+    max_false_pass: float | None = None,
+    max_false_fail: float | None = None,
+    bootstrap_n: int | None = None,
+    seed: int | None = None,
+    by: str | None = None,
+    holdout_after: date | None = None,
+    repeats: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    options: Mapping[str, Any] | None = None,
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    rubric: Path | None = None,
+) -> CalibrationRequest:
+    """The request `calibrate --scorer S` makes, each option not given at its default (contract 8.2).
+
+    UsageError (exit 2) for a missing scorer, an unknown `by`, judge options given to
+    another scorer, a judge without url and model, or fewer than one repeat. The judge is
+    told the task and as_of of `rubric` (else GOLDENSET_RUBRIC's, else HOME's), which must
+    be closed (the prompt `judge label` sends); the rubric is read only for the judge.
+    """
+    if scorer is None:
+        raise UsageError(
+            "pass --scorer S (dense, bm25, judge or module:factory) to calibrate, or --check POLICY "
+            "to re-measure a stored policy"
+        )
+    if by not in (None, "project"):
+        raise UsageError(f"--by {by!r} is not known; use --by project")
+    if scorer != "judge" and (judge_url or judge_model):
+        raise UsageError(f"--judge-url and --judge-model are for --scorer judge, not {scorer!r}; drop them")
+    judge = None
+    if scorer == "judge":
+        if not judge_url or not judge_model:
+            raise UsageError(
+                "--scorer judge needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
+            )
+        judge = _judge_settings(judge_url, judge_model, rubric)
+    request = CalibrationRequest(
+        scorer=scorer,
+        against=against or "human",
+        costs=Costs(
+            1.0 if cost_ratio is None else cost_ratio,
+            0.05 if max_false_pass is None else max_false_pass,
+            0.05 if max_false_fail is None else max_false_fail,
+        ),
+        bootstrap_n=bootstrap_n,
+        seed=0 if seed is None else seed,
+        by_project=by == "project",
+        holdout_after=holdout_after,
+        repeats=1 if repeats is None else repeats,
+        timeout=timeout,
+        options=dict(options or {}),
+        judge=judge,
+    )
+    if request.repeats < 1:
+        raise UsageError(f"--repeats {repeats!r} is not a number of repeats; use a positive integer, e.g. 3")
+    return request
+
+
+def _judge_settings(url: str, model: str, rubric: Path | None) -> JudgeSettings:
+    """The judge at `url` serving `model`, told the task and as_of of the closed rubric at `rubric`."""
+    from goldenset import settings
+    from goldenset.labelling.rubric import load_rubric
+
+    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    as_of = None if closed.as_of is None else str(closed.as_of)
+    return JudgeSettings(url, model, task=closed.task, as_of=as_of)
 
 
 def calibrate_latest(con, request: CalibrationRequest, *, progress: Progress | None = None) -> CalibrationOutcome:
