@@ -209,7 +209,7 @@ FROM build_labels l WHERE NOT coalesce(l.overridden, false) AND """ + open_row()
 
 
 def build_golden_set(
-    con,
+    con: Connection,
     *,
     trigger: str = "manual",
     checks: BuildChecks | None = None,
@@ -431,7 +431,11 @@ def _blocked_message(blocking: list[CheckOutcome], previous: BuildRecord | None)
 
 
 def input_signature(
-    con, content_sha: str, query_map: list[tuple[str, str, str]], labels: str = "", gate: JudgeGate | None = None
+    con: Connection,
+    content_sha: str,
+    query_map: list[tuple[str, str, str]],
+    labels: str = "",
+    gate: JudgeGate | None = None,
 ) -> str:
     """What a build's result depends on: every ingested file's content, the snapshot, the merges, the labels."""
     files = con.execute(
@@ -473,7 +477,7 @@ _COUNT_COLUMNS = (
 )
 
 
-def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
+def _repeat(con: Connection, labels_build: int) -> tuple[list[FunnelStep], dict]:
     """The funnel and counts of the build whose labels are reused."""
     funnel = [
         FunnelStep(*r)
@@ -490,7 +494,7 @@ def _repeat(con, labels_build: int) -> tuple[list[FunnelStep], dict]:
 
 
 def _compute(
-    con,
+    con: Connection,
     build_id: int,
     content_sha: str,
     query_map,
@@ -552,11 +556,11 @@ def _compute(
     merged = merge_labels(con, build_id, content_sha, gate or JudgeGate(), "SELECT * FROM _agent", "_log")
     _store_labels(con, build_id, incremental=carry_from is not None)
     funnel, unjudged, unserved = _funnel(con)
-    lines_read, lines_rejected = con.execute(_LINE_COUNTS).fetchone()
+    lines_read, lines_rejected = con.execute(_LINE_COUNTS).fetchall()[0]
     side = None
     if previous is not None:
         side = delta.side_counts(con, previous.orphan_verdicts, previous.conflicting_serves)
-    orphans, conflicts = side if side is not None else con.execute(_SIDE_COUNTS).fetchone()
+    orphans, conflicts = side if side is not None else con.execute(_SIDE_COUNTS).fetchall()[0]
     labels = con.execute(_LABEL_COUNTS).fetchall()[0]
     counts = dict(zip(("n_queries", "n_projects", "n_helped", "n_noise", "n_wrong", "n_stale"), labels, strict=True))
     counts.update(
@@ -579,7 +583,7 @@ def _compute(
 _NEW_LOG_COLUMNS = tuple(c for c in LABEL_ROW_COLUMNS if c != "overridden")
 
 
-def _store_labels(con, build_id: int, *, incremental: bool) -> None:
+def _store_labels(con: Connection, build_id: int, *, incremental: bool) -> None:
     """Make the open rows of build_labels this build's labels, writing only what changed.
 
     The build's rows that differ from the open ones are `_final`: the log labels it
@@ -667,16 +671,16 @@ _UNKNOWN_VERSION_LINES = """SELECT count(*) FROM human_labels h WHERE (h.doc_id,
                         OR content_sha256 = ?)"""
 
 
-def label_reject_reasons(con, content_sha: str) -> dict[str, int]:
+def label_reject_reasons(con: Connection, content_sha: str) -> dict[str, int]:
     """Label lines rejected as a build on snapshot `content_sha` sees them, by reason (most first)."""
     counts = dict(con.execute("SELECT reason, count(*) FROM label_rejects GROUP BY reason").fetchall())
-    unknown = con.execute(_UNKNOWN_VERSION_LINES, [content_sha]).fetchone()[0]
+    unknown = con.execute(_UNKNOWN_VERSION_LINES, [content_sha]).fetchall()[0][0]
     if unknown:
         counts["unknown_document_version"] = counts.get("unknown_document_version", 0) + int(unknown)
     return dict(sorted(((k, int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _label_line_counts(con, content_sha: str) -> dict[str, int]:
+def _label_line_counts(con: Connection, content_sha: str) -> dict[str, int]:
     """Label lines read, and rejected as this build sees them (unknown versions included)."""
     read, rejected_at_ingest, unknown = con.execute(
         """SELECT (SELECT coalesce(sum(lines_total), 0) FROM label_files),
@@ -686,7 +690,7 @@ def _label_line_counts(con, content_sha: str) -> dict[str, int]:
                      WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
                         OR content_sha256 = ?))""",
         [content_sha],
-    ).fetchone()
+    ).fetchall()[0]
     return {"label_lines_read": int(read), "label_lines_rejected": int(rejected_at_ingest + unknown)}
 
 
@@ -701,7 +705,7 @@ def _own_id(project: str, task_norm: str) -> str:
     return query_id(project, task_norm)
 
 
-def _funnel(con) -> tuple[list[FunnelStep], int, int]:
+def _funnel(con: Connection) -> tuple[list[FunnelStep], int, int]:
     """The funnel, unjudged items and unserved-item verdicts: sums over query_stats."""
     (
         judged,

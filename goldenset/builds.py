@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 
+from goldenset.connection import Connection
 from goldenset.errors import NoBuild
 
 # The counts a manifest and `status` show, in the order they show them.
@@ -92,7 +93,7 @@ class BuildRecord:
         """The counts, by name, in COUNT_FIELDS order."""
         return {name: getattr(self, name) for name in COUNT_FIELDS}
 
-    def insert(self, con) -> None:
+    def insert(self, con: Connection) -> None:
         """Write this record as a new `golden_builds` row (inside the caller's transaction)."""
         names = [f.name for f in fields(self)]
         row = asdict(self)
@@ -114,7 +115,7 @@ def _from_row(row) -> BuildRecord:
     return BuildRecord(**values)
 
 
-def load_build(con, build_id: int | None = None) -> BuildRecord:
+def load_build(con: Connection, build_id: int | None = None) -> BuildRecord:
     """Build `build_id`, or the latest; NoBuild saying what to run when there is none."""
     if build_id is None:
         row = con.execute(f"SELECT {_COLUMNS} FROM golden_builds ORDER BY build_id DESC LIMIT 1").fetchone()
@@ -123,13 +124,13 @@ def load_build(con, build_id: int | None = None) -> BuildRecord:
         return _from_row(row)
     row = con.execute(f"SELECT {_COLUMNS} FROM golden_builds WHERE build_id = ?", [build_id]).fetchone()
     if row is None:
-        latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchone()[0]
+        latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchall()[0][0]
         hint = f"the latest is {latest}" if latest is not None else "no build has been published yet"
         raise NoBuild(f"build {build_id} does not exist; {hint}")
     return _from_row(row)
 
 
-def latest_build_or_none(con) -> BuildRecord | None:
+def latest_build_or_none(con: Connection) -> BuildRecord | None:
     """The latest build, or None before the first one."""
     try:
         return load_build(con)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from goldenset.connection import Connection
 from goldenset.records import Rejected, Serve, normalise_task, parse_line
 
 _STRUCTURE = (
@@ -271,7 +272,7 @@ def _task_info(tasks: list[str]) -> pa.Table:
     )
 
 
-def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
+def stage(con: Connection, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = True) -> Staged:
     """Validate the lines of the temp table `_lines` (key BIGINT, raw VARCHAR, no empty line).
 
     Leaves the accepted records in the views `_s` (key, serve_id, ts, project, task,
@@ -320,7 +321,7 @@ def stage(con, extra: Sequence[tuple[int, bytes]] = (), *, skip_blank: bool = Tr
     return Staged(py["rejects"], blank, n_fast, len(fallback))
 
 
-def drop_staging(con) -> None:
+def drop_staging(con: Connection) -> None:
     for v in STAGING_VIEWS:
         con.execute("DROP VIEW IF EXISTS " + v)
     for t in STAGING_TABLES:
@@ -334,7 +335,7 @@ def _blank(piece: str | bytes) -> bool:
     return not piece.strip()
 
 
-def parse_lines(con, lines: list[tuple[int, str | bytes]]) -> Parsed:
+def parse_lines(con: Connection, lines: list[tuple[int, str | bytes]]) -> Parsed:
     """Validate non-blank lines, each under a unique integer key (e.g. file and line number)."""
     text = [(k, s) for k, s in lines if isinstance(s, str)]
     con.register(

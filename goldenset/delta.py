@@ -25,6 +25,7 @@ full build of the same input.
 
 from __future__ import annotations
 
+from goldenset.connection import Connection
 from goldenset.schema import (
     ACCEPTED_LINE,
     FIRST_CONTENT_KEY,
@@ -209,13 +210,13 @@ SELECT
 """
 
 
-def plan(con) -> bool:
+def plan(con: Connection) -> bool:
     """Split `_scope` into `_recompute` and `_delta` (inside the build's transaction).
 
     Returns whether it folds, that is whether the new lines are few enough.
     """
     con.execute(_NEW_FILES)
-    touched, lines = con.execute(_NEW_SHARE).fetchone()
+    touched, lines = con.execute(_NEW_SHARE).fetchall()[0]
     if touched > FOLD_AT_MOST * lines:
         con.execute("CREATE OR REPLACE TEMP TABLE _recompute AS SELECT query_id FROM _scope")
         con.execute("CREATE OR REPLACE TEMP TABLE _delta AS SELECT query_id FROM _scope WHERE false")
@@ -225,15 +226,15 @@ def plan(con) -> bool:
     return True
 
 
-def side_counts(con, orphans_before: int, conflicts_before: int) -> tuple[int, int] | None:
+def side_counts(con: Connection, orphans_before: int, conflicts_before: int) -> tuple[int, int] | None:
     """Orphan verdicts and conflicting serves after this build's added lines; None if lines were removed."""
-    if con.execute("SELECT count(*) FROM log_dirty WHERE coalesce(removed, true)").fetchone()[0]:
+    if con.execute("SELECT count(*) FROM log_dirty WHERE coalesce(removed, true)").fetchall()[0][0]:
         return None
-    d_orphans, d_conflicts = con.execute(_SIDE).fetchone()
+    d_orphans, d_conflicts = con.execute(_SIDE).fetchall()[0]
     return orphans_before + int(d_orphans), conflicts_before + int(d_conflicts)
 
 
-def fold(con, content_sha: str) -> None:
+def fold(con: Connection, content_sha: str) -> None:
     """Add the delta queries' rows to `_qs`, and leave their labels in `_dlabels`, judgments in `_delta_latest_judgments`.
 
     Reads query_stats and build_labels as the previous build left them: call it before

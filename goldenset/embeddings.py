@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from goldenset import progress
+from goldenset.connection import Connection
 from goldenset.errors import InputError
 
 ENV_MODEL = "GOLDENSET_DENSE_MODEL"
@@ -161,7 +162,7 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool = True) -> np.ndarray:
+def embed_cached(con: Connection, texts: Sequence[str], embedder: Embedder, *, write: bool = True) -> np.ndarray:
     """Embed texts, reusing vectors in `embedding_cache` and storing the new ones.
 
     The cache key is (embedder.name, sha256 of the text), so an unchanged text is
@@ -193,7 +194,7 @@ def embed_cached(con, texts: Sequence[str], embedder: Embedder, *, write: bool =
     return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
 
-def _store(con, model: str, keys: list[str], vectors: np.ndarray) -> None:
+def _store(con: Connection, model: str, keys: list[str], vectors: np.ndarray) -> None:
     table = pa.table(
         {
             "model": [model] * len(keys),

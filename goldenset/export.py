@@ -9,10 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from goldenset import failpoints
 from goldenset.builds import BuildRecord, load_build
+from goldenset.connection import Connection
 from goldenset.errors import InputError
 
 
@@ -29,7 +28,7 @@ def _iso(ts) -> str | None:
     return None if ts is None else ts.isoformat(timespec="microseconds").replace(".000000", "") + "Z"
 
 
-def build_manifest(con, build: BuildRecord) -> dict:
+def build_manifest(con: Connection, build: BuildRecord) -> dict:
     """The manifest of a build: its identity, counts and funnel."""
     funnel = con.execute(
         "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
@@ -70,7 +69,7 @@ def _prepare(out: Path) -> None:
     _remove_stale(out)
 
 
-def export_build(con, out: str | Path, build_id: int | None = None) -> ExportResult:
+def export_build(con: Connection, out: str | Path, build_id: int | None = None) -> ExportResult:
     """Write build `build_id` (default: the latest) to `out` as in contract section 5."""
     build = load_build(con, build_id)
     build_id = build.build_id
@@ -160,7 +159,7 @@ _QRELS_TREC = (
 class _Copy:
     """A file DuckDB writes itself: `sql` with `params`, then the file's path; `rows` once written."""
 
-    con: duckdb.DuckDBPyConnection
+    con: Connection
     sql: str
     params: list
     rows: int = 0

@@ -23,6 +23,7 @@ import pyarrow as pa
 from goldenset import failpoints, progress
 from goldenset.bulk import drop_staging, stage
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.logfiles import (
     RACY_SECONDS,
     LogFile,
@@ -91,7 +92,7 @@ WHERE raw <> ''
 _BATCH_TABLES = ("_lines", "_batch_files", "_batch_rejects")
 
 
-def tracks_dirty(con) -> bool:
+def tracks_dirty(con: Connection) -> bool:
     """Whether ingestion records which serves its lines touched (log_dirty).
 
     Only once a build is committed: before, the next build computes every query and
@@ -135,7 +136,7 @@ def _unchanged_by_stat(st, known) -> bool:
     return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
-def _known_files(con) -> dict[str, tuple]:
+def _known_files(con: Connection) -> dict[str, tuple]:
     """What the warehouse recorded of every file it ingested, in one query."""
     return {
         r[0]: r[1:]
@@ -153,7 +154,9 @@ class _Todo:
     had_content: bool = False  # the warehouse holds rows of a readable version of it
 
 
-def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport, known: dict) -> list[_Todo]:
+def _changed_files(
+    con: Connection, root: Path, dt: str, rehash: bool, report: PartitionReport, known: dict
+) -> list[_Todo]:
     """The files of partition `dt` that are new or whose content changed (not read yet)."""
     todo = []
     for f in list_files(Path(root), dt):
@@ -195,12 +198,12 @@ def _changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionRepo
 BATCH_BYTES = 1 << 30
 
 
-def changed_files(con, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list[_Todo]:
+def changed_files(con: Connection, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list[_Todo]:
     """The files of day `dt` that ingestion would read now (new, or changed), counting the rest in `report`."""
     return _changed_files(con, Path(root), dt, rehash, report, _known_files(con))
 
 
-def days_to_read(con, root: Path, dts: list[str]) -> list[str]:
+def days_to_read(con: Connection, root: Path, dts: list[str]) -> list[str]:
     """The days of `dts` with a file ingestion would read: new, or not unchanged by its stat.
 
     The same test ingestion applies, without hashing anything: a day left out holds no
@@ -217,12 +220,14 @@ def days_to_read(con, root: Path, dts: list[str]) -> list[str]:
     return out
 
 
-def ingest_partition(con, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
+def ingest_partition(con: Connection, root: Path, dt: str, *, rehash: bool = False) -> PartitionReport:
     """Ingest every new or changed file of partition `dt`."""
     return ingest_all(con, root, [dt], rehash=rehash)[0]
 
 
-def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: bool = False) -> list[PartitionReport]:
+def ingest_all(
+    con: Connection, root: Path, partitions: list[str] | None = None, *, rehash: bool = False
+) -> list[PartitionReport]:
     """Ingest the given partitions (default: every dt= folder present).
 
     Files are read in (dt, file name) order and committed in batches of whole files
@@ -240,7 +245,7 @@ def ingest_all(con, root: Path, partitions: list[str] | None = None, *, rehash: 
     return reports
 
 
-def ingest_files(con, todo: list[_Todo]) -> None:
+def ingest_files(con: Connection, todo: list[_Todo]) -> None:
     """Read the files `changed_files` found and replace their rows, in batches of whole files
     of up to BATCH_BYTES of text, one transaction each; their reports are updated."""
     if not todo:
@@ -288,7 +293,7 @@ class FileCounts:
 class _Batch:
     """Files read into the temp table `_lines`, validated and committed together."""
 
-    def __init__(self, con):
+    def __init__(self, con: Connection):
         self.con = con
         self.files: list[_FileState] = []
         self.extra: list[tuple[int, bytes]] = []  # lines that are not UTF-8: Python rules only

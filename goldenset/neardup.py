@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goldenset.connection import Connection
 from goldenset.embeddings import Embedder, embed_cached
 from goldenset.records import query_id
 
@@ -33,7 +34,7 @@ class Merge:
     cosine: float
 
 
-def plan_merges(con, embedder: Embedder, threshold: float) -> list[Merge]:
+def plan_merges(con: Connection, embedder: Embedder, threshold: float) -> list[Merge]:
     """Fold each task into the most-served earlier task of its project it is close to.
 
     Greedy and deterministic: tasks are visited by serve count, then text; a task

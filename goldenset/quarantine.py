@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 
 DEFAULT_WIDTH = 160
@@ -28,7 +29,7 @@ class Reject:
 
 
 def list_rejects(
-    con, *, reason: str | None = None, file: str | None = None, limit: int | None = 50
+    con: Connection, *, reason: str | None = None, file: str | None = None, limit: int | None = 50
 ) -> tuple[list[Reject], int]:
     """Rejected lines in (file, line) order, filtered by reason and file (a glob); and how many match.
 
@@ -56,6 +57,6 @@ def list_rejects(
     return [Reject(*r) for r in rows], int(total)
 
 
-def known_reasons(con) -> list[str]:
+def known_reasons(con: Connection) -> list[str]:
     """The reasons present in the quarantine, for a helpful error on a mistyped --reason."""
     return [r[0] for r in con.execute("SELECT DISTINCT reason FROM rejected_records ORDER BY 1").fetchall()]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goldenset import failpoints
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot, drift, read_corpus, stat_signature
 from goldenset.errors import NoBuild
 from goldenset.logfiles import RACY_SECONDS
@@ -28,7 +29,7 @@ class StoredSnapshot:
     previous_fingerprint: str | None
 
 
-def unchanged_load(con, path: str | Path) -> tuple[int, str, str] | None:
+def unchanged_load(con: Connection, path: str | Path) -> tuple[int, str, str] | None:
     """(load_id, fingerprint, content_sha256) of the last good read, if `path` is still that file.
 
     Still that file: the same path, size and mtime, and not written in the mtime tick it
@@ -48,7 +49,7 @@ def unchanged_load(con, path: str | Path) -> tuple[int, str, str] | None:
     return None
 
 
-def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> StoredSnapshot:
+def snapshot_corpus(con: Connection, path: str | Path, now: datetime | None = None) -> StoredSnapshot:
     """Make the corpus file the current snapshot, reading it only if it may have changed.
 
     A file unchanged since the last good read (see `unchanged_load`) is that snapshot
@@ -67,7 +68,7 @@ def snapshot_corpus(con, path: str | Path, now: datetime | None = None) -> Store
 
 
 def store_snapshot(
-    con, snapshot: CorpusSnapshot, now: datetime | None = None, stat: tuple[int, float] | None = None
+    con: Connection, snapshot: CorpusSnapshot, now: datetime | None = None, stat: tuple[int, float] | None = None
 ) -> StoredSnapshot:
     """Record a validated snapshot as the current one (one transaction)."""
     now = now or utcnow()
@@ -123,20 +124,20 @@ def store_snapshot(
     )
 
 
-def current_load(con) -> tuple[str, str] | None:
+def current_load(con: Connection) -> tuple[str, str] | None:
     """(fingerprint, content_sha256) of the latest good snapshot, or None."""
     rows = con.execute("SELECT fingerprint, content_sha256 FROM corpus_loads ORDER BY load_id DESC LIMIT 1").fetchall()
     return rows[0] if rows else None
 
 
-def require_current(con) -> tuple[str, str]:
+def require_current(con: Connection) -> tuple[str, str]:
     cur = current_load(con)
     if cur is None:
         raise NoBuild("no corpus snapshot has been taken yet: run `goldenset build` with --corpus")
     return cur
 
 
-def active_signature_of(con, content_sha256: str) -> dict[str, tuple[str, str]]:
+def active_signature_of(con: Connection, content_sha256: str) -> dict[str, tuple[str, str]]:
     """{doc_id: (version, text_sha256)} of the active documents of a stored snapshot."""
     rows = con.execute(
         "SELECT doc_id, version, text_sha256 FROM corpus_documents WHERE content_sha256 = ? AND status = 'active'",

@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.errors import InputMoved, UsageError
 from goldenset.ingest import DELETE_FILES, MARK_DIRTY, tracks_dirty
 from goldenset.labelling.ingest import DELETE_LABEL_FILES
@@ -65,7 +66,7 @@ def canonical(root: str | Path) -> str:
     return str(Path(root).expanduser().resolve())
 
 
-def recorded_root(con, kind: str) -> str | None:
+def recorded_root(con: Connection, kind: str) -> str | None:
     """The current root of `kind`, or None when none is recorded."""
     row = con.execute(
         "SELECT root FROM source_roots WHERE kind = ? AND replaced_at IS NULL ORDER BY recorded_at DESC LIMIT 1",
@@ -74,12 +75,12 @@ def recorded_root(con, kind: str) -> str | None:
     return row[0] if row else None
 
 
-def _ingested_files(con, kind: str) -> int:
+def _ingested_files(con: Connection, kind: str) -> int:
     sql = {"logs": "SELECT count(*) FROM log_files", "labels": "SELECT count(*) FROM label_files"}[kind]
-    return int(con.execute(sql).fetchone()[0])
+    return int(con.execute(sql).fetchall()[0][0])
 
 
-def unchanged_ingested_file(con, kind: str, root: Path) -> str | None:
+def unchanged_ingested_file(con: Connection, kind: str, root: Path) -> str | None:
     """The first ingested file (by relative path) that `root` holds with the ingested size and sha256, if any."""
     for source_file, size, sha in con.execute(_KNOWN[kind]).fetchall():
         path = Path(root) / source_file
@@ -91,7 +92,7 @@ def unchanged_ingested_file(con, kind: str, root: Path) -> str | None:
     return None
 
 
-def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False) -> list[str]:
+def check_roots(con: Connection, roots: dict[str, Path | None], *, new_source: bool = False) -> list[str]:
     """Refuse (InputMoved) when a given root differs from the recorded one, unless `new_source`.
 
     `roots` maps a kind to the directory this build would read (None: not read). Returns
@@ -121,7 +122,7 @@ def check_roots(con, roots: dict[str, Path | None], *, new_source: bool = False)
     return moved
 
 
-def record_roots(con, roots: dict[str, Path | None], now: datetime | None = None) -> None:
+def record_roots(con: Connection, roots: dict[str, Path | None], now: datetime | None = None) -> None:
     """Record each given root as current for its kind, if files of that kind have been ingested."""
     now = now or utcnow()
     with transaction(con):
@@ -161,12 +162,12 @@ class Forgotten:
         return f"{len(self.files)} {self.kind} file(s), {self.lines} line(s): {what}"
 
 
-def _matching(con, kind: str, pattern: str) -> list[str]:
+def _matching(con: Connection, kind: str, pattern: str) -> list[str]:
     names = [r[0] for r in con.execute(_FILE_NAMES[kind]).fetchall()]
     return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
 
 
-def plan_forget(con, kind: str, pattern: str) -> Forgotten:
+def plan_forget(con: Connection, kind: str, pattern: str) -> Forgotten:
     """What `forget_files` would remove for files of `kind` whose relative path matches `pattern`."""
     if kind not in KINDS:
         raise UsageError(f"forget takes --logs GLOB or --labels GLOB, not {kind!r}")
@@ -180,18 +181,18 @@ def plan_forget(con, kind: str, pattern: str) -> Forgotten:
             "(SELECT count(*) FROM log_verdicts WHERE list_contains($f, source_file)), "
             "(SELECT count(*) FROM log_rejects WHERE list_contains($f, source_file))",
             {"f": files},
-        ).fetchone()
+        ).fetchall()[0]
         return Forgotten(kind, files, int(lines), serves=int(serves), verdicts=int(verdicts), rejected=int(rejected))
     lines, labels, rejected = con.execute(
         "SELECT (SELECT coalesce(sum(lines_total), 0) FROM label_files WHERE list_contains($f, source_file)), "
         "(SELECT count(*) FROM human_labels WHERE list_contains($f, source_file)), "
         "(SELECT count(*) FROM label_rejects WHERE list_contains($f, source_file))",
         {"f": files},
-    ).fetchone()
+    ).fetchall()[0]
     return Forgotten(kind, files, int(lines), labels=int(labels), rejected=int(rejected))
 
 
-def forget_files(con, kind: str, pattern: str, now: datetime | None = None) -> Forgotten:
+def forget_files(con: Connection, kind: str, pattern: str, now: datetime | None = None) -> Forgotten:
     """Remove every row of the ingested files of `kind` matching `pattern`, in one transaction.
 
     The files themselves are never touched. A later build that finds such a file under

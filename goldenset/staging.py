@@ -35,6 +35,7 @@ from pathlib import Path
 import duckdb
 
 from goldenset import failpoints, schema
+from goldenset.connection import Connection
 from goldenset.ingest import DELETE_FILES, MARK_DIRTY, PartitionReport, changed_files, ingest_files, tracks_dirty
 from goldenset.warehouse import memory_settings, transaction
 
@@ -80,7 +81,7 @@ def _dt_args(table: str, dt: str) -> list[str]:
     return [] if table in _WITHOUT_DT else [dt]
 
 
-def _read_back(con: duckdb.DuckDBPyConnection, table: str, dt: str, part: Path) -> None:
+def _read_back(con: Connection, table: str, dt: str, part: Path) -> None:
     """Every row of one staged file into `table` (of the day's in-memory database)."""
     con.execute(_READ_BACK_SQL[table], [*_dt_args(table, dt), str(part)])
 
@@ -109,7 +110,7 @@ def staged_days(staging: Path) -> list[str]:
 _DAY_TABLES = (*STAGED_TABLES, "log_dirty")
 
 
-def _day_connection(staging: Path, threads: int | None) -> duckdb.DuckDBPyConnection:
+def _day_connection(staging: Path, threads: int | None) -> Connection:
     """An in-memory DuckDB holding the log tables only: what one day is staged in."""
     con = duckdb.connect(":memory:")
     memory_settings(con)
@@ -161,7 +162,7 @@ def stage_partitions(
         con.close()
 
 
-def _stage_day(con: duckdb.DuckDBPyConnection, root: Path, dt: str, staging: Path, rehash: bool) -> StagedDay:
+def _stage_day(con: Connection, root: Path, dt: str, staging: Path, rehash: bool) -> StagedDay:
     files_now = day_link(staging, "log_files", dt) / PART
     if files_now.is_file():
         _read_back(con, "log_files", dt, files_now)
@@ -180,7 +181,7 @@ def _stage_day(con: duckdb.DuckDBPyConnection, root: Path, dt: str, staging: Pat
     return StagedDay(report, written=True)
 
 
-def _write_generation(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) -> None:
+def _write_generation(con: Connection, staging: Path, dt: str) -> None:
     generation = f"{dt}-{uuid.uuid4().hex[:12]}"
     parts = {}
     for table in STAGED_TABLES:
@@ -254,7 +255,7 @@ class _DayLoad:
     size: int
 
 
-def _plan_day(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) -> _DayLoad | None:
+def _plan_day(con: Connection, staging: Path, dt: str) -> _DayLoad | None:
     files_part = day_link(staging, "log_files", dt) / PART
     if not files_part.is_file():
         return None
@@ -279,7 +280,7 @@ def _plan_day(con: duckdb.DuckDBPyConnection, staging: Path, dt: str) -> _DayLoa
     return _DayLoad(dt, parts, [r[0] for r in staged], [r[0] for r in staged if r[5]], report, size)
 
 
-def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -> list[PartitionReport]:
+def load_staged(con: Connection, staging: Path, dts: list[str]) -> list[PartitionReport]:
     """Load the staged days `dts` into the warehouse: each staged file the warehouse does not
     hold at that content replaces that file's rows; whole days are committed together, up to
     LOAD_BATCH_BYTES of Parquet a transaction.
@@ -311,7 +312,7 @@ def load_staged(con: duckdb.DuckDBPyConnection, staging: Path, dts: list[str]) -
     return [plan.report if plan is not None else PartitionReport(dt) for dt, plan in plans.items()]
 
 
-def _load_day(con: duckdb.DuckDBPyConnection, day: _DayLoad, dirty: bool) -> None:
+def _load_day(con: Connection, day: _DayLoad, dirty: bool) -> None:
     if day.replaced:
         for mark in MARK_DIRTY if dirty else ():
             con.execute(mark, [True, day.replaced])

@@ -9,6 +9,7 @@ from pathlib import Path
 from goldenset import build_marker
 from goldenset.builds import BuildRecord, FunnelStep, load_build
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
@@ -79,21 +80,23 @@ class Status:
         }
 
 
-def _has_tables(con, *names: str) -> bool:
+def _has_tables(con: Connection, *names: str) -> bool:
     found = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND list_contains(?, table_name)",
         [list(names)],
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     return found == len(names)
 
 
-def golden_status(con, corpus_path: str | Path | None = None, now: datetime | None = None) -> Status:
+def golden_status(con: Connection, corpus_path: str | Path | None = None, now: datetime | None = None) -> Status:
     """What `goldenset status` shows (raises NoBuild before any build)."""
     now = now or utcnow()
     try:
         build = load_build(con)
     except NoBuild:
-        (db,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+        (db,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[
+            0
+        ]
         first = build_marker.running(db) if db else None
         if first is not None:
             raise NoBuild(
@@ -176,7 +179,7 @@ _REJECTED = (
 )
 
 
-def rejected_counts(con, build: BuildRecord) -> dict[str, int]:
+def rejected_counts(con: Connection, build: BuildRecord) -> dict[str, int]:
     """rejected_records by reason, as the warehouse holds it now."""
     ingested_since = con.execute("SELECT EXISTS (SELECT 1 FROM log_dirty)").fetchall()[0][0]
     counts = dict(con.execute(_REJECTED, [ingested_since]).fetchall())
@@ -185,7 +188,7 @@ def rejected_counts(con, build: BuildRecord) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def funnel_steps(con, build_id: int) -> list[FunnelStep]:
+def funnel_steps(con: Connection, build_id: int) -> list[FunnelStep]:
     """The stored funnel of a build, step by step."""
     return [
         FunnelStep(*r)
@@ -197,12 +200,14 @@ def funnel_steps(con, build_id: int) -> list[FunnelStep]:
     ]
 
 
-def rejected_count(con) -> int:
+def rejected_count(con: Connection) -> int:
     """How many lines were quarantined at ingest, log and label files (what rejected_sample samples)."""
-    return con.execute("SELECT (SELECT count(*) FROM log_rejects) + (SELECT count(*) FROM label_rejects)").fetchone()[0]
+    return con.execute("SELECT (SELECT count(*) FROM log_rejects) + (SELECT count(*) FROM label_rejects)").fetchall()[
+        0
+    ][0]
 
 
-def rejected_sample(con, limit: int = 20) -> list[tuple]:
+def rejected_sample(con: Connection, limit: int = 20) -> list[tuple]:
     """(source_file, line, reason, raw prefix) of the newest lines quarantined at ingest, log and label files.
 
     Conflicting duplicate serves (found at build time) and label lines of unknown versions
@@ -225,12 +230,12 @@ SELECT stale_reason, count(*) FROM golden_set WHERE stale_reason IS NOT NULL GRO
 """
 
 
-def relabel_counts(con) -> dict[str, int]:
+def relabel_counts(con: Connection) -> dict[str, int]:
     """Size of relabel_queue by reason."""
     return dict(con.execute(_RELABEL_COUNTS).fetchall())
 
 
-def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
+def relabel_summary(con: Connection, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     """Queue size by reason, and its oldest-flagged rows (project and task first: what a person relabels)."""
     by_reason = relabel_counts(con)
     sample = con.execute(
@@ -241,7 +246,7 @@ def relabel_summary(con, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     return by_reason, sample
 
 
-def drift_between_builds(con, older: BuildRecord, newer: BuildRecord) -> float:
+def drift_between_builds(con: Connection, older: BuildRecord, newer: BuildRecord) -> float:
     """Corpus drift from one build's snapshot to another's."""
     if older.corpus_content_sha256 == newer.corpus_content_sha256:
         return 0.0  # one snapshot: the same active documents (0.2 s of reads at 100,000 documents)
@@ -271,7 +276,7 @@ class PartitionStats:
         return sum(self.rejected_by_reason.values())
 
 
-def partition_stats(con, dts: list[str]) -> dict[str, PartitionStats]:
+def partition_stats(con: Connection, dts: list[str]) -> dict[str, PartitionStats]:
     """Per log day: files, lines, valid serve and verdict lines, lines rejected at ingest by reason, blank lines.
 
     Read from log_files (counted per file at ingest) and log_rejects: cheap at any size.
@@ -314,7 +319,9 @@ _SAMPLES = {
 SAMPLE_SIZE = 10
 
 
-def partition_samples(con, dts: list[str], limit: int = SAMPLE_SIZE, *, labels: bool = False) -> dict[str, list[tuple]]:
+def partition_samples(
+    con: Connection, dts: list[str], limit: int = SAMPLE_SIZE, *, labels: bool = False
+) -> dict[str, list[tuple]]:
     """Up to `limit` lines quarantined at ingest per day, (source_file, line, reason, raw prefix), in one query.
 
     From log_rejects (or label_rejects), not the rejected_records view: the view finds
@@ -351,7 +358,7 @@ class LabelPartitionStats:
         return sum(self.rejected_by_reason.values())
 
 
-def label_partition_stats(con, dts: list[str]) -> dict[str, LabelPartitionStats]:
+def label_partition_stats(con: Connection, dts: list[str]) -> dict[str, LabelPartitionStats]:
     """Per label day: files, lines, label lines (by annotator), lines held for an unknown version, rejected lines."""
     files = {
         d: (n, lines, blank)

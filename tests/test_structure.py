@@ -271,3 +271,34 @@ def test_no_library_function_is_longer_than_the_limit_but_the_named_exceptions()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
     assert LONG_FUNCTIONS_ALLOWED - defined == set()
+
+
+def unannotated_connections(source: str) -> list[str]:
+    """Functions in `source` whose `con` parameter is annotated neither `Connection` nor `Connection | None`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                spelled = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if arg.arg == "con" and spelled not in ("Connection", "Connection | None"):
+                    found.append(node.name)
+    return found
+
+
+def test_the_connection_check_finds_a_bare_an_any_and_a_duckdb_spelled_con():
+    source = (
+        "def f(con, x):\n    pass\ndef g(con: duckdb.DuckDBPyConnection):\n    pass\n"
+        "def h(*, con: Connection):\n    pass\ndef i(con: Connection | None = None):\n    pass\n"
+        "def j(con: Any = None):\n    pass\n"
+    )
+    assert unannotated_connections(source) == ["f", "g", "j"]
+
+
+def test_every_connection_parameter_in_the_library_is_a_connection():
+    found = {
+        path.relative_to(ROOT).as_posix(): names
+        for path in sorted((ROOT / "goldenset").rglob("*.py"))
+        if (names := unannotated_connections(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}

@@ -38,6 +38,7 @@ import duckdb
 from goldenset.bench.metrics import Metric, get_metric
 from goldenset.bench.paired import verdict
 from goldenset.bench.ppi import DEFAULT_DESIGN, PpiEstimate, ppi_mean
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.labelling.audit import Audit, latest_audit
 from goldenset.schema import open_row
@@ -75,7 +76,7 @@ def check_compare_estimate(estimate: str | None, judge: str | None) -> str | Non
     return "ppi" if estimate or judge else None
 
 
-def estimate_labels(con: duckdb.DuckDBPyConnection, judge: str, exclude_stale: bool = False) -> EstimateLabels:
+def estimate_labels(con: Connection, judge: str, exclude_stale: bool = False) -> EstimateLabels:
     """Prediction and truth qrels of the latest build for `judge` and the latest audit (see the module)."""
     audit = latest_audit(con)
     judge_rows = con.execute(
@@ -247,7 +248,7 @@ class RunEstimates:
 
 
 def run_estimates(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     judge: str,
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
     measured: Mapping[str, Sequence[str]],
@@ -262,7 +263,7 @@ def run_estimates(
     return RunEstimates(judge, design, labels.audit.to_json(), values, tuple(estimate_rows(values, design)))
 
 
-def store_estimates(con: duckdb.DuckDBPyConnection, run_id: str, est: RunEstimates) -> None:
+def store_estimates(con: Connection, run_id: str, est: RunEstimates) -> None:
     """Write the per-query values and the summary of a run's estimates; the caller holds the transaction."""
     import json
 
@@ -287,7 +288,7 @@ def store_estimates(con: duckdb.DuckDBPyConnection, run_id: str, est: RunEstimat
     con.execute("UPDATE benchmark_runs SET estimate = ? WHERE run_id = ?", [json.dumps(est.to_json()), run_id])
 
 
-def load_estimates(con: duckdb.DuckDBPyConnection, run_id: str) -> RunEstimates | None:
+def load_estimates(con: Connection, run_id: str) -> RunEstimates | None:
     """A stored run's estimates, None when it was made without --estimate."""
     import json
 

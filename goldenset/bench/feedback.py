@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import duckdb
+from goldenset.connection import Connection
 
 GRAPH_SEEDS = 3
 HOP_DECAY = 0.5
@@ -56,7 +56,7 @@ class Feedback:
                         self.co[d][e] += 1
 
     @classmethod
-    def from_warehouse(cls, con: duckdb.DuckDBPyConnection, active: Iterable[str]) -> Feedback:
+    def from_warehouse(cls, con: Connection, active: Iterable[str]) -> Feedback:
         """Learn from every ranked `helped` judgment in the warehouse."""
         rows = con.execute(
             "SELECT DISTINCT query_id, doc_id FROM judgments "

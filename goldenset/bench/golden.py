@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import duckdb
-
 from goldenset.bench.metrics import RELEVANCE_LEVEL
+from goldenset.connection import Connection
 from goldenset.errors import NoBuild
 
 
@@ -42,7 +41,7 @@ class GoldenQrels:
         return tuple(sorted(self.overruled + self.stale_positives_only))
 
 
-def latest_build(con: duckdb.DuckDBPyConnection) -> Build:
+def latest_build(con: Connection) -> Build:
     """The newest committed build; NoBuild when there is none."""
     row = con.execute(
         "SELECT build_id, built_at, corpus_fingerprint, corpus_content_sha256, labels_build_id "
@@ -53,7 +52,7 @@ def latest_build(con: duckdb.DuckDBPyConnection) -> Build:
     return Build(int(row[0]), row[1], row[2], row[3], int(row[4]) if row[4] is not None else None)
 
 
-def load_qrels(con: duckdb.DuckDBPyConnection, exclude_stale: bool = False) -> GoldenQrels:
+def load_qrels(con: Connection, exclude_stale: bool = False) -> GoldenQrels:
     """Labels of the current golden set with their grade as relevance; stale ones included unless exclude_stale.
 
     The grade, not the binary `relevance`, is the qrels value, so nDCG sees a grade-2
@@ -86,7 +85,7 @@ def load_qrels(con: duckdb.DuckDBPyConnection, exclude_stale: bool = False) -> G
     return GoldenQrels(qrels, tasks, stale, exclude_stale, overruled, stale_only)
 
 
-def build_signature(con: duckdb.DuckDBPyConnection, build: Build) -> dict[str, tuple[str, str]]:
+def build_signature(con: Connection, build: Build) -> dict[str, tuple[str, str]]:
     """{doc_id: (version, text_sha256)} of the active documents of the build's corpus."""
     rows = con.execute(
         "SELECT doc_id, version, text_sha256 FROM corpus_documents WHERE content_sha256 = ? AND status = ?",

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from goldenset import plugins
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot
 from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldensetError, UsageError
@@ -58,7 +59,7 @@ class RetrieverContext:
     """What a factory gets: the corpus to search, the warehouse, the embedder, a cache dir, options."""
 
     corpus: CorpusSnapshot
-    con: Any
+    con: Connection
     embedder: Embedder
     index_dir: Path
     options: dict = field(default_factory=dict)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from goldenset.bench.metrics import RELEVANCE_LEVEL, get_metric
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 
 DEFAULT_METRIC = "map"
@@ -109,7 +110,7 @@ def leave_one_out(
 
 
 def stored_leave_one_out(
-    con, run_ids: Sequence[str] | None = None, *, depth: int = DEFAULT_DEPTH, metric: str = DEFAULT_METRIC
+    con: Connection, run_ids: Sequence[str] | None = None, *, depth: int = DEFAULT_DEPTH, metric: str = DEFAULT_METRIC
 ) -> LeaveOneOut:
     """Leave-one-out over stored benchmark runs (their deciding rows) against the current golden set.
 

@@ -48,6 +48,7 @@ from goldenset.bench.retriever import (
 from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
 from goldenset.bench.trec import ranked_lists
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot, active_signature, drift
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
@@ -104,7 +105,7 @@ class Features:
     warning: str | None  # the one line saying which rows were left out and why
 
 
-def learn_features(con: duckdb.DuckDBPyConnection, corpus: CorpusSnapshot) -> Features:
+def learn_features(con: Connection, corpus: CorpusSnapshot) -> Features:
     """Learn graph and boosts from the judgments; leave out the rows they cannot feed, saying why."""
     try:
         learned = fb.Feedback.from_warehouse(con, corpus.active)
@@ -153,7 +154,7 @@ class Gated:
 
 
 def open_gates(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     corpus: CorpusSnapshot,
     embedder: Embedder,
     config: BenchConfig,
@@ -199,7 +200,7 @@ def open_gates(
 
 
 def run_benchmark(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     corpus: CorpusSnapshot,
     embedder: Embedder,
     config: BenchConfig,

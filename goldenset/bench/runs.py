@@ -12,6 +12,7 @@ from datetime import datetime
 import pyarrow as pa
 
 from goldenset.bench.estimate import RunEstimates, load_estimates, store_estimates
+from goldenset.connection import Connection
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.warehouse import transaction
 
@@ -102,7 +103,7 @@ def new_run_id(started_at: datetime) -> str:
     return f"{started_at:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
-def store_run(con, run: BenchmarkRun) -> None:
+def store_run(con: Connection, run: BenchmarkRun) -> None:
     """Write the run and all its values (per query and the means) in one transaction."""
     records: list[tuple[str, str, str, float]] = []  # (row, query_id, metric, value)
     for row in run.rows:
@@ -181,7 +182,7 @@ def _rankings_table(run: BenchmarkRun) -> pa.Table:
     )
 
 
-def load_rankings(con, run_id: str, depth: int | None = None) -> tuple[str, dict[str, list[str]]]:
+def load_rankings(con: Connection, run_id: str, depth: int | None = None) -> tuple[str, dict[str, list[str]]]:
     """(retriever, {query_id: [doc_id, ...]}) of a stored run's deciding row, each cut to `depth`.
 
     UsageError naming `bench list` for an unknown run; GoldensetError for a run stored
@@ -210,7 +211,7 @@ def load_rankings(con, run_id: str, depth: int | None = None) -> tuple[str, dict
 _LABELS_BUILD = "coalesce(r.labels_build_id, b.labels_build_id)"
 
 
-def load_run(con, run_id: str) -> BenchmarkRun:
+def load_run(con: Connection, run_id: str) -> BenchmarkRun:
     """Read one run back; UsageError naming `bench list` when it does not exist."""
     meta = con.execute(
         "SELECT r.run_id, r.started_at, r.build_id, r.corpus_fingerprint, r.retriever, r.retriever_config, "
@@ -252,7 +253,7 @@ def load_run(con, run_id: str) -> BenchmarkRun:
     return run
 
 
-def list_runs(con) -> list[dict]:
+def list_runs(con: Connection) -> list[dict]:
     """Every stored run, newest first: provenance, retriever and config, deciding-row means.
 
     `config` is the short summary (config_summary), `retriever_config` the full JSON
@@ -290,7 +291,7 @@ def list_runs(con) -> list[dict]:
     return list(out.values())
 
 
-def rescore(con, run: BenchmarkRun) -> BenchmarkRun:
+def rescore(con: Connection, run: BenchmarkRun) -> BenchmarkRun:
     """The run's deciding row measured again, from its stored ranking, against the current golden set.
 
     What `bench compare --rescore` compares after labels arrive: the retriever is not run

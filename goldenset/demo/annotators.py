@@ -24,6 +24,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from goldenset.connection import Connection
 from goldenset.demo.logbook import dumps
 from goldenset.demo.policies import PAGE_IN_FORCE, REVISED_PAGE, STALE_PAGE
 from goldenset.labelling.rubric import Rubric
@@ -96,7 +97,7 @@ def read_queue_export(path: Path) -> tuple[Pair, ...]:
     return tuple(out)
 
 
-def superseded_pairs(con: Any, project: str = PROJECT) -> tuple[Pair, ...]:
+def superseded_pairs(con: Connection, project: str = PROJECT) -> tuple[Pair, ...]:
     """A project's stale labels on superseded documents, at the judged version, with that version's text."""
     from goldenset.scoring.pairs import passages
 

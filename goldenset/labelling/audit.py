@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from goldenset.connection import Connection
 from goldenset.errors import GoldensetError, UsageError
 
 UNIT = "query"
@@ -117,14 +118,19 @@ def assign(
     return out
 
 
-def human_rows(con) -> set[tuple[str, str, str]]:
+def human_rows(con: Connection) -> set[tuple[str, str, str]]:
     """(query_id, doc_id, doc_version) of every golden_set row with source human."""
     rows = con.execute("SELECT query_id, doc_id, doc_version FROM golden_set WHERE source = 'human'").fetchall()
     return {(q, d, v) for q, d, v in rows}
 
 
 def store(
-    con, pool_id: int, build_id: int, drawn_at: datetime, design: AuditDesign, pairs: Iterable[tuple[str, str, str]]
+    con: Connection,
+    pool_id: int,
+    build_id: int,
+    drawn_at: datetime,
+    design: AuditDesign,
+    pairs: Iterable[tuple[str, str, str]],
 ) -> None:
     """Write the design, the drawn queries and the pairs asked for; the caller holds the transaction."""
     pairs = sorted(pairs)
@@ -195,7 +201,7 @@ class Audit:
         }
 
 
-def latest_audit(con) -> Audit:
+def latest_audit(con: Connection) -> Audit:
     """The latest pool run's audit; GoldensetError naming `pool --audit` when none was drawn."""
     row = con.execute(
         "SELECT pool_id, build_id, drawn_at, unit, population, requested, seed FROM audit_samples "

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from goldenset.bench.runs import load_rankings
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 
 
@@ -25,7 +26,7 @@ class RunRanking:
     lists: dict[str, list[str]]
 
     @classmethod
-    def load(cls, con, run_id: str) -> RunRanking:
+    def load(cls, con: Connection, run_id: str) -> RunRanking:
         retriever, lists = load_rankings(con, run_id)
         return cls(run_id, retriever, lists)
 
@@ -38,7 +39,7 @@ class RunRanking:
         raise TypeError("a stored run answers by query_id (for_query), not by query text")
 
 
-def load_run_rankers(con, run_ids: Sequence[str]) -> dict[str, RunRanking]:
+def load_run_rankers(con: Connection, run_ids: Sequence[str]) -> dict[str, RunRanking]:
     """Ranker name -> stored run, in the order given; UsageError for a run named twice."""
     repeated = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
     if repeated:

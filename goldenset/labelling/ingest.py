@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file
@@ -64,7 +65,7 @@ class LabelPartitionReport:
     reasons: dict[str, int] = field(default_factory=dict)
 
 
-def _known(con, source_file: str):
+def _known(con: Connection, source_file: str):
     return con.execute(
         "SELECT content_sha256, rubric_sha256, size_bytes, mtime, coalesce(verified_at, ingested_at) "
         "FROM label_files WHERE source_file = ?",
@@ -85,7 +86,7 @@ def _unchanged_by_stat(f: LogFile, known) -> bool:
     return st.st_mtime < verified_at.replace(tzinfo=UTC).timestamp() - RACY_SECONDS
 
 
-def _rubric_changed(con, rubric_sha256: str) -> bool:
+def _rubric_changed(con: Connection, rubric_sha256: str) -> bool:
     """A label file was validated under another rubric: every file is validated again."""
     return (
         con.execute(
@@ -95,7 +96,7 @@ def _rubric_changed(con, rubric_sha256: str) -> bool:
     )
 
 
-def days_to_read(con, root: Path, rubric_sha256: str, dts: list[str]) -> list[str]:
+def days_to_read(con: Connection, root: Path, rubric_sha256: str, dts: list[str]) -> list[str]:
     """The label days of `dts` ingestion would read (every one when the rubric changed)."""
     root = Path(root)
     if _rubric_changed(con, rubric_sha256):
@@ -111,7 +112,7 @@ def days_to_read(con, root: Path, rubric_sha256: str, dts: list[str]) -> list[st
 
 
 def ingest_labels(
-    con, root: Path, rubric: Rubric, partitions: list[str] | None = None, *, rehash: bool = False
+    con: Connection, root: Path, rubric: Rubric, partitions: list[str] | None = None, *, rehash: bool = False
 ) -> list[LabelPartitionReport]:
     """Ingest the label files of the given partitions (default: every dt= folder present).
 
@@ -156,7 +157,7 @@ def ingest_labels(
     return reports
 
 
-def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubric) -> None:
+def _replace(con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubric) -> None:
     """Replace the rows of the given files with what they hold now, in one transaction."""
     now = utcnow()
     labels: dict[str, list] = {c: [] for c in _LABEL_COLUMNS}
@@ -255,9 +256,9 @@ def _replace(con, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]],
         )
 
 
-def labels_signature(con) -> str:
+def labels_signature(con: Connection) -> str:
     """What the merge depends on from the label side: every label file's content and its rubric."""
     return con.execute(
         "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable') || chr(31) "
         "|| coalesce(rubric_sha256, ''), chr(30) ORDER BY source_file)), '') FROM label_files"
-    ).fetchone()[0]
+    ).fetchall()[0][0]

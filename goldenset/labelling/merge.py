@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass
 from fractions import Fraction
 
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.labelling.agreement import cohen_kappa
 from goldenset.schema import CURRENT_LABEL, active_documents, stale_reason
@@ -164,7 +165,7 @@ _TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
 
 
 def merge_labels(
-    con, build_id: int, content_sha: str, gate: JudgeGate, agent_sql: str, log_relation: str
+    con: Connection, build_id: int, content_sha: str, gate: JudgeGate, agent_sql: str, log_relation: str
 ) -> MergeCounts:
     """Merge current human and judge labels into build `build_id` (inside the caller's transaction).
 
@@ -226,14 +227,14 @@ def merge_labels(
                         - (SELECT count(*) FROM _mpart WHERE kind = 'human'),
                       (SELECT count(*) FROM _mcur WHERE kind = 'judge' AND NOT list_contains(?, annotator))""",
             [passing],
-        ).fetchone()
+        ).fetchall()[0]
     finally:
         for t in _TEMPS:
             con.execute("DROP TABLE IF EXISTS " + t)
     return MergeCounts(human, judge, unused, overridden, held, tuple(judges))
 
 
-def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
+def _gate_judges(con: Connection, gate: JudgeGate) -> list[JudgeOutcome]:
     """Each judge's kappa against the human label (from human lines alone), at the same version, over its
     latest `gate.window` such pairs."""
     names = [
@@ -248,7 +249,9 @@ def _gate_judges(con, gate: JudgeGate) -> list[JudgeOutcome]:
             "ORDER BY j.ts DESC, j.dt DESC, j.file_name DESC, j.line DESC LIMIT ?",
             [name, gate.window],
         ).fetchall()
-        labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchone()[0]
+        labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchall()[0][
+            0
+        ]
         kappa: Fraction | None = None
         if pairs:
             kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]).kappa

@@ -70,6 +70,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from goldenset import logfiles
+from goldenset.connection import Connection
 from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
@@ -199,7 +200,7 @@ def check_annotator(name: str) -> str:
     return name
 
 
-def load_queue(con: duckdb.DuckDBPyConnection) -> list[QueueItem]:
+def load_queue(con: Connection) -> list[QueueItem]:
     """The labelling queue in priority order, each document at its queued version."""
     try:
         rows = con.execute(_QUEUE_SQL).fetchall()

@@ -62,6 +62,7 @@ import pyarrow as pa
 from goldenset.bench.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
 from goldenset.builds import BuildRecord, load_build
 from goldenset.clock import utcnow
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot, Document
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
@@ -313,7 +314,7 @@ def _ranked(search: Search, name: str, query_id: str, task: str, depth: int) -> 
 # --------------------------------------------------------------------------- the build's state
 
 
-def build_snapshot(con, build: BuildRecord) -> CorpusSnapshot:
+def build_snapshot(con: Connection, build: BuildRecord) -> CorpusSnapshot:
     """The corpus snapshot `build` used, read back from `corpus_documents`."""
     rows = con.execute(
         "SELECT doc_id, version, status, text, title, updated_at, superseded_by FROM corpus_documents "
@@ -355,7 +356,7 @@ SELECT DISTINCT query_id, doc_id FROM current_labels WHERE query_id IN (SELECT q
 _JUDGED = "SELECT DISTINCT query_id, doc_id FROM judgments WHERE query_id IN (SELECT query_id FROM golden_set)"
 
 
-def _read_state(con) -> _State:
+def _read_state(con: Connection) -> _State:
     queries = {q: (p, t) for q, p, t in con.execute(_GOLDEN_QUERIES).fetchall()}
     golden = {(q, d, v) for q, d, v in con.execute(_GOLDEN_ROWS).fetchall()}
     return _State(
@@ -499,7 +500,7 @@ def _assign(
 
 
 def run_pool(
-    con,
+    con: Connection,
     corpus: CorpusSnapshot | None = None,
     embedder: Embedder | None = None,
     *,
@@ -560,7 +561,7 @@ def run_pool(
             report = replace(report, queue={r: sum(1 for _, (x, _) in chosen if x == r) for r in ORDER})
     pooled_at = now or utcnow()
     with transaction(con):
-        pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchone()[0]
+        pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchall()[0][0]
         rows = tuple(
             QueueRow(
                 pool_id=pool_id,
@@ -615,11 +616,11 @@ def _queue_table(rows: Iterable[QueueRow]) -> pa.Table:
 # --------------------------------------------------------------------------- reading the queue
 
 
-def queue_summary(con) -> dict[str, Any]:
+def queue_summary(con: Connection) -> dict[str, Any]:
     """Queue size by reason and the latest pool's report, as JSON-ready values (for asset metadata)."""
     counts = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason").fetchall())
     by_reason = {r: int(counts.get(r, 0)) for r in ORDER if r in REASONS or counts.get(r)}
-    latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchone()[0]
+    latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchall()[0][0]
     row = con.execute(
         "SELECT pool_id, pooled_at, build_id, rankers, depth, report FROM pool_runs ORDER BY pool_id DESC LIMIT 1"
     ).fetchone()
@@ -665,9 +666,9 @@ class QueueTask:
     best_rank: int | None
 
 
-def queue_tasks(con) -> list[QueueTask]:
+def queue_tasks(con: Connection) -> list[QueueTask]:
     """The labelling queue in priority order, with each document's title and text at the queued version."""
-    if con.execute("SELECT count(*) FROM pool_runs").fetchone()[0] == 0:
+    if con.execute("SELECT count(*) FROM pool_runs").fetchall()[0][0] == 0:
         raise GoldensetError("no labelling queue yet: run `goldenset pool` first")
     rows = con.execute(
         """

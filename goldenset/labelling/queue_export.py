@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.labelling.labelstudio import write_label_studio
 from goldenset.labelling.pool import QueueExport, queue_tasks, task_json, write_atomically
@@ -18,7 +19,7 @@ from goldenset.labelling.rubric import Rubric
 EXPORT_FORMATS = ("jsonl", "label-studio")
 
 
-def export_queue(con, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> QueueExport:
+def export_queue(con: Connection, out: str | os.PathLike[str], rubric: Rubric, fmt: str = "jsonl") -> QueueExport:
     """Write the labelling queue for annotators: `jsonl` (one task a line, the rubric on each) or
     `label-studio` (a tasks file plus FILE.config.xml). GoldensetError before the first pool."""
     tasks = queue_tasks(con)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.records import Rejected
@@ -80,7 +81,7 @@ def _grade(rubric: Rubric, label: str) -> str:
     return f"{label} (grade {rubric.grade_of(label)})"
 
 
-def rubric_change(con, rubric: Rubric) -> RubricChange | None:
+def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
     """None when every ingested label file was checked against `rubric`; else what checking again would change."""
     old = [
         r[0]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from goldenset.builds import load_build
+from goldenset.connection import Connection
 from goldenset.labelling.agreement import AgentLabel, HumanLabel, LabelLine, LineOrder
 from goldenset.schema import KNOWN_VERSIONS_SQL
 
@@ -20,7 +21,7 @@ class AgreementInputs:
     human_labels: list[HumanLabel]
 
 
-def agreement_inputs(con) -> AgreementInputs:
+def agreement_inputs(con: Connection) -> AgreementInputs:
     """Accepted label lines whose version a build's snapshot holds, the agent's labels, the 7.3 human labels."""
     build = load_build(con)
     rows = con.execute(

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 
 STRATEGIES = ("depth", "mtf", "bandit", "feedback")
@@ -321,7 +322,7 @@ def _feedback_picks(
     return picks
 
 
-def query_vectors(con, embedder, tasks: Mapping[str, str], documents: Mapping[str, Any]) -> Vectors:
+def query_vectors(con: Connection, embedder, tasks: Mapping[str, str], documents: Mapping[str, Any]) -> Vectors:
     """The packaged model's vectors of each query's text and each document (title and text), cached in the warehouse."""
     from goldenset.embeddings import embed_cached
 
@@ -336,13 +337,13 @@ def query_vectors(con, embedder, tasks: Mapping[str, str], documents: Mapping[st
 # --------------------------------------------------------------------------- in the pool
 
 
-def current_labels(con, active_versions: Mapping[str, str]) -> dict[Pair, int]:
+def current_labels(con: Connection, active_versions: Mapping[str, str]) -> dict[Pair, int]:
     """(query_id, doc_id) -> grade of every golden_set row at the document's current version."""
     rows = con.execute("SELECT query_id, doc_id, doc_version, coalesce(grade, relevance) FROM golden_set").fetchall()
     return {(q, d): int(g) for q, d, v, g in rows if active_versions.get(d) == v}
 
 
-def previous_state(con) -> dict[str, Any] | None:
+def previous_state(con: Connection) -> dict[str, Any] | None:
     """The strategy state stored with the latest pool run, if it had one."""
     row = con.execute("SELECT report FROM pool_runs ORDER BY pool_id DESC LIMIT 1").fetchone()
     if row is None:
@@ -352,7 +353,7 @@ def previous_state(con) -> dict[str, Any] | None:
 
 
 def apply(
-    con,
+    con: Connection,
     chosen: list[tuple[Pair, tuple[str, str]]],
     report: Any,
     lists: Mapping[str, Mapping[str, Sequence[str]]],

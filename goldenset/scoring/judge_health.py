@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from goldenset.connection import Connection
 from goldenset.errors import JudgeRunIncomplete, UsageError
 from goldenset.warehouse import transaction
 
@@ -73,7 +74,7 @@ class JudgeRun:
 
 
 def record_run(
-    con,
+    con: Connection,
     report: Any,
     *,
     started_at: datetime,
@@ -85,7 +86,7 @@ def record_run(
     invalid = dict(report.invalid)
     share = unusable_share(report.scored, sum(invalid.values()), report.errors)
     with transaction(con):
-        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM judge_runs").fetchone()[0]
+        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM judge_runs").fetchall()[0][0]
         run = JudgeRun(
             run_id=int(run_id),
             annotator=report.annotator,
@@ -184,7 +185,7 @@ def _r(x: float | None) -> float | None:
 
 
 def judge_health(
-    con,
+    con: Connection,
     *,
     max_hallucinated: float = DEFAULT_MAX_HALLUCINATED,
     max_change: float = DEFAULT_MAX_CHANGE,

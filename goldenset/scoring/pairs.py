@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.scoring.calibrate import AGAINST, ErrorPair
 from goldenset.scoring.scorers import PairInput
 
 
-def passages(con, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+def passages(con: Connection, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The text of each (doc_id, version): from the most recently loaded snapshot holding it active, else retired."""
     wanted = sorted(set(keys))
     if not wanted:
@@ -40,7 +41,7 @@ def passages(con, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]
     return {(d, v): t for d, v, t in rows}
 
 
-def golden_pairs(con, against: str = "human") -> tuple[list[PairInput], list[ErrorPair]]:
+def golden_pairs(con: Connection, against: str = "human") -> tuple[list[PairInput], list[ErrorPair]]:
     """The latest build's pairs to calibrate on (8.2), and the ones whose passage no snapshot holds.
 
     human: rows with source `human`, stale ones included, acceptable when grade >= 1.
@@ -66,7 +67,7 @@ def golden_pairs(con, against: str = "human") -> tuple[list[PairInput], list[Err
     return out, missing
 
 
-def project_traffic(con) -> dict[str, int]:
+def project_traffic(con: Connection) -> dict[str, int]:
     """Accepted serves per project: the weights of calibrate's traffic-weighted slice summary."""
     rows = con.execute("SELECT project, count(*) FROM accepted_serves GROUP BY project ORDER BY project").fetchall()
     return {p: int(n) for p, n in rows}
@@ -85,7 +86,7 @@ class PairToJudge:
     passage: str | None  # None: no loaded snapshot holds doc_id at doc_version
 
 
-def queue_rows(con) -> list[PairToJudge]:
+def queue_rows(con: Connection) -> list[PairToJudge]:
     """The labelling queue in priority order, each document's text at its queued version."""
     rows = con.execute(
         "SELECT priority, query_id, doc_id, doc_version, project, task FROM labelling_queue "

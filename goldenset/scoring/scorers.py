@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from goldenset import plugins
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot
 from goldenset.embeddings import Embedder, default_model_path, embed_cached, text_sha256
 from goldenset.errors import GoldensetError, UsageError
@@ -58,7 +59,7 @@ class ScorerContext:
 
     corpus: CorpusSnapshot | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    con: Any = None
+    con: Connection | None = None
     embedder: Embedder | None = None
     judge: Any = None  # judge.JudgeSettings
     timeout: float = DEFAULT_TIMEOUT
@@ -73,7 +74,7 @@ class DenseScorer:
     version = "cosine-1"
     reads_corpus = False
 
-    def __init__(self, embedder: Embedder, con: Any = None, write_cache: bool = True):
+    def __init__(self, embedder: Embedder, con: Connection | None = None, write_cache: bool = True):
         self.embedder = embedder
         self.con = con
         self.write_cache = write_cache
@@ -331,7 +332,7 @@ def cache_key(scorer: Any) -> CacheKey:
 Cached = Score | InvalidScore
 
 
-def _read_cache(con, key: CacheKey, passage_hashes: list[str]) -> dict[tuple[str, str, int], Cached]:
+def _read_cache(con: Connection, key: CacheKey, passage_hashes: list[str]) -> dict[tuple[str, str, int], Cached]:
     rows = con.execute(
         "SELECT query_sha256, passage_sha256, repeat_no, value, label, rationale, span, invalid_reason "
         "FROM score_cache WHERE scorer = ? AND version = ? AND config = ? AND corpus_fingerprint = ? "
@@ -346,7 +347,7 @@ def _read_cache(con, key: CacheKey, passage_hashes: list[str]) -> dict[tuple[str
     return out
 
 
-def _write_cache(con, key: CacheKey, q: str, p: str, repeat: int, got: Cached) -> None:
+def _write_cache(con: Connection, key: CacheKey, q: str, p: str, repeat: int, got: Cached) -> None:
     value: float | None
     label: str | None
     rationale: str | None
@@ -497,7 +498,7 @@ def call_scorer(scorer: Any, query: str, passage: str, timeout: float) -> Score 
 
 
 def score_pairs(
-    con,
+    con: Connection,
     scorer: Any,
     pairs: Sequence[PairInput],
     repeats: int = 1,

@@ -35,6 +35,7 @@ from typing import Any
 
 from goldenset import progress
 from goldenset.builds import load_build
+from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot
 from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.scoring.calibrate import Calibration, Costs, ErrorPair, calibrate
@@ -109,7 +110,7 @@ class PolicyRecheck:
         }
 
 
-def _snapshot(con, spec: str, build) -> CorpusSnapshot | None:
+def _snapshot(con: Connection, spec: str, build) -> CorpusSnapshot | None:
     if spec in ("dense", "judge"):
         return None  # neither reads the corpus; reading every text back would cost for nothing
     from goldenset.labelling.pool import build_snapshot
@@ -118,7 +119,7 @@ def _snapshot(con, spec: str, build) -> CorpusSnapshot | None:
 
 
 def _score(
-    con,
+    con: Connection,
     spec: str,
     options: Mapping[str, Any],
     judge: JudgeSettings | None,
@@ -233,7 +234,9 @@ def _judge_settings(url: str, model: str, rubric: Path | None) -> JudgeSettings:
     return JudgeSettings(url, model, task=closed.task, as_of=as_of)
 
 
-def calibrate_latest(con, request: CalibrationRequest, *, progress: Progress | None = None) -> CalibrationOutcome:
+def calibrate_latest(
+    con: Connection, request: CalibrationRequest, *, progress: Progress | None = None
+) -> CalibrationOutcome:
     """Score the latest build's pairs with `request.scorer` and choose its cutoffs (contract 8.2)."""
     r = request
     run, errors, build_id = _score(con, r.scorer, r.options, r.judge, r.against, r.repeats, r.timeout, progress)
@@ -266,7 +269,7 @@ def judge_settings_of(policy: Mapping[str, Any]) -> JudgeSettings:
 
 
 def check_latest(
-    con, policy: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None
+    con: Connection, policy: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT, progress: Progress | None = None
 ) -> PolicyRecheck:
     """Re-score the latest build's pairs with the policy's own scorer and re-measure its cutoffs."""
     spec, options = policy_scorer(policy)

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from goldenset.connection import Connection
 from goldenset.errors import InputError, UsageError
 from goldenset.records import normalise_task, query_id
 from goldenset.traces.convert import SpanRejected, SpanServe, contract_ts, is_retriever, to_serve, verdict_of
@@ -102,7 +103,7 @@ class SnapshotVersions:
     every load has no snapshot in force: its documents need the version in metadata.
     """
 
-    def __init__(self, con):
+    def __init__(self, con: Connection):
         self.con = con
         self.loads = con.execute("SELECT loaded_at, content_sha256 FROM corpus_loads ORDER BY loaded_at").fetchall()
         self.cache: dict[tuple[str, str], str | None] = {}
@@ -126,7 +127,7 @@ class SnapshotVersions:
 
 
 def import_traces(
-    con,
+    con: Connection,
     path: Path,
     fmt: str,
     mapping: Mapping,
@@ -355,7 +356,7 @@ def _write_atomically(target: Path, body: str) -> None:
         raise
 
 
-def _store_rejects(con, names: Iterable[str], rejects: list[_RejectRow], now: datetime) -> None:
+def _store_rejects(con: Connection, names: Iterable[str], rejects: list[_RejectRow], now: datetime) -> None:
     """Replace the quarantine rows of every input file read, in one transaction."""
     at = now.astimezone(UTC).replace(tzinfo=None)
     with transaction(con):
