@@ -8,7 +8,7 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.build import TRIGGERS, BuildResult, build_golden_set
-from goldenset.builds import FunnelStep, load_build
+from goldenset.build_record import FunnelStep, load_build
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
 from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
@@ -135,7 +135,7 @@ def golden_set(
             )
             drift = None
             if result.build_id > 1:
-                from goldenset.builds import load_build
+                from goldenset.build_record import load_build
 
                 drift = drift_between_builds(con, load_build(con, result.build_id - 1), result.record)
             sample = rejected_sample(con, limit=10)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from goldenset import delta, failpoints, history
-from goldenset.builds import BuildRecord, FunnelStep, latest_build_or_none
+from goldenset.build_record import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.clock import utcnow
 from goldenset.connection import Connection

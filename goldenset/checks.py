@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from goldenset.builds import BuildRecord, FunnelStep
+    from goldenset.build_record import BuildRecord, FunnelStep
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goldenset import failpoints
-from goldenset.builds import BuildRecord, load_build
+from goldenset.build_record import BuildRecord, load_build
 from goldenset.connection import Connection
 from goldenset.errors import InputError
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from goldenset import build_marker
-from goldenset.builds import BuildRecord, FunnelStep, load_build
+from goldenset.build_record import BuildRecord, FunnelStep, load_build
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.corpus import active_signature, drift, read_corpus

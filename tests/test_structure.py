@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from goldenset import schema
-from goldenset.builds import BuildRecord
+from goldenset.build_record import BuildRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 

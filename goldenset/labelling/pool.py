@@ -60,7 +60,7 @@ from typing import Any
 import pyarrow as pa
 
 from goldenset.bench.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
-from goldenset.builds import BuildRecord, load_build
+from goldenset.build_record import BuildRecord, load_build
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot, Document

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC
 
-from goldenset.builds import load_build
+from goldenset.build_record import load_build
 from goldenset.connection import Connection
 from goldenset.labelling.agreement import AgentLabel, HumanLabel, LabelLine, LineOrder
 from goldenset.schema import KNOWN_VERSIONS_SQL

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from goldenset import progress
-from goldenset.builds import load_build
+from goldenset.build_record import load_build
 from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot
 from goldenset.errors import GoldensetError, InputError, UsageError

@@ -4,6 +4,9 @@
 test holds them equal), and is what the build writes and what checks, export,
 status, the benchmark, the Dagster assets and the CLI read. No positional
 tuples or string-keyed dicts of a build travel between them.
+
+Named `build_record` (it was `builds`) so that it is not taken for the build itself,
+`goldenset.build`, which computes what this module records.
 """
 
 from __future__ import annotations
