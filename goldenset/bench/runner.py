@@ -23,6 +23,7 @@ Depth: each query asks for max(100, largest k) documents; MRR and MAP read that 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -216,42 +217,9 @@ def run_benchmark(
     gq = golden.load_qrels(con, config.exclude_stale)
     metrics = benchmark_metrics(config.k_values)
     features = gated.features
-    # The policy decides which golden queries are measured: those with a label of grade >= 1.
-    # Only those are searched, so the written run files evaluate (bench eval) to the stored means.
-    queries = list(select_queries({q: () for q in gq.qrels}, gq.qrels, QueryPolicy.SKIP_NO_RELEVANT).evaluated)
-    if not queries:
-        # A table of n/a is not a measurement; say why instead.
-        raise GoldensetError(
-            f"golden build {gated.build.build_id} has no query with a relevant label to measure"
-            + (" once stale labels are left out; drop --exclude-stale" if gq.stale_excluded else "")
-            + "; `goldenset status` shows the funnel"
-        )
-    lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in features.rows}
-    prepare = getattr(gated.retriever, "prepare_queries", None)
-    if callable(prepare):
-        # Optional: a retriever that embeds queries does it for the whole run in one batch.
-        try:
-            prepare([gq.tasks[qid] for qid in queries])
-        except Exception as exc:
-            reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
-            raise GoldensetError(
-                f"retriever failed preparing the run's queries: {reason}; nothing was stored, fix the retriever "
-                "and run again"
-            ) from exc
-    with progress.step("benchmark queries", total=len(queries)) as advance:
-        for qid in queries:
-            try:
-                hits = check_hits(gated.retriever.search(gq.tasks[qid], depth), "search()")
-            except Exception as exc:  # a plug-in's own error (ConnectionError, ...) is a run failure, exit 1
-                reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
-                raise GoldensetError(
-                    f"retriever failed on query {qid} ({gq.tasks[qid]!r}): {reason}; "
-                    "nothing was stored, fix the retriever and run again"
-                ) from exc
-            hits = _first_occurrence(hits)[:depth]
-            for row in features.rows:
-                lists[row][qid] = _variant(row, hits, features, depth, qid)
-            advance(1)
+    queries = _measured_queries(gq, gated.build.build_id)
+    _prepare_queries(gated.retriever, [gq.tasks[qid] for qid in queries])
+    lists = _search(gated.retriever, gq.tasks, queries, features, depth)
     values = {
         row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
         for row in features.rows
@@ -266,6 +234,93 @@ def run_benchmark(
             metrics,
             exclude_stale=config.exclude_stale,
         )
+    run = BenchmarkRun(
+        run_id=new_run_id(started),
+        started_at=started,
+        build_id=gated.build.build_id,
+        labels_build_id=gated.build.labels_build_id,
+        corpus_fingerprint=corpus.fingerprint,
+        retriever=config.retriever,
+        retriever_config=_retriever_config(config, gated.retriever, features),
+        degraded=bool(gated.down),
+        warnings=gated.warnings,
+        k_values=tuple(config.k_values),
+        depth=depth,
+        exclude_stale=config.exclude_stale,
+        stale_labels=gq.stale_labels,
+        corpus_drift=gated.drift,
+        down_components=gated.down,
+        metric_names=[m.name for m in metrics],
+        values=values,
+        notes=_notes(gq),
+        skipped_queries=len(gq.queries_without_relevant),
+        ranked=lists,
+        estimates=estimates,
+    )
+    check = coverage.check_run(run, DECIDING_ROW, coverage.Thresholds(floor=config.coverage_floor).floor)
+    run.coverage_warnings = check.lines + check.commands
+    return run
+
+
+def _measured_queries(gq: golden.GoldenQrels, build_id: int) -> list[str]:
+    """The golden queries the run searches: those with a label of grade >= 1 (the query policy).
+
+    Only those are searched, so the written run files evaluate (bench eval) to the stored means.
+    None is an error: a table of n/a is not a measurement, so say why instead.
+    """
+    queries = list(select_queries({q: () for q in gq.qrels}, gq.qrels, QueryPolicy.SKIP_NO_RELEVANT).evaluated)
+    if not queries:
+        raise GoldensetError(
+            f"golden build {build_id} has no query with a relevant label to measure"
+            + (" once stale labels are left out; drop --exclude-stale" if gq.stale_excluded else "")
+            + "; `goldenset status` shows the funnel"
+        )
+    return queries
+
+
+def _prepare_queries(retriever: Any, tasks: list[str]) -> None:
+    """Let a retriever that embeds queries do it for the whole run in one batch (optional for a plug-in)."""
+    prepare = getattr(retriever, "prepare_queries", None)
+    if not callable(prepare):
+        return
+    try:
+        prepare(tasks)
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+        raise GoldensetError(
+            f"retriever failed preparing the run's queries: {reason}; nothing was stored, fix the retriever "
+            "and run again"
+        ) from exc
+
+
+def _search(
+    retriever: Any, tasks: Mapping[str, str], queries: list[str], features: Features, depth: int
+) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """Search each query once and derive every feature row's ranked list from the same hits.
+
+    Reports the step "benchmark queries" (one advance per query). A plug-in's own error
+    (ConnectionError, ...) is a run failure, exit 1, with nothing stored.
+    """
+    lists: dict[str, dict[str, list[tuple[str, float]]]] = {row: {} for row in features.rows}
+    with progress.step("benchmark queries", total=len(queries)) as advance:
+        for qid in queries:
+            try:
+                hits = check_hits(retriever.search(tasks[qid], depth), "search()")
+            except Exception as exc:
+                reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+                raise GoldensetError(
+                    f"retriever failed on query {qid} ({tasks[qid]!r}): {reason}; "
+                    "nothing was stored, fix the retriever and run again"
+                ) from exc
+            hits = _first_occurrence(hits)[:depth]
+            for row in features.rows:
+                lists[row][qid] = _variant(row, hits, features, depth, qid)
+            advance(1)
+    return lists
+
+
+def _notes(gq: golden.GoldenQrels) -> list[str]:
+    """What the run's report says about the golden set it was measured on, the leakage note last."""
     notes = [
         f"{gq.stale_labels} stale label(s) in the golden set, "
         + ("left out (--exclude-stale)" if gq.stale_excluded else "included in the qrels")
@@ -281,38 +336,18 @@ def run_benchmark(
             "and --exclude-stale left it out"
         )
     notes.append(LEAKAGE_NOTE)
+    return notes
+
+
+def _retriever_config(config: BenchConfig, retriever: Any, features: Features) -> dict[str, Any]:
+    """The run's record of how it retrieved: the options, the retriever's own config, graph and boosts."""
     retriever_config: dict[str, Any] = {"options": copy.deepcopy(config.retriever_config)}
-    cfg = getattr(gated.retriever, "config", None)
+    cfg = getattr(retriever, "config", None)
     if callable(cfg):
         retriever_config["retriever"] = cfg()
     retriever_config["graph"] = {"seeds": fb.GRAPH_SEEDS, "hop_decay": fb.HOP_DECAY, "enabled": features.graph}
     retriever_config["boosts"] = {"strength": fb.BOOST_STRENGTH, "enabled": features.boosts}
-    run = BenchmarkRun(
-        run_id=new_run_id(started),
-        started_at=started,
-        build_id=gated.build.build_id,
-        labels_build_id=gated.build.labels_build_id,
-        corpus_fingerprint=corpus.fingerprint,
-        retriever=config.retriever,
-        retriever_config=retriever_config,
-        degraded=bool(gated.down),
-        warnings=gated.warnings,
-        k_values=tuple(config.k_values),
-        depth=depth,
-        exclude_stale=config.exclude_stale,
-        stale_labels=gq.stale_labels,
-        corpus_drift=gated.drift,
-        down_components=gated.down,
-        metric_names=[m.name for m in metrics],
-        values=values,
-        notes=notes,
-        skipped_queries=len(gq.queries_without_relevant),
-        ranked=lists,
-        estimates=estimates,
-    )
-    check = coverage.check_run(run, DECIDING_ROW, coverage.Thresholds(floor=config.coverage_floor).floor)
-    run.coverage_warnings = check.lines + check.commands
-    return run
+    return retriever_config
 
 
 def _variant(
