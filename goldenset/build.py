@@ -17,7 +17,7 @@ from goldenset.build_record import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
-from goldenset.errors import BuildBlocked, GoldensetError, UsageError
+from goldenset.errors import BuildBlocked, UsageError
 from goldenset.history import HistoryChange
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.merge import JudgeGate, merge_labels
@@ -657,12 +657,9 @@ SELECT {cols}, false AS overridden FROM _merged{held_over}"""
 
 
 def _rubric_name(text: str) -> str | None:
-    from goldenset.labelling.rubric import parse_rubric
+    from goldenset.labelling.rubric_set import recorded_names
 
-    try:
-        return parse_rubric(text).name
-    except GoldensetError:
-        return None
+    return recorded_names(text)
 
 
 _UNKNOWN_VERSION_LINES = """SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (

@@ -268,7 +268,8 @@ GOLDEN_BUILDS = Relation(
         C(
             "rubric_sha256",
             "VARCHAR",
-            "sha256 of the rubric file the labels were checked against (null without labels)",
+            "sha256 of the rubric file (or a rubric folder's record, contract 9.5) the labels were checked "
+            "against (null without labels)",
         ),
         C("labels_signature", "VARCHAR", "hash of every ingested label file's content and rubric"),
     ),
@@ -909,9 +910,13 @@ RUBRICS = Relation(
     "rubrics",
     "rubric a build checked label lines against",
     (
-        C("rubric_sha256", "VARCHAR", "sha256 of the rubric file's bytes (golden_builds.rubric_sha256)"),
-        C("name", "VARCHAR", "the rubric's name"),
-        C("content", "VARCHAR", "the rubric file as UTF-8 text"),
+        C(
+            "rubric_sha256",
+            "VARCHAR",
+            "sha256 of the rubric file's bytes, or of a rubric folder's record (golden_builds.rubric_sha256)",
+        ),
+        C("name", "VARCHAR", "the rubric's name (a folder: its rubrics' names in file order, joined by ', ')"),
+        C("content", "VARCHAR", "the rubric file as UTF-8 text, or a rubric folder's record (contract 9.5)"),
         C("first_used_at", "TIMESTAMP", "when a build first used it (UTC)"),
     ),
     primary_key=("rubric_sha256",),

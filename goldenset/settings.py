@@ -63,7 +63,14 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("corpus", "GOLDENSET_CORPUS", "path", "corpus.jsonl", "Corpus snapshot file."),
     Variable("db", "GOLDENSET_DB", "path", "goldenset.duckdb", "The DuckDB warehouse."),
     Variable("labels", "GOLDENSET_LABELS", "path", "labels", "Label-file directory (dt=YYYY-MM-DD folders)."),
-    Variable("rubric", "GOLDENSET_RUBRIC", "path", "rubric.yaml", "Labelling rubric (YAML)."),
+    Variable(
+        "rubric",
+        "GOLDENSET_RUBRIC",
+        "path",
+        "rubric.yaml",
+        "Labelling rubric: a YAML file, or a folder of them, one per task (the default falls back to the folder "
+        "rubrics/ when rubric.yaml is absent).",
+    ),
     Variable("dagster_home", "DAGSTER_HOME", "path", "dagster", "The Dagster instance the UI shows."),
     Variable("exports", "GOLDENSET_EXPORT_DIR", "path", "export", "Where the golden set asset exports BEIR files."),
     Variable("reports", "GOLDENSET_REPORTS", "path", "reports", "Benchmark reports, one folder per run."),
@@ -174,7 +181,7 @@ class Settings(BaseModel):
                     values[var.name] = Path(text).expanduser()
                     from_env.add(var.name)
                 else:
-                    values[var.name] = values["home"] / var.default
+                    values[var.name] = _under_home(values["home"], var)
             elif var.kind == "seconds":
                 values[var.name] = _seconds(flag if given else text, var)
                 from_env.update([var.name] if not given and text else [])
@@ -252,7 +259,19 @@ def home() -> Path:
 
 def default_path(name: str) -> Path:
     """Where `name` lives when neither its flag nor its variable is given."""
-    return home() / _BY_NAME[name].default
+    return _under_home(home(), _BY_NAME[name])
+
+
+# The rubric's default place: HOME/rubric.yaml, or the folder HOME/rubrics when only it exists
+# (contract 9.5: one rubric per task; the demo writes that folder).
+RUBRIC_FOLDER = "rubrics"
+
+
+def _under_home(home_dir: Path, var: Variable) -> Path:
+    path = home_dir / var.default
+    if var.name == "rubric" and not path.exists() and (home_dir / RUBRIC_FOLDER).is_dir():
+        return home_dir / RUBRIC_FOLDER
+    return path
 
 
 def env_var(name: str) -> str:

@@ -17,8 +17,8 @@ from goldenset.checks import empty_reason, label_rejects_line
 from goldenset.corpus import read_corpus, remembering_reads
 from goldenset.errors import GoldensetError, InputError, InputMoved
 from goldenset.labelling import ingest as label_ingest
-from goldenset.labelling.rubric import load_rubric
 from goldenset.labelling.rubric_change import rubric_change
+from goldenset.labelling.rubric_set import load_rubrics
 from goldenset.logfiles import list_partitions
 from goldenset.settings import DEFAULT_LOCK_TIMEOUT, PATH_NAMES, Paths, Settings
 from goldenset.snapshots import unchanged_load
@@ -137,7 +137,7 @@ def _run_refresh(
         if not labels.is_dir():
             raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
-        rubric = load_rubric(settings.rubric)
+        rubric = load_rubrics(settings.rubric)
         rubric.require_closed()
         _check_rubric(paths, rubric, guard, wait, notify)
         label_days = list_partitions(labels)

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
-from goldenset.labelling.rubric import Rubric, load_rubric
+from goldenset.labelling.rubric_set import RubricSet, load_rubrics
 from goldenset.logfiles import list_partitions
 
 
@@ -21,7 +21,7 @@ class LabelSource(dg.ConfigurableResource):
     )
     rubric_path: str = Field(
         default_factory=lambda: str(settings.default_path("rubric")),
-        description="Rubric YAML (GOLDENSET_RUBRIC, else GOLDENSET_HOME/rubric.yaml).",
+        description="Rubric YAML file or folder of them (GOLDENSET_RUBRIC, else GOLDENSET_HOME/rubric.yaml).",
     )
 
     @property
@@ -34,16 +34,16 @@ class LabelSource(dg.ConfigurableResource):
     def partitions(self) -> list[str]:
         return list_partitions(self.root) if self.exists() else []
 
-    def rubric(self) -> Rubric:
-        """The rubric, validated and closed (RubricError naming the file otherwise)."""
-        return load_rubric(self.rubric_path).require_closed()
+    def rubric(self) -> RubricSet:
+        """The rubric file, or the folder's rubrics, validated and closed (RubricError naming the file otherwise)."""
+        return load_rubrics(self.rubric_path).require_closed()
 
-    def rubric_text(self, rubric: Rubric) -> str | None:
-        """The rubric file's text, if its bytes are still those `rubric` was read from."""
-        import hashlib
+    def rubric_text(self, rubric: RubricSet) -> str | None:
+        """What a build records of the rubrics (a file's text, a folder's record), if still what `rubric` read."""
+        from goldenset.errors import GoldensetError
 
         try:
-            raw = Path(self.rubric_path).read_bytes()
-        except OSError:
+            now = load_rubrics(self.rubric_path)
+        except GoldensetError:
             return None
-        return raw.decode("utf-8") if hashlib.sha256(raw).hexdigest() == rubric.content_sha256 else None
+        return now.content if now.content_sha256 == rubric.content_sha256 else None

@@ -70,7 +70,7 @@ def label_cmd(
     """Ask the judge about every row of the labelling queue; write a label line per valid answer."""
     from goldenset.cli.shared import open_warehouse, reading
     from goldenset.clock import utcnow
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
     from goldenset.scoring.judge import PROMPT_VERSION, JudgeClient, JudgeSettings
     from goldenset.scoring.judge_health import check_share, raise_if_incomplete, record_run
     from goldenset.scoring.judge_label import check_annotator, judge_queue
@@ -83,7 +83,7 @@ def label_cmd(
         raise UsageError(
             "judge label needs --judge-url and --judge-model (or GOLDENSET_JUDGE_URL and GOLDENSET_JUDGE_MODEL)"
         )
-    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed().only("judge label")
     as_of = None if closed.as_of is None else str(closed.as_of)
     client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
     db_path = settings.resolve("db", db)

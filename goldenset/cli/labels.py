@@ -46,9 +46,9 @@ def import_cmd(
 ) -> None:
     """Turn a Label Studio export or label JSONL into label lines; print each rejected item with its reason."""
     from goldenset.labelling.labelstudio import import_labels
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
 
-    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed()
     result = import_labels(file, rubric=closed, labels_dir=settings.resolve("labels", labels), annotator=annotator)
     for reject in result.rejects:
         typer.echo(reject.line())
@@ -74,10 +74,10 @@ def agreement_cmd(
 
     from goldenset.cli.shared import reading
     from goldenset.labelling.agreement import agreement_report, disagreement_breakdown
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
     from goldenset.labelling.store import agreement_inputs
 
-    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed().label_grades()
     with reading(settings.resolve("db", db), wait) as con:
         inputs = agreement_inputs(con)
     report: dict[str, Any] = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, closed)

@@ -55,6 +55,7 @@ from itertools import combinations
 from typing import Any, Literal
 
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import LabelGrades
 
 Kind = Literal["human", "judge"]
 Verdict = Literal["helped", "noise", "wrong"]
@@ -268,7 +269,7 @@ def _agent_index(agent_labels: Iterable[AgentLabel]) -> dict[PairRef, AgentLabel
     return index
 
 
-def _binary_kappa(pairs: list[tuple[AgentLabel, str]], rubric: Rubric) -> Agreement:
+def _binary_kappa(pairs: list[tuple[AgentLabel, str]], rubric: Rubric | LabelGrades) -> Agreement:
     agent = [p.verdict == "helped" for p, _ in pairs]
     human = [rubric.grade_of(label) >= 1 for _, label in pairs]
     return cohen_kappa(agent, human)
@@ -278,7 +279,7 @@ def agent_agreement(
     lines: Iterable[LabelLine],
     agent_labels: Iterable[AgentLabel],
     human_labels: Iterable[HumanLabel],
-    rubric: Rubric,
+    rubric: Rubric | LabelGrades,
 ) -> list[AgentAgreement]:
     """Kappa of the agent (helped or not) against each annotator and the human label (grade >= 1 or not).
 
@@ -367,7 +368,7 @@ def agreement_report(
     lines: Iterable[LabelLine],
     agent_labels: Iterable[AgentLabel],
     human_labels: Iterable[HumanLabel],
-    rubric: Rubric,
+    rubric: Rubric | LabelGrades,
 ) -> dict[str, list[dict[str, Any]]]:
     """The object `goldenset labels agreement --json` prints: annotators, agent, disagreements.
 

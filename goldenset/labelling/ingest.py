@@ -20,6 +20,7 @@ from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet, project_of_queries
 from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file
 from goldenset.records import Rejected
 from goldenset.warehouse import transaction
@@ -112,7 +113,12 @@ def days_to_read(con: Connection, root: Path, rubric_sha256: str, dts: list[str]
 
 
 def ingest_labels(
-    con: Connection, root: Path, rubric: Rubric, partitions: list[str] | None = None, *, rehash: bool = False
+    con: Connection,
+    root: Path,
+    rubric: Rubric | RubricSet,
+    partitions: list[str] | None = None,
+    *,
+    rehash: bool = False,
 ) -> list[LabelPartitionReport]:
     """Ingest the label files of the given partitions (default: every dt= folder present).
 
@@ -157,9 +163,13 @@ def ingest_labels(
     return reports
 
 
-def _replace(con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubric) -> None:
+def _replace(
+    con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubric | RubricSet
+) -> None:
     """Replace the rows of the given files with what they hold now, in one transaction."""
     now = utcnow()
+    # Contract 9.5: with rubrics judging by project, a line must be under its query's project's rubric.
+    project_of = project_of_queries(con) if isinstance(rubric, RubricSet) and rubric.judges_by_project else None
     labels: dict[str, list] = {c: [] for c in _LABEL_COLUMNS}
     rejects: dict[str, list] = {c: [] for c in _REJECT_COLUMNS}
     files = []
@@ -169,7 +179,7 @@ def _replace(con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartit
             data = raw.encode("utf-8") if isinstance(raw, str) else raw
             text = raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
             try:
-                rec = parse_label_line(data, rubric)
+                rec = parse_label_line(data, rubric, project_of)
             except Rejected as exc:
                 for c, v in zip(
                     _REJECT_COLUMNS,
@@ -189,7 +199,7 @@ def _replace(con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartit
                 rec.doc_id,
                 rec.doc_version,
                 rec.label,
-                rubric.grade_of(rec.label),
+                rec.grade,
                 rec.decided_by,
                 rec.annotator,
                 rec.kind,

@@ -2,7 +2,9 @@
 
 Reasons are checked in the contract's order, so the first rule a line breaks is
 the one reported: invalid_json, not_an_object, unknown_event, missing_field,
-invalid_field, label_contradicts_rubric. `unknown_document_version` depends on
+invalid_field, label_contradicts_rubric. With a set of rubrics (contract 9.5) a line is
+checked against the rubric it names, and, when the caller knows its query's project,
+refused as invalid_field when that rubric does not judge the project. `unknown_document_version` depends on
 the corpus snapshots the builds recorded, so it is decided at build time (see
 `current_labels` and `rejected_records` in goldenset/schema.py).
 """
@@ -11,11 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from goldenset.jsonstrict import StrictJSONError, loads
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet
 from goldenset.records import Rejected, parse_ts
 
 KINDS = ("human", "judge")
@@ -38,14 +42,21 @@ class LabelRecord:
     ts: datetime  # UTC, naive
     dimensions: str | None  # the pass/fail answers as JSON, when given
     note: str | None
+    grade: int  # the label's grade in the rubric the line names
 
 
 def _nonempty_str(v: object) -> bool:
     return isinstance(v, str) and v != ""
 
 
-def parse_label_line(raw: bytes, rubric: Rubric) -> LabelRecord:
-    """Validate one non-blank label line against the rubric; raise Rejected with the first reason."""
+def parse_label_line(
+    raw: bytes, rubrics: Rubric | RubricSet, project_of: Mapping[str, str] | None = None
+) -> LabelRecord:
+    """Validate one non-blank label line against the rubric; raise Rejected with the first reason.
+
+    With a RubricSet the line is checked against the rubric it names; `project_of`
+    (query_id -> project) adds the check that this rubric judges the query's project.
+    """
     try:
         rec = loads(raw)
     except StrictJSONError as exc:
@@ -74,6 +85,19 @@ def parse_label_line(raw: bytes, rubric: Rubric) -> LabelRecord:
     elif kind not in KINDS:
         raise Rejected("invalid_field", f"kind must be human or judge, got {kind!r}")
     dimensions = rec.get("dimensions")
+    if isinstance(rubrics, Rubric):
+        rubric = rubrics
+    else:
+        named = rubrics.named(rec["rubric"])
+        if named is None:
+            raise Rejected(
+                "invalid_field", f"rubric {rec['rubric']!r} is not one of the rubrics in use ({rubrics.name})"
+            )
+        rubric = named
+        project = project_of.get(qid) if project_of is not None else None
+        problem = rubrics.project_problem(rubric.name, project) if project is not None else None
+        if problem is not None:
+            raise Rejected("invalid_field", problem)
     reason = rubric.label_line_reason(
         rubric=rec["rubric"], label=rec["label"], decided_by=rec["decided_by"], dimensions=dimensions
     )
@@ -94,6 +118,7 @@ def parse_label_line(raw: bytes, rubric: Rubric) -> LabelRecord:
         ts=ts,
         dimensions=json.dumps(dimensions, sort_keys=True) if dimensions is not None else None,
         note=note if isinstance(note, str) else None,
+        grade=rubric.grade_of(rec["label"]),
     )
 
 

@@ -21,7 +21,7 @@ Where the contract is silent (or contradicts itself), this module decides:
   the file is readable and UTF-8; YAML syntax and repeated keys, as the parser meets them; the
   top level is a mapping; keys and value types (unknown keys before missing keys before wrong
   types, so a misspelt key is reported as unknown, with the allowed keys); then the values, in
-  the order name, task, as_of, dimensions, labels, and labels in file order.
+  the order name, task, as_of, projects, dimensions, labels, and labels in file order.
 - **Line numbers.** A message carries the YAML line of the offending key or list item, else
   of the nearest enclosing key (a missing key: the line of its mapping; a missing top-level
   key: no line).
@@ -30,6 +30,9 @@ Where the contract is silent (or contradicts itself), this module decides:
 - **as_of** may be quoted or not; it is a real calendar date `YYYY-MM-DD` (`2026-02-30` is
   refused) or `from_query`. `as_of: null` (or empty) is the same as leaving it out. A
   timestamp with a time of day is refused.
+- **projects** (contract 9.5) is a non-empty list of non-empty, distinct project names;
+  `projects: null` is the same as leaving it out (the rubric covers every project no other
+  rubric claims). Which rubric judges which project is goldenset.labelling.rubric_set's.
 - **task and the dimension tests** are text with at least one non-white-space character
   (annotators read them). They are kept verbatim: a folded `>` block keeps its final newline.
 - **Empty or null clauses** (`pass: []`, `any_fail: []`, `fail:`) are refused: `any_fail: []`
@@ -77,7 +80,7 @@ MIN_LABELS = 2
 CLOSURE_LIMIT = 20
 FROM_QUERY: Literal["from_query"] = "from_query"
 CLAUSES = ("pass", "fail", "any_fail")
-_TOP_KEYS = ("name", "task", "as_of", "dimensions", "labels")
+_TOP_KEYS = ("name", "task", "as_of", "projects", "dimensions", "labels")
 _LABEL_KEYS = ("grade", *CLAUSES)
 
 LabelLineReason = Literal["invalid_field", "label_contradicts_rubric"]
@@ -170,6 +173,12 @@ class Rubric:
     labels: tuple[Label, ...]
     content_sha256: str
     source: str  # the file name used in messages
+    # The projects whose pairs it judges (contract 9.5); None: every project no other rubric claims.
+    projects: tuple[str, ...] | None = None
+
+    def covers(self, project: str | None) -> bool:
+        """True when `projects` names `project`, or the rubric names no projects (it covers every one)."""
+        return self.projects is None or project in self.projects
 
     @property
     def dimension_names(self) -> tuple[str, ...]:
@@ -369,6 +378,7 @@ class _RubricFile(BaseModel):
     name: str
     task: str
     as_of: str | None = None
+    projects: list[str] | None = None
     dimensions: dict[str, str]
     labels: dict[str, _LabelFile]
 
@@ -503,6 +513,8 @@ def _shape_problem(err: Any) -> str:
         return f"task must be text (the task in one sentence), got {_show(value)}"
     if loc == ("as_of",):
         return f"as_of must be a date YYYY-MM-DD or {FROM_QUERY}, got {_show(value)}"
+    if loc == ("projects",) or (len(loc) == 2 and loc[0] == "projects"):
+        return f"projects must be a list of project names like [support], got {_show(value)}"
     if loc == ("dimensions",):
         return f"dimensions must be a mapping of dimension name to the test an annotator applies, got {_show(value)}"
     if len(loc) == 2 and loc[0] == "dimensions":
@@ -539,6 +551,19 @@ def _build(model: _RubricFile, source: str, sha256: str, problems: _Problems) ->
             raise problems.error(
                 ("as_of",), f"as_of must be a date YYYY-MM-DD or {FROM_QUERY}, got {model.as_of!r}"
             ) from None
+
+    projects: tuple[str, ...] | None = None
+    if model.projects is not None:
+        if not model.projects:
+            raise problems.error(
+                ("projects",), "projects is empty; list the projects the rubric judges, or leave the key out"
+            )
+        for i, project in enumerate(model.projects):
+            if not project.strip():
+                raise problems.error(("projects", i), f"project {i + 1} is empty; name a project")
+            if project in model.projects[:i]:
+                raise problems.error(("projects", i), f"project {project!r} is listed twice; list it once")
+        projects = tuple(model.projects)
 
     if not model.dimensions:
         raise problems.error(("dimensions",), f"no dimension; a rubric needs 1 to {MAX_DIMENSIONS}")
@@ -599,4 +624,5 @@ def _build(model: _RubricFile, source: str, sha256: str, problems: _Problems) ->
         labels=tuple(labels),
         content_sha256=sha256,
         source=source,
+        projects=projects,
     )

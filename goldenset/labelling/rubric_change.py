@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet, project_of_queries
 from goldenset.records import Rejected
 
 SAMPLE = 10
@@ -77,12 +78,16 @@ class RubricChange:
             self.sample.append(change)
 
 
-def _grade(rubric: Rubric, label: str) -> str:
-    return f"{label} (grade {rubric.grade_of(label)})"
+def _grade(label: str, grade: int) -> str:
+    return f"{label} (grade {grade})"
 
 
-def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
-    """None when every ingested label file was checked against `rubric`; else what checking again would change."""
+def rubric_change(con: Connection, rubric: Rubric | RubricSet) -> RubricChange | None:
+    """None when every ingested label file was checked against `rubric`; else what checking again would change.
+
+    With a set of rubrics (contract 9.5) each line is checked against the rubric it names and
+    the project of its query, so moving a project to another rubric counts like an edit.
+    """
     old = [
         r[0]
         for r in con.execute(
@@ -94,6 +99,7 @@ def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
     if not old:
         return None
     change = RubricChange(old_sha256=[o or "" for o in old], new_sha256=rubric.content_sha256)
+    project_of = project_of_queries(con) if isinstance(rubric, RubricSet) and rubric.judges_by_project else None
     accepted = con.execute(
         "SELECT h.source_file, h.line, h.query_id, h.doc_id, h.annotator, h.label, h.grade, h.raw "
         "FROM human_labels h JOIN label_files f USING (source_file) "
@@ -104,14 +110,14 @@ def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
         change.lines_checked += 1
         before = f"{label} (grade {grade})"
         try:
-            rec = parse_label_line(raw.encode("utf-8"), rubric)
+            rec = parse_label_line(raw.encode("utf-8"), rubric, project_of)
         except Rejected as exc:
             change.become_invalid += 1
             change._add(LineChange(source_file, line, qid, doc_id, annotator, before, f"rejected: {exc.detail}"))
             continue
-        if rubric.grade_of(rec.label) != grade:
+        if rec.grade != grade:
             change.grade_changes += 1
-            change._add(LineChange(source_file, line, qid, doc_id, annotator, before, _grade(rubric, rec.label)))
+            change._add(LineChange(source_file, line, qid, doc_id, annotator, before, _grade(rec.label, rec.grade)))
     rejected = con.execute(
         "SELECT r.source_file, r.line, r.reason, r.raw FROM label_rejects r JOIN label_files f USING (source_file) "
         "WHERE f.rubric_sha256 IS DISTINCT FROM ? AND list_contains(?, r.reason) AND r.raw IS NOT NULL "
@@ -121,7 +127,7 @@ def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
     for source_file, line, reason, raw in rejected:
         change.lines_checked += 1
         try:
-            rec = parse_label_line(raw.encode("utf-8"), rubric)
+            rec = parse_label_line(raw.encode("utf-8"), rubric, project_of)
         except Rejected:
             continue
         change.become_valid += 1
@@ -133,7 +139,7 @@ def rubric_change(con: Connection, rubric: Rubric) -> RubricChange | None:
                 rec.doc_id,
                 rec.annotator,
                 f"rejected: {reason}",
-                _grade(rubric, rec.label),
+                _grade(rec.label, rec.grade),
             )
         )
     return change

@@ -227,9 +227,9 @@ def calibration_request(
 def _judge_settings(url: str, model: str, rubric: Path | None) -> JudgeSettings:
     """The judge at `url` serving `model`, told the task and as_of of the closed rubric at `rubric`."""
     from goldenset import settings
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
 
-    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed().only("calibrate --scorer judge")
     as_of = None if closed.as_of is None else str(closed.as_of)
     return JudgeSettings(url, model, task=closed.task, as_of=as_of)
 

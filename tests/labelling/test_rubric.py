@@ -121,7 +121,7 @@ INVALID = [
     (
         "misspelt_key_is_unknown_not_missing",
         BASE.replace("task:", "taks:"),
-        "rubric.yaml: line 2: unknown key 'taks' in the rubric; the keys are name, task, as_of, dimensions, labels",
+        "rubric.yaml: line 2: unknown key 'taks' in the rubric; the keys are name, task, as_of, projects, dimensions, labels",
     ),
     (
         "unknown_key_in_a_label",
@@ -342,7 +342,7 @@ def test_rubric_error_exits_1_as_an_input_error():
 def test_unknown_key_is_reported_before_a_wrong_type():
     text = BASE.replace("grade: 2,", "grade: 2.0,") + "owner: ana\n"
     assert _message(text) == (
-        "rubric.yaml: line 11: unknown key 'owner' in the rubric; the keys are name, task, as_of, dimensions, labels"
+        "rubric.yaml: line 11: unknown key 'owner' in the rubric; the keys are name, task, as_of, projects, dimensions, labels"
     )
 
 
