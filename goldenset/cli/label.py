@@ -175,6 +175,11 @@ def serve(
         f"{len(session.items)} pairs queued, {session.already_labelled} skipped as already labelled by {name}; "
         f"label lines go to {labels_dir}/dt=<UTC day>/page-{name}.jsonl"
     )
+    if session.no_rubric:
+        typer.echo(
+            f"{session.no_rubric} queued pairs left out: no rubric judges their project "
+            "(add a rubric for it, or run `goldenset pool` again)"
+        )
     if not _is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
     _run(create_app(session, allowed_hosts=allowed, public_origin=origin), sock)
@@ -250,6 +255,11 @@ def _serve_team(
     page.on_saved = saved
     sock, allowed, origin, url = _listen(host, port, public_url)
     typer.echo(f"labelling page for a team: {url} (each person chooses a name there)")
+    if page.no_rubric:
+        typer.echo(
+            f"{page.no_rubric} queued pairs left out: no rubric judges their project "
+            "(add a rubric for it, or run `goldenset pool` again)"
+        )
     team = page.team
     typer.echo(
         f"{len(team.items)} pairs queued, {len(team.overlap_pairs)} of them to be labelled twice "

@@ -93,6 +93,7 @@ def pool(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the pool's report as one JSON object.")] = False,
     wait: WaitOpt = None,
+    rubric: RubricOpt = None,
     audit: Annotated[
         int | None,
         typer.Option(
@@ -107,7 +108,11 @@ def pool(
     if ctx.invoked_subcommand is not None:
         return
     from goldenset.labelling.pool import run_pool
+    from goldenset.labelling.rubric_set import load_rubrics
 
+    # Contract 9.5: only pairs some rubric judges are queued; without a rubric yet, every pair is.
+    rubric_path = settings.resolve("rubric", rubric)
+    rubrics = load_rubrics(rubric_path).require_closed() if rubric_path.exists() else None
     con = _connect(db, wait, read_only=False)
     try:
         # The names are checked after the build is found: with no build the lower exit code (1) wins.
@@ -121,6 +126,7 @@ def pool(
             budget=budget,
             audit=audit,
             seed=seed,
+            rubrics=rubrics,
         )
     finally:
         con.close()
@@ -169,18 +175,16 @@ def export(
 ) -> None:
     """Write the labelling queue for annotators, in priority order, with the rubric they label by."""
     from goldenset.labelling.queue_export import export_queue
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
 
-    closed = load_rubric(settings.resolve("rubric", rubric)).require_closed()
+    closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed()
     con = _connect(db, wait, read_only=True)
     try:
         result = export_queue(con, out, closed, fmt)
     finally:
         con.close()
-    typer.echo(
-        f"wrote {result.n_tasks} task{'s' if result.n_tasks != 1 else ''} to {result.files[0]}"
-        + (f" and the labelling config to {result.files[1]}" if len(result.files) > 1 else "")
-    )
+    for line in result.lines():
+        typer.echo(line)
 
 
 @app.command("report")

@@ -70,6 +70,7 @@ from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.pool import QueueExport, QueueTask, write_atomically
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet, single
 from goldenset.records import Rejected
 
 DECIDED_BY = "decided-by"
@@ -168,11 +169,39 @@ def label_studio_config(rubric: Rubric) -> str:
     return ET.tostring(view, encoding="unicode") + "\n"
 
 
-def write_label_studio(tasks: list[QueueTask], out: str | os.PathLike[str], rubric: Rubric) -> QueueExport:
-    """Write queued tasks as a Label Studio tasks file and the rubric's labelling config next to it."""
-    path = write_atomically(out, json.dumps(label_studio_tasks(tasks, rubric), ensure_ascii=False, indent=1) + "\n")
-    config = write_atomically(config_path(out), label_studio_config(rubric))
-    return QueueExport((path, config), len(tasks))
+def write_label_studio(
+    tasks: list[tuple[QueueTask, Rubric]], out: str | os.PathLike[str], fallback: Rubric | None = None
+) -> QueueExport:
+    """Write queued tasks, each with its rubric, as Label Studio tasks files and labelling configs.
+
+    Tasks all under one rubric (or none, with `fallback` for the config) go to `out` and
+    `out.config.xml`, as with a single rubric. Under several rubrics a Label Studio project
+    holds one config, so each rubric gets its own pair of files, `STEM.RUBRIC.SUFFIX` and
+    its `.config.xml`, to import into a project of its own; `out` itself is not written.
+    """
+    by_rubric: dict[str, tuple[Rubric, list[QueueTask]]] = {}
+    for task, rubric in tasks:
+        by_rubric.setdefault(rubric.name, (rubric, []))[1].append(task)
+    if len(by_rubric) <= 1:
+        only, chosen = next(iter(by_rubric.values())) if by_rubric else (fallback, [])
+        text = json.dumps(label_studio_tasks(chosen, only) if only else [], ensure_ascii=False, indent=1)
+        path = write_atomically(out, text + "\n")
+        if only is None:
+            return QueueExport((path,), 0)
+        config = write_atomically(config_path(out), label_studio_config(only))
+        return QueueExport((path, config), len(chosen))
+    target = Path(out)
+    files: list[Path] = []
+    parts: list[tuple[str, int, Path, Path]] = []
+    for name, (rubric, chosen) in by_rubric.items():
+        each = target.with_name(f"{target.stem}.{name}{target.suffix}")
+        path = write_atomically(
+            each, json.dumps(label_studio_tasks(chosen, rubric), ensure_ascii=False, indent=1) + "\n"
+        )
+        config = write_atomically(config_path(each), label_studio_config(rubric))
+        files += [path, config]
+        parts.append((name, len(chosen), path, config))
+    return QueueExport(tuple(files), len(tasks), tuple(parts))
 
 
 # --------------------------------------------------------------------------- import
@@ -259,12 +288,17 @@ def check_annotator(name: str) -> str:
 def import_labels(
     path: str | os.PathLike[str],
     *,
-    rubric: Rubric,
+    rubric: Rubric | RubricSet,
     labels_dir: str | os.PathLike[str],
     annotator: str | None = None,
     now: datetime | None = None,
 ) -> LabelStudioImport:
-    """Turn a Label Studio JSON export or a JSONL of label lines into appended, fsynced label lines."""
+    """Turn a Label Studio JSON export or a JSONL of label lines into appended, fsynced label lines.
+
+    Each Label Studio task is labelled under the rubric of its `project` (contract 9.5); a
+    JSONL line is held to the rubric it names (its project is checked by the build).
+    """
+    rubrics = single(rubric) if isinstance(rubric, Rubric) else rubric
     if annotator is not None:
         check_annotator(annotator)
     source = os.fspath(path)
@@ -276,10 +310,10 @@ def import_labels(
         raw = raw[3:]
     if raw.lstrip()[:1] == b"[":
         result = LabelStudioImport(source, "label-studio")
-        lines = _from_label_studio(raw, source, rubric, annotator, result)
+        lines = _from_label_studio(raw, source, rubrics, annotator, result)
     else:
         result = LabelStudioImport(source, "jsonl")
-        lines = _from_jsonl(raw, rubric, annotator, result)
+        lines = _from_jsonl(raw, rubrics, annotator, result)
     today = (now or utcnow()).date()
     by_annotator: dict[str, list[str]] = {}
     for obj in lines:
@@ -299,7 +333,7 @@ def import_labels(
 
 
 def _from_label_studio(
-    raw: bytes, source: str, rubric: Rubric, annotator: str | None, result: LabelStudioImport
+    raw: bytes, source: str, rubrics: RubricSet, annotator: str | None, result: LabelStudioImport
 ) -> list[dict[str, Any]]:
     try:
         tasks = loads(raw)
@@ -331,13 +365,31 @@ def _from_label_studio(
         for j, ann in enumerate(annotations, start=1):
             ann_where = f"{where} annotation {ann.get('id', f'#{j}') if isinstance(ann, dict) else f'#{j}'}"
             try:
+                rubric = _task_rubric(data, rubrics)
                 obj = _annotation_line(ann, data, rubric, annotator)
-                _check(obj, rubric)
+                project = data.get("project")
+                _check(obj, rubrics, {obj["query_id"]: project} if isinstance(project, str) else None)
             except _Bad as bad:
                 result.rejects.append(ImportReject(ann_where, bad.reason, bad.detail))
                 continue
             out.append(obj)
     return out
+
+
+def _task_rubric(data: Mapping[str, Any], rubrics: RubricSet) -> Rubric:
+    """The rubric a task is labelled under: its project's; else the one it names; else the only one."""
+    project = data.get("project")
+    if isinstance(project, str):
+        rubric = rubrics.for_project(project)
+        if rubric is None:
+            raise _Bad("invalid_field", f"no rubric in use judges project {project!r}; add one and import again")
+        return rubric
+    named = rubrics.named(data.get("rubric"))
+    if named is not None:
+        return named
+    if len(rubrics) == 1:
+        return rubrics.rubrics[0]
+    raise _Bad("missing_field", f"the task names no project or rubric in use ({rubrics.name})")
 
 
 def _annotations(task: Mapping[str, Any]) -> list[Any]:
@@ -468,7 +520,9 @@ def _utc_z(ann: Mapping[str, Any]) -> str:
     raise _Bad("missing_field", "the annotation has neither updated_at nor created_at")
 
 
-def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: LabelStudioImport) -> list[dict[str, Any]]:
+def _from_jsonl(
+    raw: bytes, rubric: RubricSet, annotator: str | None, result: LabelStudioImport
+) -> list[dict[str, Any]]:
     """The valid label lines of a JSONL file; each bad line rejected with its reason.
 
     Lines that only lack an annotator (a file written by a script that never named one)
@@ -515,10 +569,10 @@ def _from_jsonl(raw: bytes, rubric: Rubric, annotator: str | None, result: Label
     return out
 
 
-def _check(obj: Any, rubric: Rubric) -> None:
-    """Hold a line to exactly the rules the build's ingestion applies (7.2), plus a name that can name a file."""
+def _check(obj: Any, rubric: RubricSet, project_of: Mapping[str, str] | None = None) -> None:
+    """Hold a line to exactly the rules the build's ingestion applies (7.2, 9.5), plus a name that can name a file."""
     try:
-        parse_label_line(json.dumps(obj, ensure_ascii=False).encode("utf-8"), rubric)
+        parse_label_line(json.dumps(obj, ensure_ascii=False).encode("utf-8"), rubric, project_of)
     except Rejected as exc:
         raise _Bad(exc.reason, exc.detail) from None
     if not is_annotator_name(obj["annotator"]):

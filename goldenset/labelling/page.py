@@ -35,6 +35,11 @@ Decisions
 - **decided_by default**: for a label with fail/any_fail clauses, the first failing clause
   dimension in rubric order; for a pass-only label, the first dimension.
 - **A queued version no snapshot holds** is shown with a warning instead of text.
+- **Several rubrics** (contract 9.5): each pair is shown, answered and checked under the
+  rubric of its query's project; the header names that rubric on a pair's page and every
+  rubric elsewhere. Queued pairs whose project no rubric judges (a queue pooled before the
+  rubrics changed) are left out at start and counted (`no_rubric`), like pairs already
+  labelled.
 - **Context**: a stale pair shows the label the latest build holds for it when a person or a
   judge gave it; the log's verdict (the agent's) and judges' labels are shown only once the
   annotator has decided (in the saved banner, and when the pair is opened again), so they
@@ -74,7 +79,8 @@ from goldenset.connection import Connection
 from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
-from goldenset.labelling.rubric import Rubric, load_rubric
+from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet, load_rubrics
 from goldenset.labelling.team import Hold, Team
 from goldenset.records import Rejected
 from goldenset.warehouse import connect
@@ -236,21 +242,25 @@ def load_queue(con: Connection) -> list[QueueItem]:
     ]
 
 
-def labelled_pairs(labels_dir: Path, annotator: str, rubric: Rubric) -> set[tuple[str, str, str]]:
+def labelled_pairs(
+    labels_dir: Path, annotator: str, rubric: Rubric | RubricSet, project_of: dict[str, str] | None = None
+) -> set[tuple[str, str, str]]:
     """(query_id, doc_id, doc_version) of every label line in LABELS the build would accept from `annotator`."""
     pairs: set[tuple[str, str, str]] = set()
     for dt in logfiles.list_partitions(labels_dir):
         for f in logfiles.list_files(labels_dir, dt):
             for _, raw in logfiles.read_file(f).lines:
-                pair = _accepted_pair(raw, annotator, rubric)
+                pair = _accepted_pair(raw, annotator, rubric, project_of)
                 if pair is not None:
                     pairs.add(pair)
     return pairs
 
 
-def _accepted_pair(raw: str | bytes, annotator: str, rubric: Rubric) -> tuple[str, str, str] | None:
+def _accepted_pair(
+    raw: str | bytes, annotator: str, rubric: Rubric | RubricSet, project_of: dict[str, str] | None
+) -> tuple[str, str, str] | None:
     try:
-        rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric)
+        rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric, project_of)
     except Rejected:
         return None
     if rec.annotator != annotator or rec.kind != "human":
@@ -346,13 +356,14 @@ def utc_now() -> datetime:
 
 @dataclass
 class LabellingSession:
-    """What one run of the page knows: the queue left to label, the rubric, and what was saved."""
+    """What one run of the page knows: the queue left to label, the rubrics, and what was saved."""
 
     annotator: str
-    rubric: Rubric
+    rubrics: RubricSet
     items: list[QueueItem]
     already_labelled: int  # queue rows left out: this annotator labelled them before
     writer: LabelWriter
+    no_rubric: int = 0  # queue rows left out: no rubric judges their project
     clock: Callable[[], datetime] = utc_now
     on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None
     team: Team | None = None  # team mode: the pairs are shared with other annotators (labelling/team.py)
@@ -367,6 +378,18 @@ class LabellingSession:
 
     def __post_init__(self) -> None:
         self._index = {(it.query_id, it.doc_id): i for i, it in enumerate(self.items)}
+
+    @property
+    def rubric(self) -> Rubric:
+        """The one rubric, when the page works under one (RubricError with several)."""
+        return self.rubrics.only("this")
+
+    def rubric_for(self, item: QueueItem) -> Rubric:
+        """The rubric a pair is labelled under: its project's (contract 9.5)."""
+        rubric = self.rubrics.for_project(item.project)
+        if rubric is None:  # pragma: no cover - open_session leaves such pairs out
+            raise SubmissionError(f"no rubric judges project {item.project!r}; reload the page", 409)
+        return rubric
 
     def next_pending(self, after: int = -1) -> int | None:
         """The first item after index `after` not yet labelled in this session (nor, in a team, taken by others)."""
@@ -421,8 +444,8 @@ class LabellingSession:
         return i, line
 
     def make_line(self, item: QueueItem, form: dict[str, str]) -> dict[str, Any]:
-        """The contract 7.2 line for a submitted form; SubmissionError when the rubric refuses it."""
-        rubric = self.rubric
+        """The contract 7.2 line for a submitted form; SubmissionError when the pair's rubric refuses it."""
+        rubric = self.rubric_for(item)
         answers = {d: form.get(f"dim_{d}", "") for d in rubric.dimension_names}
         unanswered = [d for d, v in answers.items() if v not in ("pass", "fail")]
         if unanswered:
@@ -481,17 +504,26 @@ def open_session(
     wait: float = 0.0,
     notify: Callable[[str], None] | None = None,
 ) -> LabellingSession:
-    """Check the name, load the rubric, the queue and LABELS, and close DuckDB again."""
+    """Check the name, load the rubrics, the queue and LABELS, and close DuckDB again."""
     check_annotator(annotator)
-    rb = load_rubric(rubric).require_closed()
+    rubrics = load_rubrics(rubric).require_closed()
     con = connect(db, read_only=True, wait=wait, notify=notify)
     try:
         queue = load_queue(con)
     finally:
         con.close()
-    seen = labelled_pairs(labels, annotator, rb)
-    items = [it for it in queue if (it.query_id, it.doc_id, it.doc_version) not in seen]
-    return LabellingSession(annotator, rb, items, len(queue) - len(items), LabelWriter(labels, annotator))
+    judged = [it for it in queue if rubrics.for_project(it.project) is not None]
+    project_of = {it.query_id: it.project for it in judged if it.project is not None}
+    seen = labelled_pairs(labels, annotator, rubrics, project_of)
+    items = [it for it in judged if (it.query_id, it.doc_id, it.doc_version) not in seen]
+    return LabellingSession(
+        annotator,
+        rubrics,
+        items,
+        len(judged) - len(items),
+        LabelWriter(labels, annotator),
+        no_rubric=len(queue) - len(judged),
+    )
 
 
 # --------------------------------------------------------------------------- the web app
@@ -543,7 +575,7 @@ def create_app(
     def common(**extra: Any) -> dict[str, Any]:
         return {
             "s": session,
-            "rubric": session.rubric,
+            "rubric": session.rubrics.rubrics[0] if len(session.rubrics) == 1 else None,
             "queued": len(session.items),
             "labelled": len(session.done),
             "team": session.team,
@@ -568,6 +600,7 @@ def create_app(
             status,
             **common(
                 i=i,
+                rubric=session.rubric_for(session.items[i]),
                 item=session.items[i],
                 reason_text=REASON_TEXT.get(session.items[i].reason, ""),
                 answers=answers or {},
@@ -583,7 +616,7 @@ def create_app(
                     session.annotator, session.items[i].query_id, session.items[i].doc_id, session.items[i].doc_version
                 ),
                 saved_key=_saved_key(session, saved),
-                rubric_json=_rubric_json(session.rubric),
+                rubric_json=_rubric_json(session.rubric_for(session.items[i])),
                 next_url=f"/pair/{nxt + 1}?passed={i + 1}" if nxt is not None else f"/done?passed={i + 1}",
             ),
         )

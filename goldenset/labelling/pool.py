@@ -70,6 +70,7 @@ from goldenset.labelling import audit as audit_sample
 from goldenset.labelling import strategies
 from goldenset.labelling.from_run import load_run_rankers
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet
 from goldenset.warehouse import transaction
 
 COMPONENTS = ("lexical", "dense")
@@ -122,6 +123,9 @@ class PoolReport:
     # The strategy that ordered the pooled pairs (strategies.py), with its round and state; None: plain depth.
     strategy: dict[str, Any] | None = None
     audit: dict[str, Any] | None = None  # the audit's design and pairs, for a pool that drew one
+    # Contract 9.5: pairs not queued because no rubric judges their query's project, by project
+    # (None when the rubrics judge every project).
+    no_rubric: dict[str, int] | None = None
 
     @property
     def returned_total(self) -> int:
@@ -130,24 +134,28 @@ class PoolReport:
 
     def to_json(self) -> dict[str, Any]:
         """The `pool_runs.report` object (key names documented in docs/concepts/pooling.md)."""
-        return {
-            "build_id": self.build_id,
-            "rankers": list(self.rankers),
-            "depth": self.depth,
-            "queries": self.queries,
-            "returned": dict(self.returned),
-            "outside_snapshot": dict(self.outside_snapshot),
-            "returned_total": self.returned_total,
-            "returned_distinct": self.returned_distinct,
-            "shared": [{"a": a, "b": b, "pairs": n} for a, b, n in self.shared],
-            "returned_stale": self.returned_stale,
-            "returned_successor": self.returned_successor,
-            "already_labelled": self.already_labelled,
-            "pooled": self.pooled,
-            "pooled_never_judged": self.pooled_never_judged,
-            "queue": {**self.queue, "total": sum(self.queue.values())},
-            **({"strategy": self.strategy} if self.strategy is not None else {}),
-        } | ({"audit": self.audit} if self.audit is not None else {})
+        return (
+            {
+                "build_id": self.build_id,
+                "rankers": list(self.rankers),
+                "depth": self.depth,
+                "queries": self.queries,
+                "returned": dict(self.returned),
+                "outside_snapshot": dict(self.outside_snapshot),
+                "returned_total": self.returned_total,
+                "returned_distinct": self.returned_distinct,
+                "shared": [{"a": a, "b": b, "pairs": n} for a, b, n in self.shared],
+                "returned_stale": self.returned_stale,
+                "returned_successor": self.returned_successor,
+                "already_labelled": self.already_labelled,
+                "pooled": self.pooled,
+                "pooled_never_judged": self.pooled_never_judged,
+                "queue": {**self.queue, "total": sum(self.queue.values())},
+                **({"strategy": self.strategy} if self.strategy is not None else {}),
+            }
+            | ({"audit": self.audit} if self.audit is not None else {})
+            | ({"no_rubric": dict(self.no_rubric)} if self.no_rubric is not None else {})
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PoolReport:
@@ -168,6 +176,7 @@ class PoolReport:
             pooled=data["pooled"],
             pooled_never_judged=data["pooled_never_judged"],
             queue=queue,
+            no_rubric=dict(data["no_rubric"]) if "no_rubric" in data else None,
         )
 
     def lines(self) -> list[str]:
@@ -201,6 +210,12 @@ class PoolReport:
                 + (f", seed {s['seed']}" if "seed" in s else "")
                 + (f": pooled pairs capped at --budget {s['budget']}" if s.get("budget") else "")
                 + (f" ({s['pooled_before_budget']} before the cap)" if "pooled_before_budget" in s else "")
+            )
+        if self.no_rubric is not None:
+            left = sum(self.no_rubric.values())
+            out.append(
+                f"not queued, no rubric judges their project: {left}"
+                + (" (" + ", ".join(f"{p} {n}" for p, n in self.no_rubric.items()) + ")" if left else "")
             )
         if self.audit is not None:
             a = self.audit
@@ -499,6 +514,20 @@ def _assign(
     return ranked, report
 
 
+def _judged_only(chosen: Chosen, report: PoolReport, state: _State, rubrics: RubricSet) -> tuple[Chosen, PoolReport]:
+    """Leave out the pairs of projects no rubric judges, counting them by project (contract 9.5)."""
+    kept: Chosen = []
+    left: dict[str, int] = {}
+    for item in chosen:
+        project = state.queries[item[0][0]][0]
+        if rubrics.for_project(project) is None:
+            left[project] = left.get(project, 0) + 1
+        else:
+            kept.append(item)
+    queue = {r: sum(1 for _, (reason, _) in kept if reason == r) for r in report.queue}
+    return kept, replace(report, queue=queue, no_rubric=dict(sorted(left.items())))
+
+
 def run_pool(
     con: Connection,
     corpus: CorpusSnapshot | None = None,
@@ -513,6 +542,7 @@ def run_pool(
     budget: int | None = None,
     seed: int = 0,
     audit: int | None = None,
+    rubrics: RubricSet | None = None,
 ) -> PoolResult:
     """Pool the rankers over the latest build's golden queries and replace the labelling queue.
 
@@ -522,6 +552,8 @@ def run_pool(
     with a `budget` and `depth` (contract 7.4's pool) without. NoBuild before the first build; UsageError for an unknown
     ranker or a depth below 1; GoldensetError naming the ranker when one fails. `audit` N
     draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit).
+    `rubrics` (contract 9.5): a pair is queued only when some rubric judges its query's
+    project; the others are counted by project in the report (`no_rubric`). None queues all.
     """
     build = load_build(con)
     strategy = strategies.resolve(strategy, budget)
@@ -552,6 +584,8 @@ def run_pool(
     design = audit_sample.draw(state.queries, *sampling) if sampling else None
     drawn = (design, audit_sample.human_rows(con)) if design else None
     chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, drawn)
+    if rubrics is not None and rubrics.judges_by_project:
+        chosen, report = _judged_only(chosen, report, state, rubrics)
     if strategy != strategies.DEFAULT_STRATEGY or budget is not None:
         tasks = {q: task for q, (_, task) in state.queries.items()}
         chosen, report = strategies.apply(
@@ -744,10 +778,34 @@ def task_json(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class QueueExport:
-    """What an export wrote."""
+    """What an export wrote: its files, the tasks written, and tasks left out for want of a rubric (by project)."""
 
     files: tuple[Path, ...]
     n_tasks: int
+    # Label Studio with several rubrics: (rubric, tasks, tasks file, config file) per rubric.
+    parts: tuple[tuple[str, int, Path, Path], ...] = ()
+    no_rubric: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """What `pool export` prints."""
+        s = "s" if self.n_tasks != 1 else ""
+        if self.parts:
+            out = [
+                f"wrote {n} task{'s' if n != 1 else ''} of rubric {name} to {tasks} and its labelling config to {config}"
+                for name, n, tasks, config in self.parts
+            ]
+        elif len(self.files) > 1:
+            out = [f"wrote {self.n_tasks} task{s} to {self.files[0]} and the labelling config to {self.files[1]}"]
+        else:
+            out = [f"wrote {self.n_tasks} task{s} to {self.files[0]}"]
+        if self.no_rubric:
+            left = sum(self.no_rubric.values())
+            out.append(
+                f"left out {left} queued pair{'s' if left != 1 else ''} no rubric judges ("
+                + ", ".join(f"{p} {n}" for p, n in self.no_rubric.items())
+                + "); add a rubric for the project and export again"
+            )
+        return out
 
 
 def write_atomically(path: str | os.PathLike[str], text: str) -> Path:

@@ -52,6 +52,7 @@ from goldenset.labelling.agreement import AnnotatorAgreement, LabelLine, LineOrd
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.queue_view import ListedPair
 from goldenset.labelling.rubric import Rubric
+from goldenset.labelling.rubric_set import RubricSet
 from goldenset.records import Rejected
 
 DEFAULT_LEASE_MINUTES = 30
@@ -89,16 +90,17 @@ def overlap_pairs(items: Sequence[QueuedPair], share: float, seed: int = 0) -> f
     return frozenset(sorted(range(len(items)), key=lambda i: (rank(i), i))[:k])
 
 
-def queue_label_lines(labels_dir: Path, rubric: Rubric, items: Sequence[QueuedPair]) -> list[LabelLine]:
+def queue_label_lines(labels_dir: Path, rubric: Rubric | RubricSet, items: Sequence[QueuedPair]) -> list[LabelLine]:
     """Every human label line in LABELS the build would accept for a queued pair at its queued version."""
     queued = {(it.query_id, it.doc_id, it.doc_version) for it in items}
     projects = {(it.query_id, it.doc_id): it.project for it in items}
+    project_of = {it.query_id: it.project for it in items if it.project is not None}
     out: list[LabelLine] = []
     for dt in logfiles.list_partitions(labels_dir):
         for f in logfiles.list_files(labels_dir, dt):
             for n, raw in logfiles.read_file(f).lines:
                 try:
-                    rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric)
+                    rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric, project_of)
                 except Rejected:
                     continue
                 if rec.kind != "human" or (rec.query_id, rec.doc_id, rec.doc_version) not in queued:

@@ -49,7 +49,7 @@ from goldenset.labelling.page import (
     create_app,
     load_queue,
 )
-from goldenset.labelling.rubric import Rubric, load_rubric
+from goldenset.labelling.rubric_set import RubricSet, load_rubrics
 from goldenset.labelling.team import DEFAULT_LEASE_MINUTES, Team, queue_label_lines
 from goldenset.warehouse import connect
 
@@ -63,13 +63,15 @@ class TeamPage:
     def __init__(
         self,
         team: Team,
-        rubric: Rubric,
+        rubric: RubricSet,
         labels_dir: Path,
         *,
         on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None,
+        no_rubric: int = 0,
     ):
         self.team = team
         self.rubric = rubric
+        self.no_rubric = no_rubric  # queued pairs left out: no rubric judges their project (contract 9.5)
         self.labels_dir = labels_dir
         self.on_saved = on_saved
         self.token = secrets.token_urlsafe(32)  # one per run, shared by every annotator's forms
@@ -94,6 +96,7 @@ class TeamPage:
                     on_saved=self.on_saved,
                     token=self.token,
                     team=self.team,
+                    no_rubric=self.no_rubric,
                 )
                 self.sessions[name] = session
                 self.team.join(name)
@@ -113,12 +116,14 @@ def open_team(
     clock: Callable[[], datetime] = clock.utcnow,
 ) -> TeamPage:
     """Load the rubric, the queue and LABELS once, close DuckDB, and make the team's page."""
-    rb = load_rubric(rubric).require_closed()
+    rb = load_rubrics(rubric).require_closed()
     con = connect(db, read_only=True, wait=wait, notify=notify)
     try:
-        queue = load_queue(con)
+        loaded = load_queue(con)
     finally:
         con.close()
+    # Contract 9.5: only pairs some rubric judges are offered; each under its project's rubric.
+    queue = [it for it in loaded if rb.for_project(it.project) is not None]
     team = Team(
         queue,
         queue_label_lines(labels, rb, queue),
@@ -127,7 +132,7 @@ def open_team(
         lease=timedelta(minutes=lease_minutes),
         clock=clock,
     )
-    return TeamPage(team, rb, labels)
+    return TeamPage(team, rb, labels, no_rubric=len(loaded) - len(queue))
 
 
 class TeamApp:
