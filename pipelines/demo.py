@@ -1,7 +1,8 @@
 """`goldenset demo`: sample data through the whole loop, each step printed as the command a user runs.
 
-The steps: write a month of sample logs, two corpus snapshots and the support-policies
-rubric; check the rubric (and an open one); build; reindex and build again; pool the
+The steps: write a month of sample logs, two corpus snapshots and a folder of rubrics,
+one per task (python-stdlib for the four developer projects, support-policies for the
+support project: contract 9.5); check them (and an open one); build; reindex and build again; pool the
 rankers into the labelling queue and export it; two simulated annotators label part of
 it (one file with a bad line per reject reason); build again, merging the labels; print
 the rejected label lines, agreement, a benchmark on the grown set, and a calibration of
@@ -43,6 +44,8 @@ from goldenset.warehouse import connect
 from goldenset_dagster.runner import RefreshResult, run_refresh
 
 DEMO_MARKER = ".goldenset-demo"
+RUBRICS = "rubrics"  # the home's rubric folder (settings' fallback when rubric.yaml is absent)
+DEMO_RUBRICS = ("python-stdlib.yaml", "support-policies.yaml")
 CASE_QUESTION = "How many days does a customer have to request a refund?"
 CASE_QUERY_ID = query_id("support", normalise_task(CASE_QUESTION))
 EXAMPLE_SQL = """\
@@ -140,7 +143,7 @@ def _clear(root: Path) -> None:
     """Start from an empty warehouse: the demo's own files of an earlier run go."""
     for name in ("goldenset.duckdb", "goldenset.duckdb.wal", "queue.jsonl", "rubric.yaml"):
         (root / name).unlink(missing_ok=True)
-    for name in ("logs", "labels"):
+    for name in ("logs", "labels", "rubrics"):
         if (root / name).exists():
             shutil.rmtree(root / name)
 
@@ -218,9 +221,11 @@ def _example_answers(db: Path) -> str:
 
 def _label(steps: _Steps, root: Path, now: datetime, seed: int) -> tuple[LabelFile, ...]:
     """The simulated annotators label the exported queue and the superseded support pages."""
-    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_set import load_rubrics
 
-    rubric = load_rubric(root / "rubric.yaml").require_closed()
+    rubrics = load_rubrics(root / RUBRICS).require_closed()
+    # The annotators are the support team: they label under the support project's rubric.
+    rubric = rubrics.for_project("support") or rubrics.only("the demo's annotators")
     queue = read_queue_export(root / "queue.jsonl")
     con = connect(root / "goldenset.duckdb", read_only=True)
     try:
@@ -281,17 +286,22 @@ def _run_steps(root: Path, seed: int, default: bool, echo: Callable[[str], None]
     data = write_demo_data(root, seed=seed, end=now.date())
     corpus = root / "corpus.jsonl"
     shutil.copyfile(data.corpus_before, corpus)
-    rubric = root / "rubric.yaml"
-    rubric.write_bytes((files("goldenset") / "data" / "support-policies.yaml").read_bytes())
+    # One rubric per task (contract 9.5): the stdlib projects' and the support project's.
+    rubric = root / RUBRICS
+    rubric.mkdir()
+    shipped = files("goldenset") / "data" / "demo-rubrics"
+    for name in DEMO_RUBRICS:
+        (rubric / name).write_bytes((shipped / name).read_bytes())
     paths = Paths(logs=data.logs, corpus=corpus, db=root / "goldenset.duckdb", labels=root / "labels", rubric=rubric)
     if not default:
         echo(f"(the demo's home is {root}: prefix the commands below with GOLDENSET_HOME={root} to rerun them)")
     echo(
         f"sample data: {data.n_serves} serves, {data.n_verdicts} verdicts, {data.n_malformed} malformed lines "
-        f"under {data.logs.relative_to(root)}/; corpus {corpus.name}; rubric {rubric.name} (support-policies)"
+        f"under {data.logs.relative_to(root)}/; corpus {corpus.name}; rubrics under {rubric.name}/ "
+        "(python-stdlib for the four developer projects, support-policies for support)"
     )
 
-    steps.heading("1. The rubric: closed, and an open one")
+    steps.heading("1. The rubrics, one per task: closed, and an open one")
     steps.run("rubric", "check", str(rubric))
     steps.run("rubric", "check", str(files("goldenset") / "data" / "open-rubric.yaml"))
 

@@ -104,7 +104,7 @@ def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
     shown = _shown_commands(demo.out)
     root = str(demo.root)
     assert shown == [
-        f"$ goldenset rubric check {root}/rubric.yaml",
+        f"$ goldenset rubric check {root}/rubrics",
         shown[1],  # the packaged open rubric, wherever the package is installed
         "$ goldenset build",
         "$ cp corpus-v2.jsonl corpus.jsonl",
@@ -122,9 +122,11 @@ def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
 
 def test_the_closed_rubric_passes_the_check_and_the_open_one_lists_its_fall_throughs_and_collision(demo):
     out = demo.out
-    closed = out.index(f"$ goldenset rubric check {demo.root}/rubric.yaml")
+    closed = out.index(f"$ goldenset rubric check {demo.root}/rubrics")
     opened = out.index("open-rubric.yaml", closed)
-    assert "closed: 32 assignments, 3 labels" in out[closed:opened]  # 5 dimensions, 3 labels
+    # python-stdlib: 3 dimensions, 3 labels; support-policies: 5 dimensions, 3 labels.
+    assert "  closed: 8 assignments, 3 labels\n" in out[closed:opened]
+    assert "  closed: 32 assignments, 3 labels\n" in out[closed:opened]
     # Worked out by hand from open-rubric.yaml (answerability, authority, recency, coverage), in binary order.
     after = out[opened:].splitlines()[1:4]
     assert after == [
@@ -132,7 +134,28 @@ def test_the_closed_rubric_passes_the_check_and_the_open_one_lists_its_fall_thro
         "fail: [authority] -> no label",
         "fail: [authority, coverage] -> no label",
     ]
-    assert (demo.root / "rubric.yaml").read_text(encoding="utf-8").startswith("name: support-policies")
+    assert sorted(p.name for p in (demo.root / "rubrics").iterdir()) == ["python-stdlib.yaml", "support-policies.yaml"]
+
+
+def test_the_demo_ships_a_rubric_for_each_of_its_projects_and_each_pair_is_exported_under_its_own(demo):
+    import yaml
+
+    claimed = {}
+    for path in sorted((demo.root / "rubrics").iterdir()):
+        rubric = yaml.safe_load(path.read_text(encoding="utf-8"))
+        claimed.update(dict.fromkeys(rubric["projects"], rubric["name"]))
+    stdlib = {"data-tools", "web-api", "cli-kit", "ops-runbooks"}
+    assert claimed == dict.fromkeys(stdlib, "python-stdlib") | {"support": "support-policies"}
+    with demo.con() as con:
+        projects = {p for (p,) in con.execute("SELECT DISTINCT project FROM golden_set").fetchall()}
+    assert projects == set(claimed)
+    tasks = [json.loads(line) for line in (demo.root / "queue.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {t["project"] for t in tasks} == projects  # every project's pairs were queued
+    for t in tasks:
+        assert t["rubric"]["name"] == claimed[t["project"]], t["query_id"]
+    # The stdlib pairs carry the stdlib rubric's tests, not support's `authority`.
+    first = next(t for t in tasks if t["project"] in stdlib)
+    assert [d["name"] for d in first["rubric"]["dimensions"]] == ["answerability", "api_match", "coverage"]
 
 
 def test_builds_are_manual_then_reindex_then_the_build_that_merges_the_labels(demo):
