@@ -12,7 +12,9 @@ from goldenset_dagster.resources import LabelSource, WarehouseResource
 
 
 @dg.asset(
-    deps=[label_files, rubric_file],
+    # After the serves: a label line is checked against the rubric of its query's project,
+    # which the ingested serves give (contract 9.5), so a first build with both reads logs first.
+    deps=[label_files, rubric_file, dg.AssetKey("serve_log")],
     partitions_def=days,
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
