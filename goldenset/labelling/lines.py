@@ -85,6 +85,8 @@ def parse_label_line(
     elif kind not in KINDS:
         raise Rejected("invalid_field", f"kind must be human or judge, got {kind!r}")
     dimensions = rec.get("dimensions")
+    if isinstance(rubrics, RubricSet) and len(rubrics) == 1 and not rubrics.judges_by_project:
+        rubrics = rubrics.rubrics[0]  # one rubric judging every project: 7.2 exactly, its messages too
     if isinstance(rubrics, Rubric):
         rubric = rubrics
     else:

@@ -382,7 +382,7 @@ class LabellingSession:
     @property
     def rubric(self) -> Rubric:
         """The one rubric, when the page works under one (RubricError with several)."""
-        return self.rubrics.only("this")
+        return self.rubrics.only("`LabellingSession.rubric`")
 
     def rubric_for(self, item: QueueItem) -> Rubric:
         """The rubric a pair is labelled under: its project's (contract 9.5)."""
