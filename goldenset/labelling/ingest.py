@@ -20,7 +20,7 @@ from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
-from goldenset.labelling.rubric_set import RubricSet, project_of_queries
+from goldenset.labelling.rubric_set import Rubrics, RubricSet, projects_to_check
 from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file
 from goldenset.records import Rejected
 from goldenset.warehouse import transaction
@@ -163,13 +163,10 @@ def ingest_labels(
     return reports
 
 
-def _replace(
-    con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubric | RubricSet
-) -> None:
+def _replace(con: Connection, todo: list[tuple[LogFile, FileContent, LabelPartitionReport]], rubric: Rubrics) -> None:
     """Replace the rows of the given files with what they hold now, in one transaction."""
     now = utcnow()
-    # Contract 9.5: with rubrics judging by project, a line must be under its query's project's rubric.
-    project_of = project_of_queries(con) if isinstance(rubric, RubricSet) and rubric.judges_by_project else None
+    project_of = projects_to_check(con, rubric)
     labels: dict[str, list] = {c: [] for c in _LABEL_COLUMNS}
     rejects: dict[str, list] = {c: [] for c in _REJECT_COLUMNS}
     files = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
-from goldenset.labelling.rubric_set import RubricSet, project_of_queries
+from goldenset.labelling.rubric_set import RubricSet, projects_to_check
 from goldenset.records import Rejected
 
 SAMPLE = 10
@@ -99,7 +99,7 @@ def rubric_change(con: Connection, rubric: Rubric | RubricSet) -> RubricChange |
     if not old:
         return None
     change = RubricChange(old_sha256=[o or "" for o in old], new_sha256=rubric.content_sha256)
-    project_of = project_of_queries(con) if isinstance(rubric, RubricSet) and rubric.judges_by_project else None
+    project_of = projects_to_check(con, rubric)
     accepted = con.execute(
         "SELECT h.source_file, h.line, h.query_id, h.doc_id, h.annotator, h.label, h.grade, h.raw "
         "FROM human_labels h JOIN label_files f USING (source_file) "

@@ -149,6 +149,9 @@ class LabelGrades:
         return self.grades[label]
 
 
+Rubrics = Rubric | RubricSet  # what the line checks take: one rubric (contract 7), or the rubrics in use (9.5)
+
+
 def single(rubric: Rubric) -> RubricSet:
     """A set of one rubric (a single file: contract 7.1 as written)."""
     return RubricSet((rubric,), rubric.source, rubric.content_sha256, "")
@@ -225,6 +228,11 @@ def recorded_names(content: str) -> str | None:
         except RubricError:
             return None
     return ", ".join(names)
+
+
+def projects_to_check(con: Connection, rubrics: Rubric | RubricSet) -> dict[str, str] | None:
+    """query_id -> project when the rubrics judge by project (a line must then be under its project's); else None."""
+    return project_of_queries(con) if isinstance(rubrics, RubricSet) and rubrics.judges_by_project else None
 
 
 def project_of_queries(con: Connection) -> dict[str, str]:
