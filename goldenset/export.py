@@ -16,6 +16,15 @@ from goldenset.errors import InputError
 
 
 @dataclass(frozen=True)
+class ExportCounts:
+    """What an export folder holds: queries, labels (qrels lines) and documents (the manifest's `exported`)."""
+
+    queries: int
+    labels: int
+    documents: int
+
+
+@dataclass(frozen=True)
 class ExportResult:
     out: Path
     build_id: int
@@ -80,8 +89,9 @@ def export_build(con: Connection, out: str | Path, build_id: int | None = None) 
     if held is not None and held[0] == build.labels_build_id:
         # The folder already holds these labels over this snapshot (a repeat build shares
         # both): only the manifest, which names the build, is written again.
-        _write_all(out, {"manifest.json": [_manifest_text(manifest, *held[1:])]})
-        return ExportResult(out, build_id, *held[1:])
+        counts = held[1]
+        _write_all(out, {"manifest.json": [_manifest_text(manifest, counts)]})
+        return ExportResult(out, build_id, counts.queries, counts.labels, counts.documents)
     # The build's labels are read once, sorted, into a temp table: the queries, the count
     # and both qrels files come from it. The qrels are written by DuckDB itself (millions
     # of lines; values as they are, unquoted, as an f-string would write them); insertion
@@ -101,7 +111,7 @@ def export_build(con: Connection, out: str | Path, build_id: int | None = None) 
         def manifest_text():
             # Consumed after the copies are written (files are written in order): the
             # counts are the rows they wrote.
-            yield _manifest_text(manifest, queries.rows, qrels.rows, corpus.rows)
+            yield _manifest_text(manifest, ExportCounts(queries.rows, qrels.rows, corpus.rows))
 
         # Every file is written beside its target and moved into place only when all are
         # written (the manifest last): a reader, or a kill, never finds a half-written file,
@@ -168,24 +178,22 @@ class _Copy:
         self.rows = int(self.con.execute(self.sql, [*self.params, str(path)]).fetchall()[0][0])
 
 
-def _manifest_text(manifest: dict, queries: int, labels: int, documents: int) -> str:
-    exported = {"queries": queries, "labels": labels, "documents": documents}
+def _manifest_text(manifest: dict, counts: ExportCounts) -> str:
+    exported = {"queries": counts.queries, "labels": counts.labels, "documents": counts.documents}
     return json.dumps({**manifest, "exported": exported}, indent=1, ensure_ascii=False) + "\n"
 
 
 _DATA_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels.trec")
 
 
-def _exported_labels(out: Path) -> tuple[int, int, int, int] | None:
-    """(labels_build_id, queries, labels, documents) of the export in `out`, if it is whole."""
+def _exported_labels(out: Path) -> tuple[int, ExportCounts] | None:
+    """The labels build of the export in `out` and what it holds, if it is whole."""
     try:
         old = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
         exported = old["exported"]
         held = (
             int(old["labels_build_id"]),
-            int(exported["queries"]),
-            int(exported["labels"]),
-            int(exported["documents"]),
+            ExportCounts(int(exported["queries"]), int(exported["labels"]), int(exported["documents"])),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
