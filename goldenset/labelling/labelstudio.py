@@ -94,14 +94,7 @@ def config_path(tasks_file: str | os.PathLike[str]) -> Path:
 def task_data(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
     """The `data` of one Label Studio task: the queued pair, the document, the rubric's texts."""
     data: dict[str, Any] = {
-        "pool_id": task.pool_id,
-        "priority": task.priority,
-        "reason": task.reason,
-        "query_id": task.query_id,
-        "project": task.project,
-        "task": task.task,
-        "doc_id": task.doc_id,
-        "doc_version": task.doc_version,
+        **task.pair_fields(),
         "title": task.title or "",
         "text": task.text,
         "doc_heading": f"{task.doc_id} (version {task.doc_version})" + (f": {task.title}" if task.title else ""),

@@ -699,6 +699,20 @@ class QueueTask:
     rankers: tuple[str, ...]
     best_rank: int | None
 
+    def pair_fields(self) -> dict[str, Any]:
+        """The queued pair as every export writes it (JSONL lines and Label Studio tasks alike),
+        so the two formats cannot drift apart on what identifies a pair."""
+        return {
+            "pool_id": self.pool_id,
+            "priority": self.priority,
+            "reason": self.reason,
+            "query_id": self.query_id,
+            "project": self.project,
+            "task": self.task,
+            "doc_id": self.doc_id,
+            "doc_version": self.doc_version,
+        }
+
 
 def queue_tasks(con: Connection) -> list[QueueTask]:
     """The labelling queue in priority order, with each document's title and text at the queued version."""
@@ -760,14 +774,7 @@ def rubric_json(rubric: Rubric) -> dict[str, Any]:
 def task_json(task: QueueTask, rubric: Rubric) -> dict[str, Any]:
     """One line of `pool export --format jsonl`."""
     return {
-        "pool_id": task.pool_id,
-        "priority": task.priority,
-        "reason": task.reason,
-        "query_id": task.query_id,
-        "project": task.project,
-        "task": task.task,
-        "doc_id": task.doc_id,
-        "doc_version": task.doc_version,
+        **task.pair_fields(),
         "title": task.title,
         "text": task.text,
         "rankers": list(task.rankers),
