@@ -452,19 +452,10 @@ def _print_slices(cal) -> None:
     t = Table(title="by project, each chosen on its own pairs", title_justify="left")
     for col in ("project", "pairs", "acc", "unacc", "single", "FP rate", "FF rate", "band"):
         t.add_column(col, justify="left" if col in ("project", "single", "band") else "right")
-    for name, s in (cal.slices or {}).items():
-        top = "none" if s.band is None or s.band.high is None else repr(s.band.high)
-        band = s.band_note if s.band is None else f"[{s.band.low!r}, {top}) {s.band.review_share:.4f}"
-        t.add_row(
-            name,
-            str(s.pairs),
-            str(s.acceptable),
-            str(s.unacceptable),
-            _cut(s.single.row.cutoff),
-            f"{s.single.row.false_pass_rate:.4f}",
-            f"{s.single.row.false_fail_rate:.4f}",
-            band or "",
-        )
+    from goldenset.scoring.report import slice_cells
+
+    for cells in slice_cells(cal):
+        t.add_row(*cells)
     out.print(t)
     ss = cal.slice_summary or {}
     out.print(

@@ -256,11 +256,10 @@ def _bootstrap_md(cal: Calibration) -> list[str]:
     ]
 
 
-def _slices_md(cal: Calibration) -> list[str]:
-    if cal.slices is None:
-        return []
+def slice_cells(cal: Calibration) -> list[list[str]]:
+    """One row of text per project slice, as both the terminal table and the report show it."""
     rows = []
-    for name, s in cal.slices.items():
+    for name, s in (cal.slices or {}).items():
         top = "none" if s.band is None or s.band.high is None else repr(s.band.high)
         band = s.band_note if s.band is None else f"[{s.band.low!r}, {top}) {s.band.review_share:.4f}"
         rows.append(
@@ -275,6 +274,13 @@ def _slices_md(cal: Calibration) -> list[str]:
                 band or "",
             ]
         )
+    return rows
+
+
+def _slices_md(cal: Calibration) -> list[str]:
+    if cal.slices is None:
+        return []
+    rows = slice_cells(cal)
     ss = cal.slice_summary or {}
     return [
         "",
