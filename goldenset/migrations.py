@@ -184,12 +184,13 @@ def migrate(con: Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> 
             con.execute("ROLLBACK")
             raise
         ran.append(m.name)
+    present = _columns(con)  # once: duckdb_columns() costs milliseconds per call, and a catalogue has hundreds
     missing = sorted(
         f"{rel.name}.{col.name}"
         for rel in schema.RELATIONS
         if not rel.is_view
         for col in rel.columns
-        if (rel.name, col.name) not in _columns(con)
+        if (rel.name, col.name) not in present
     )
     if missing:
         raise InputError(
