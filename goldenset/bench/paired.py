@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from goldenset.errors import UsageError
 
@@ -47,6 +46,21 @@ class Paired:
     verdict: str
 
 
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile from scipy, imported here on first use: importing scipy.stats takes
+    most of a second, and every build imports this module (the pool asset reads stored runs)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))
+
+
+def normal_quantile(p: float) -> float:
+    """The standard normal quantile from scipy, imported on first use as t_quantile says."""
+    from scipy import stats
+
+    return float(stats.norm.ppf(p))
+
+
 def t_interval(diffs: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Student's t interval of the mean difference; (-inf, inf) below two pairs."""
     n = len(diffs)
@@ -56,7 +70,7 @@ def t_interval(diffs: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float
     sd = float(np.std(diffs, ddof=1))
     if sd == 0.0:
         return mean, mean
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return mean - half, mean + half
 
 
@@ -89,8 +103,8 @@ def min_detectable_effect(diffs: np.ndarray, confidence: float = CONFIDENCE, pow
     sd = float(np.std(diffs, ddof=1))
     if sd == 0.0:
         return None
-    t_a = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
-    t_b = float(stats.t.ppf(power, n - 1))
+    t_a = t_quantile(0.5 + confidence / 2, n - 1)
+    t_b = t_quantile(power, n - 1)
     return (t_a + t_b) * sd / math.sqrt(n)
 
 

@@ -64,8 +64,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from goldenset.bench.paired import normal_quantile, t_quantile
 from goldenset.errors import UsageError
 
 CONFIDENCE = 0.95
@@ -174,7 +174,7 @@ def ppi_mean(
     else:
         variance = float(f_all.var()) / big_n + float(d.var()) / n
         human_variance = float(y.var()) / n
-        quantile = human_quantile = float(stats.norm.ppf(0.5 + confidence / 2))
+        quantile = human_quantile = normal_quantile(0.5 + confidence / 2)
     lo, hi = _interval(point, variance, quantile)
     human_lo, human_hi = _interval(human, human_variance, human_quantile)
     return PpiEstimate(
@@ -198,7 +198,7 @@ def ppi_mean(
 
 
 def _t_quantile(confidence: float, df: int) -> float:
-    return float(stats.t.ppf(0.5 + confidence / 2, df)) if df > 0 else math.inf
+    return t_quantile(0.5 + confidence / 2, df) if df > 0 else math.inf
 
 
 def tuned_lambda(f: np.ndarray, y: np.ndarray) -> float:
