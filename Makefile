@@ -7,10 +7,10 @@ FAST := not slow and not browser and not postgres and not phoenix
 .PHONY: test-fast test test-thorough lint docs constraints
 
 test-fast:
-	$(PYTHON) -m pytest -q -m "$(FAST)" --durations=10
+	$(PYTHON) -m pytest -n 2 --dist loadfile -q -m "$(FAST)" --durations=10
 
 test:
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n 2 --dist loadfile
 
 # Ten times the Hypothesis examples (tests/conftest.py): for a scheduled or local run.
 test-thorough:

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 QUICK_START = [
     "pip install torch==2.13.0 && pip install -e '.[test]' -c constraints.txt && python -m goldenset demo",
-    "python -m pytest",
+    "python -m pytest -n 2 --dist loadfile",
 ]
 
 
