@@ -68,7 +68,7 @@ FOLD_DAYS = [
 # The shapes that matter are explicit examples (a tie backfilled, a tie in a rewritten file, a
 # fold; the tie folded is the test below); the random ones are few under the CI profile and many under `thorough` (conftest.py).
 @pytest.mark.slow  # two warehouses a day for each example: minutes on two cores
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(days=TIE_DAYS, backfill_last_first=True, rewrite=False, fold_at_most=1.0)
 @example(days=TIE_DAYS, backfill_last_first=False, rewrite=True, fold_at_most=delta.FOLD_AT_MOST)
 @example(days=FOLD_DAYS, backfill_last_first=False, rewrite=False, fold_at_most=1.0)
