@@ -4,6 +4,7 @@ modules import helpers from here, never from each other."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -85,6 +86,24 @@ def examples(n: int) -> int:
     """`n` Hypothesis examples scaled by the loaded profile: n under `ci` and `dev`, 10 n under
     `thorough` (conftest.py). A test that states max_examples states it through this."""
     return max(1, n * settings().max_examples // 100)
+
+
+@contextlib.contextmanager
+def isolated_settings(home: Path):
+    """Inside the block, the environment a test gets from conftest's `isolated_home`: no
+    GOLDENSET_* setting of the developer's, GOLDENSET_HOME = `home`, no lock wait. For
+    module and session fixtures that build a template world before any test's own
+    isolation applies (function fixtures run after them)."""
+    from goldenset.settings import VARIABLES
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in (
+            {n for n in os.environ if n.startswith("GOLDENSET_")} | {v.env for v in VARIABLES} | {"DAGSTER_HOME"}
+        ):
+            mp.delenv(name, raising=False)
+        mp.setenv("GOLDENSET_HOME", str(home))
+        mp.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
+        yield home
 
 
 # --------------------------------------------------------------------------- builds

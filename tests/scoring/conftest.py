@@ -1,11 +1,40 @@
-"""Fixtures for scorers and the judge: a started judge stub, a closed port."""
+"""Fixtures for scorers and the judge: worlds copied from templates, a started judge stub, a closed port."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
 from judge_stub import JudgeStub
+from world import World, copy_world, make_world, pool_world
+
+from tests.helpers import isolated_settings
+
+
+@pytest.fixture(scope="session")
+def worlds(tmp_path_factory):
+    """`worlds(root, lines)`: what `make_world(root, lines)` makes, at the cost of a copy;
+    with pooled=True, also pooled by `pool_world` (the 12 pairs of fixed_rankers.py queued).
+
+    Each distinct list of label lines is built once per session (per xdist worker) into a
+    template under tmp_path_factory, with the settings a test gets (tests.helpers), and
+    copied per test; a test changes only its own copy.
+    """
+    templates: dict[str, World] = {}
+
+    def make(root, lines: list[dict] | None = None, pooled: bool = False) -> World:
+        key = json.dumps([lines or [], pooled], sort_keys=True)
+        if key not in templates:
+            base = tmp_path_factory.mktemp("world-template")
+            with isolated_settings(base / "home"):
+                world = make_world(base / "w", lines)
+                if pooled:
+                    pool_world(world)
+            templates[key] = world
+        return copy_world(templates[key], root)
+
+    return make
 
 
 @pytest.fixture

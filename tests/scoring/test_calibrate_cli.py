@@ -28,7 +28,6 @@ from world import (
     TEXT,
     append_labels,
     label_line,
-    make_world,
     rebuild,
     scorer_config,
     seven_lines,
@@ -71,9 +70,9 @@ SEVEN_CUTOFFS = [
 
 
 @pytest.fixture
-def seven(tmp_path):
+def seven(tmp_path, worlds):
     """A build whose human labels are ana's on the SEVEN pairs."""
-    return make_world(tmp_path / "w", seven_lines())
+    return worlds(tmp_path / "w", seven_lines())
 
 
 def run(capsys, world, *args, scorer=TABLE, config=None):
@@ -229,7 +228,7 @@ def test_slices_are_chosen_per_project_and_summarised_at_the_global_cutoff(capsy
     assert out["warnings"] == []
 
 
-def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about(tmp_path, capsys):
+def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about(tmp_path, capsys, worlds):
     # billing: 8 irrelevant at 0.10 .. 0.17, 8 relevant at 0.60 .. 0.67 -> its own cutoff 0.6.
     # auth: irrelevant 0.85, relevant 0.95 and 0.96 -> its own cutoff 0.95. Globally 0.6 costs 1
     # (the 0.85 passes) and 0.95 costs 8: a resample chooses 0.95 only when it draws the 0.85 more
@@ -239,7 +238,7 @@ def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about
     auth = [(Q2, "d5", 0.85), (Q2, "d6", 0.95), (Q2, "d7", 0.96)]
     lines = [label_line(q, d, "irrelevant", "2026-11-29T09:00:00Z") for q, d, _ in billing + auth[:1]]
     lines += [label_line(q, d, "relevant", "2026-11-29T09:00:00Z") for q, d, _ in relevant + auth[1:]]
-    world = make_world(tmp_path / "w", lines)
+    world = worlds(tmp_path / "w", lines)
     config = scorer_config({d: s for _, d, s in billing + relevant + auth})
     code, out, err = run(capsys, world, "--by", "project", "--bootstrap", "400", "--seed", "1", config=config)
     assert code == 0, err
@@ -251,11 +250,9 @@ def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about
 
 
 # --------------------------------------------------------------------------- holdout and repeats
-def test_holdout_chooses_on_earlier_labels_and_measures_the_later_ones(tmp_path, capsys):
+def test_holdout_chooses_on_earlier_labels_and_measures_the_later_ones(tmp_path, capsys, worlds):
     # billing labelled on 2026-11-10, auth on 2026-11-20; split at 2026-11-15.
-    world = make_world(
-        tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z")
-    )
+    world = worlds(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z"))
     out = run_json(capsys, world, "--holdout-after", "2026-11-15")
     # Chosen on billing alone (see the slices test): 0.4, band [0.2, 0.4).
     assert (out["pairs"], out["single"]["cutoff"], out["band"]) == (
@@ -300,9 +297,9 @@ def test_repeats_calibrate_on_the_mean_and_send_crossing_pairs_to_review(capsys,
 
 
 # --------------------------------------------------------------------------- errors
-def test_a_pair_the_scorer_fails_on_is_an_error_pair_never_a_score(tmp_path, capsys):
+def test_a_pair_the_scorer_fails_on_is_an_error_pair_never_a_score(tmp_path, capsys, worlds):
     # d8 is labelled relevant, but the table has no score for it: the plug-in raises KeyError.
-    world = make_world(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
+    world = worlds(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
     out = run_json(capsys, world)
     assert (out["pairs"], out["acceptable"], out["errors"]) == (7, 4, 1)
     assert [(e["query_id"], e["doc_id"]) for e in out["error_pairs"]] == [(Q2, "d8")]
@@ -310,8 +307,8 @@ def test_a_pair_the_scorer_fails_on_is_an_error_pair_never_a_score(tmp_path, cap
     assert out["cutoffs"] == SEVEN_CUTOFFS
 
 
-def test_nothing_to_calibrate_without_a_human_label(tmp_path, capsys):
-    world = make_world(tmp_path / "w")
+def test_nothing_to_calibrate_without_a_human_label(tmp_path, capsys, worlds):
+    world = worlds(tmp_path / "w")
     code, out, err = run(capsys, world, "--json")
     assert (code, out) == (1, "")
     assert err == (
@@ -320,8 +317,8 @@ def test_nothing_to_calibrate_without_a_human_label(tmp_path, capsys):
     )
 
 
-def test_nothing_to_calibrate_when_no_pair_gets_a_score(tmp_path, capsys):
-    world = make_world(tmp_path / "w", [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
+def test_nothing_to_calibrate_when_no_pair_gets_a_score(tmp_path, capsys, worlds):
+    world = worlds(tmp_path / "w", [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
     code, out, err = run(capsys, world, "--json")
     assert (code, out) == (1, "")
     assert err.startswith(
@@ -503,8 +500,8 @@ def test_bm25_scores_over_the_builds_snapshot_and_a_passage_without_a_query_toke
 
 
 # --------------------------------------------------------------------------- readable output and the plot
-def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp_path, capsys):
-    world = make_world(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
+def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp_path, capsys, worlds):
+    world = worlds(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
     code, out, err = run(capsys, world, "--bootstrap", "20", "--by", "project")
     assert code == 0, err
     lines = out.splitlines()
@@ -530,10 +527,8 @@ def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp
     assert any(line.startswith("at the global single cutoff 0.4: macro false-pass 0.5000") for line in lines)
 
 
-def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys):
-    world = make_world(
-        tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z")
-    )
+def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys, worlds):
+    world = worlds(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z"))
     table = {d: s for _, d, _, s in SEVEN} | {"d2": [0.1, 0.3, 0.2]}  # mean 0.2, on both sides of 0.2
     code, out, err = run(capsys, world, "--holdout-after", "2026-11-15", "--repeats", "3", config=scorer_config(table))
     assert code == 0, err
@@ -571,11 +566,13 @@ def test_with_json_the_plot_path_goes_to_stderr_and_stdout_is_the_object(capsys,
     assert (tmp_path / "p" / "rates.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_the_report_is_written_beside_the_plot_as_markdown_and_one_html_page_with_the_plot_inline(tmp_path, capsys):
+def test_the_report_is_written_beside_the_plot_as_markdown_and_one_html_page_with_the_plot_inline(
+    tmp_path, capsys, worlds
+):
     import base64
     import re
 
-    world = make_world(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
+    world = worlds(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
     code, out, err = run(capsys, world, "--bootstrap", "20", "--by", "project", "--plot", str(tmp_path / "r" / "c.png"))
     assert code == 0, err
     assert f"report: {tmp_path / 'r' / 'c.html'}" in out.splitlines()

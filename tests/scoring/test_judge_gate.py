@@ -14,15 +14,18 @@ kappa = (20/25 - 9/25) / (16/25) = 11/16 = 0.6875.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
-from judge_stub import good, passage_of
-from world import Q1, Q2, Q3, RUBRIC, TEXT, append_labels, label_line, make_world, rebuild
+from judge_stub import JudgeStub, good, passage_of
+from world import Q1, Q2, Q3, RUBRIC, TEXT, append_labels, copy_world, label_line, rebuild
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
+from tests.helpers import isolated_settings
 
 DOC_OF = {text: d for d, text in TEXT.items()}
 GRADE = {"relevant": 2, "partial": 1, "irrelevant": 0}
@@ -46,11 +49,14 @@ JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
 HELD_BACK_WHY = "kappa 0.6875 on 5 shared pairs (needs >= {k:g} on >= {n} pairs); 12 labels held back"
 
 
-@pytest.fixture
-def judged(tmp_path, capsys, judge_stub):
-    """A build, a pool of 12 pairs, ana's lines on five of them and the judge's label file on all twelve."""
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+@pytest.fixture(scope="module")
+def judged_template(tmp_path_factory, worlds):
+    """A build, a pool of 12 pairs, ana's lines on five of them and the judge's label file on all twelve.
+
+    Made once per module (its own judge stub, the settings a test gets); `judged` copies it.
+    """
+    base = tmp_path_factory.mktemp("judged")
+    world = worlds(base / "w", pooled=True)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     by_doc = {d: lab for (_, d), lab in JUDGE.items()}
 
@@ -59,30 +65,38 @@ def judged(tmp_path, capsys, judge_stub):
         grade = GRADE[by_doc[doc]]
         return good(grade, "As the rubric says.", TEXT[doc][:16] if grade else "")
 
-    judge_stub.answer_by(reply)
-    assert (
-        main(
-            [
-                "judge",
-                "label",
-                "--annotator",
-                "qwen",
-                "--judge-url",
-                judge_stub.url,
-                "--judge-model",
-                "stub-model",
-                "--labels",
-                str(world.labels),
-                "--rubric",
-                str(RUBRIC),
-                *world.args(),
-                "--json",
-            ]
-        )
-        == 0
-    )
-    capsys.readouterr()
+    stub = JudgeStub().start()
+    try:
+        stub.answer_by(reply)
+        with isolated_settings(base / "home"), contextlib.redirect_stdout(io.StringIO()):
+            code = main(
+                [
+                    "judge",
+                    "label",
+                    "--annotator",
+                    "qwen",
+                    "--judge-url",
+                    stub.url,
+                    "--judge-model",
+                    "stub-model",
+                    "--labels",
+                    str(world.labels),
+                    "--rubric",
+                    str(RUBRIC),
+                    *world.args(),
+                    "--json",
+                ]
+            )
+    finally:
+        stub.stop()
+    assert code == 0
     return world
+
+
+@pytest.fixture
+def judged(tmp_path, judged_template):
+    """This test's own copy of judged_template."""
+    return copy_world(judged_template, tmp_path / "w")
 
 
 def cli_build(world) -> int:

@@ -14,17 +14,20 @@ Its hallucinated-span rate goes from 0/12 to 7/12.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
-from judge_stub import good, passage_of
+from judge_stub import JudgeStub, good, passage_of
 from test_judge_gate import ANA, DOC_OF, GRADE, JUDGE, status_json
-from world import RUBRIC, TEXT, append_labels, label_line, make_world, rebuild
+from world import RUBRIC, TEXT, append_labels, copy_world, label_line, rebuild
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.scoring.judge_health import judge_health
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
+from tests.helpers import isolated_settings
 
 ANA_DOCS = {d for _, d in ANA}
 
@@ -66,21 +69,35 @@ def degraded(body):
     return good(2, "It says so.", "a sentence the passage never had")
 
 
-@pytest.fixture
-def two_runs(tmp_path, capsys, judge_stub):
-    """A pool of 12 pairs, ana's five lines, run 1 (honest) and a build, run 2 (degraded) and a build."""
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+@pytest.fixture(scope="module")
+def two_runs_template(tmp_path_factory, worlds):
+    """A pool of 12 pairs, ana's five lines, run 1 (honest) and a build, run 2 (degraded) and a build.
+
+    Made once per module (its own judge stub, the settings a test gets); `two_runs` copies it.
+    """
+    base = tmp_path_factory.mktemp("two-runs")
+    world = worlds(base / "w", pooled=True)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
-    judge_stub.answer_by(honest)
-    assert judge_label(world, judge_stub.url) == 0
-    rebuild(world, judge_gate=JudgeGate(min_pairs=5))
-    first = gate_row(world)
-    judge_stub.answer_by(degraded)
-    assert judge_label(world, judge_stub.url, "--max-unusable", "0.9") == 0
-    rebuild(world, judge_gate=JudgeGate(min_pairs=5))
-    capsys.readouterr()
+    stub = JudgeStub().start()
+    try:
+        with isolated_settings(base / "home"), contextlib.redirect_stdout(io.StringIO()):
+            stub.answer_by(honest)
+            assert judge_label(world, stub.url) == 0
+            rebuild(world, judge_gate=JudgeGate(min_pairs=5))
+            first = gate_row(world)
+            stub.answer_by(degraded)
+            assert judge_label(world, stub.url, "--max-unusable", "0.9") == 0
+            rebuild(world, judge_gate=JudgeGate(min_pairs=5))
+    finally:
+        stub.stop()
     return world, first
+
+
+@pytest.fixture
+def two_runs(tmp_path, two_runs_template):
+    """This test's own copy of two_runs_template's world, and its gate row after run 1."""
+    world, first = two_runs_template
+    return copy_world(world, tmp_path / "w"), first
 
 
 def gate_row(world):
@@ -144,9 +161,8 @@ def test_the_window_reads_only_the_judges_latest_shared_pairs(two_runs):
     assert gate_row(world)[1] == 3 and gate_row(world)[4] == 3
 
 
-def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys):
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys, worlds):
+    world = worlds(tmp_path / "w", pooled=True)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     judge_stub.answer_by(honest)
     assert judge_label(world, judge_stub.url) == 0
@@ -159,9 +175,10 @@ def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys):
     assert h.warnings == [] and h.window_kappa == 1.0 and h.held_back is False
 
 
-def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recording(tmp_path, judge_stub, capsys):
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recording(
+    tmp_path, judge_stub, capsys, worlds
+):
+    world = worlds(tmp_path / "w", pooled=True)
     judge_stub.answer_by(degraded)  # 7 of 12 hallucinated: 58% unusable
     capsys.readouterr()
     assert judge_label(world, judge_stub.url) == 6
@@ -176,14 +193,13 @@ def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recor
         con.close()
 
 
-def test_exactly_the_share_allowed_is_complete(tmp_path, judge_stub, capsys):
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args()]) == 0
+def test_exactly_the_share_allowed_is_complete(tmp_path, judge_stub, capsys, worlds):
+    world = worlds(tmp_path / "w", pooled=True)
     judge_stub.answer_by(degraded)
     assert judge_label(world, judge_stub.url, "--max-unusable", str(7 / 12)) == 0
 
 
-def test_a_share_outside_0_and_1_is_wrong_usage(tmp_path, judge_stub, capsys):
-    world = make_world(tmp_path / "w")
+def test_a_share_outside_0_and_1_is_wrong_usage(tmp_path, judge_stub, capsys, worlds):
+    world = worlds(tmp_path / "w")
     assert judge_label(world, judge_stub.url, "--max-unusable", "1.5") == 2
     assert "--max-unusable must be a share between 0 and 1, got 1.5" in capsys.readouterr().err

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 from judge_stub import Reply, answer, good, passage_of
-from world import Q1, Q3, RUBRIC, TEXT, make_world
+from world import Q1, Q3, RUBRIC, TEXT
 
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import load_rubric
@@ -44,12 +44,9 @@ EXPECTED_JSON = {
 
 
 @pytest.fixture
-def queued(tmp_path, capsys):
-    """A build of the world and a pool over it: 12 pairs in the labelling queue."""
-    world = make_world(tmp_path / "w")
-    assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args(), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["queue"]["total"] == 12
-    return world
+def queued(tmp_path, worlds):
+    """A build of the world and a pool over it: 12 pairs in the labelling queue (world.pool_world)."""
+    return worlds(tmp_path / "w", pooled=True)
 
 
 def judge_label(world, stub_url, *args, annotator="qwen", rubric=RUBRIC, timeout="0.5"):
@@ -203,8 +200,8 @@ def test_a_second_run_appends_to_the_days_file(capsys, queued, judge_stub):
     assert [x["doc_id"] for x in lines[:12]] == [x["doc_id"] for x in lines[12:]]
 
 
-def test_an_empty_queue_asks_nothing_and_says_to_pool(tmp_path, capsys, judge_stub):
-    world = make_world(tmp_path / "w")
+def test_an_empty_queue_asks_nothing_and_says_to_pool(tmp_path, capsys, judge_stub, worlds):
+    world = worlds(tmp_path / "w")
     assert judge_label(world, judge_stub.url, "--json") == 0
     got = capsys.readouterr()
     assert json.loads(got.out) == {

@@ -16,6 +16,7 @@ and `SCORES` gives every document's score for the `score_plugins:table` scorer
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -185,6 +186,40 @@ def make_world(tmp: Path, lines: list[dict] | None = None) -> World:
     if lines:
         append_labels(world.labels, lines)
         rebuild(world)
+    return world
+
+
+def pool_world(world: World) -> None:
+    """`goldenset pool` with fixed_rankers.py: the queue holds its 12 pairs (checked here)."""
+    import contextlib
+    import io
+
+    from goldenset_dagster.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args(), "--json"]) == 0
+    assert json.loads(out.getvalue())["queue"]["total"] == 12
+
+
+def copy_world(template: World, root: Path) -> World:
+    """The world make_world would have made at `root`, copied from `template` in milliseconds.
+
+    Files keep their times (copytree copies with copy2). The warehouse names the corpus file
+    it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a build
+    given that same path skips re-reading it); those two values are pointed at the copy's
+    corpus, so the copy behaves as if it had been built where it is.
+    """
+    from goldenset.warehouse import connect
+
+    shutil.copytree(template.root, root, symlinks=True)
+    world = World(root, root / "logs", root / "corpus.jsonl", root / "labels", root / "goldenset.duckdb")
+    con = connect(world.db)
+    try:
+        for table in ("corpus_loads", "corpus_snapshots"):
+            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(world.corpus), str(template.corpus)])
+    finally:
+        con.close()
     return world
 
 
