@@ -80,6 +80,33 @@ def no_dagster_state_between_tests():
         yield
 
 
+CONFORMANCE = Path(__file__).parent / "data" / "conformance"
+
+
+@pytest.fixture(scope="session")
+def conformance_build(tmp_path_factory) -> Path:
+    """A folder holding one `goldenset build` of the conformance logs and corpus (tests/data/conformance):
+    `g.duckdb` and the `dagster` instance of the GOLDENSET_HOME it was built with.
+
+    Built once per session (per xdist worker) with the settings isolated_home gives a test; a test
+    starts from its own copy (tests.helpers.copy_build), never from this folder, which stays as built.
+    """
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    from goldenset_dagster.cli import main
+
+    root = tmp_path_factory.mktemp("conformance-build")
+    with pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
+        for name in {n for n in os.environ if n.startswith("GOLDENSET_")} | {*_SETTING_VARIABLES, "DAGSTER_HOME"}:
+            mp.delenv(name, raising=False)
+        mp.setenv("GOLDENSET_HOME", str(root / "goldenset-home"))
+        mp.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
+        mp.chdir(root)
+        args = ["--logs", str(CONFORMANCE / "logs"), "--corpus", str(CONFORMANCE / "corpus.jsonl")]
+        assert main(["build", *args, "--db", str(root / "g.duckdb")]) == 0
+    return root
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     """A fresh warehouse (schema created, nothing ingested) in its own DuckDB file."""

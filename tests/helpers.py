@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -120,6 +121,15 @@ def publish(con, tmp_path: Path, docs, checks: BuildChecks = LENIENT):
 
     store_snapshot(con, read_corpus(write_corpus(Path(tmp_path) / "corpus.jsonl", docs)))
     return build_golden_set(con, checks=checks)
+
+
+def copy_build(template: Path, db: Path, home: Path) -> Path:
+    """Start a test from the conftest's conformance_build: its warehouse copied to `db`, its
+    Dagster instance to `home`/dagster (home: the test's GOLDENSET_HOME). The copy is what the
+    test's own first `goldenset build --db db` of the conformance data would have left."""
+    shutil.copyfile(Path(template) / "g.duckdb", db)
+    shutil.copytree(Path(template) / "goldenset-home" / "dagster", Path(home) / "dagster")
+    return db
 
 
 def rows(con, sql: str, *params) -> list[tuple]:

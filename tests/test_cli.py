@@ -12,7 +12,7 @@ import pytest
 
 from goldenset_dagster.cli import main
 from goldenset_dagster.docs import stale
-from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import copy_build, doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,9 +32,9 @@ def _build(db, logs=DATA / "logs", corpus=DATA / "corpus.jsonl"):
     return main(["build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(db)])
 
 
-def test_status_json_reports_age_drift_funnel_and_queue(project_dir, capsys):
+def test_status_json_reports_age_drift_funnel_and_queue(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     capsys.readouterr()
     assert main(["status", "--db", str(db), "--corpus", str(DATA / "corpus.jsonl"), "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
@@ -44,9 +44,9 @@ def test_status_json_reports_age_drift_funnel_and_queue(project_dir, capsys):
     assert st["rejected_records"] == 3 and st["orphan_verdicts"] == 1 and st["relabel_queue"] == 2
 
 
-def test_status_shows_drift_after_the_corpus_moved(project_dir, capsys):
+def test_status_shows_drift_after_the_corpus_moved(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     moved = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text().splitlines()]
     moved[0]["text"] = "Refunds are accepted within 30 days."
     corpus = write_corpus(project_dir / "moved.jsonl", moved)
@@ -68,9 +68,11 @@ def test_status_before_any_build_says_what_to_run(project_dir, capsys):
     assert "run `goldenset build` first" in capsys.readouterr().err
 
 
-def test_a_missing_corpus_fails_with_one_line_and_changes_nothing(project_dir, capsys):
+def test_a_missing_corpus_fails_with_one_line_and_changes_nothing(
+    project_dir, capsys, conformance_build, isolated_home
+):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     capsys.readouterr()
     assert _build(db, corpus=project_dir / "missing.jsonl") == 1
     err = capsys.readouterr().err.strip()
@@ -157,9 +159,9 @@ def test_status_during_the_first_build_says_a_build_is_running(project_dir, caps
     assert capsys.readouterr().err == "Error: no golden set has been built yet: run `goldenset build` first\n"
 
 
-def test_export_writes_beir_and_trec_files(project_dir, capsys):
+def test_export_writes_beir_and_trec_files(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     out = project_dir / "out"
     assert main(["export", "--out", str(out), "--db", str(db)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
@@ -178,9 +180,9 @@ def test_export_writes_beir_and_trec_files(project_dir, capsys):
     assert corpus == ["d1", "d2", "d4", "d5", "d6", "rule-1"]
 
 
-def test_export_of_a_build_that_does_not_exist_is_refused(project_dir, capsys):
+def test_export_of_a_build_that_does_not_exist_is_refused(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     assert main(["export", "--out", str(project_dir / "o"), "--build", "7", "--db", str(db)]) == 1
     assert "build 7 does not exist" in capsys.readouterr().err
 
@@ -190,9 +192,9 @@ def test_wrong_usage_exits_2(project_dir):
     assert main(["export"]) == 2  # --out is required
 
 
-def test_a_held_database_is_reported_busy_with_the_holder_pid(project_dir, capsys):
+def test_a_held_database_is_reported_busy_with_the_holder_pid(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -247,9 +249,9 @@ def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(projec
     assert not db.exists()  # refused before anything was made
 
 
-def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, capsys):
+def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
-    assert _build(db) == 0
+    copy_build(conformance_build, db, isolated_home)
     # The holder lets go a moment after it took the file; the waiter allows far longer.
     holder = subprocess.Popen(
         [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from goldenset_dagster.cli import main
-from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import copy_build, doc, ranked, serve, verdict, write_corpus, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
 
@@ -58,9 +58,9 @@ def test_a_path_of_the_wrong_kind_is_one_line_not_a_traceback(tmp_path, capsys, 
     assert str(wrong) in err
 
 
-def test_export_onto_a_file_is_one_line(tmp_path, capsys):
+def test_export_onto_a_file_is_one_line(tmp_path, capsys, conformance_build, isolated_home):
     db = tmp_path / "g.duckdb"
-    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    copy_build(conformance_build, db, isolated_home)
     target = tmp_path / "out.txt"
     target.write_text("x")
     capsys.readouterr()
@@ -110,9 +110,9 @@ def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
     assert "`goldenset rejects` lists them; build 1 (built " in err and err.endswith("UTC) stays current")
 
 
-def test_rejects_lists_quarantined_lines_filtered_and_as_json(tmp_path, capsys):
+def test_rejects_lists_quarantined_lines_filtered_and_as_json(tmp_path, capsys, conformance_build, isolated_home):
     db = tmp_path / "g.duckdb"
-    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    copy_build(conformance_build, db, isolated_home)
     capsys.readouterr()
     assert main(["rejects", "--db", str(db), "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
@@ -130,9 +130,9 @@ def test_rejects_lists_quarantined_lines_filtered_and_as_json(tmp_path, capsys):
     assert "1 of 3 rejected line(s)" in out and "2 more: raise --limit" in out
 
 
-def test_status_points_at_goldenset_rejects(tmp_path, capsys):
+def test_status_points_at_goldenset_rejects(tmp_path, capsys, conformance_build, isolated_home):
     db = tmp_path / "g.duckdb"
-    assert _build("--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)) == 0
+    copy_build(conformance_build, db, isolated_home)
     capsys.readouterr()
     assert main(["status", "--db", str(db)]) == 0
     assert "`goldenset rejects` lists them" in capsys.readouterr().out.replace("\n", " ")

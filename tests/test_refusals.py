@@ -14,7 +14,7 @@ import pytest
 
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import ranked, serve, verdict, write_log
+from tests.helpers import copy_build, ranked, serve, verdict, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
 QUERY = "07c6b23f1023f387"  # the conformance log's query 'fix the REFUND window' of project billing
@@ -51,9 +51,11 @@ def _other_team(root: Path) -> Path:
     return root
 
 
-def test_a_build_against_another_logs_folder_refuses_and_changes_nothing(workdir, capsys):
-    db, logs, other = workdir / "g.duckdb", workdir / "logs", _other_team(workdir / "other")
-    assert _build(db, logs) == 0
+def test_a_build_against_another_logs_folder_refuses_and_changes_nothing(
+    workdir, capsys, conformance_build, isolated_home
+):
+    db, logs, other = workdir / "g.duckdb", DATA / "logs", _other_team(workdir / "other")
+    copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"
     files_before = _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1")
     capsys.readouterr()
 
@@ -71,9 +73,11 @@ def test_a_build_against_another_logs_folder_refuses_and_changes_nothing(workdir
     assert _one(db, "SELECT count(*) FROM log_serves WHERE project = 'ops'") == [(0,)]
 
 
-def test_a_copy_of_the_same_logs_elsewhere_is_recognised_and_not_ingested_twice(workdir, capsys):
-    db, logs = workdir / "g.duckdb", workdir / "logs"
-    assert _build(db, logs) == 0
+def test_a_copy_of_the_same_logs_elsewhere_is_recognised_and_not_ingested_twice(
+    workdir, capsys, conformance_build, isolated_home
+):
+    db, logs = workdir / "g.duckdb", DATA / "logs"
+    copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"
     files_before = _one(db, "SELECT source_file, content_sha256, ingested_at FROM log_files ORDER BY 1")
     moved = workdir / "archive" / "logs"
     shutil.copytree(logs, moved)  # same relative paths and bytes (a deployment moved to another disk)
@@ -93,9 +97,9 @@ def test_a_copy_of_the_same_logs_elsewhere_is_recognised_and_not_ingested_twice(
     ]
 
 
-def test_a_folder_sharing_no_ingested_file_refuses_until_new_source(workdir, capsys):
-    db, logs = workdir / "g.duckdb", workdir / "logs"
-    assert _build(db, logs) == 0
+def test_a_folder_sharing_no_ingested_file_refuses_until_new_source(workdir, capsys, conformance_build, isolated_home):
+    db, logs = workdir / "g.duckdb", DATA / "logs"
+    copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"
     edited = workdir / "edited"
     shutil.copytree(logs, edited)
     day1 = edited / "dt=2026-11-01" / "part-0001.jsonl"
@@ -146,9 +150,11 @@ def test_forget_removes_a_wrong_first_folder_and_the_next_build_drops_its_labels
     assert _one(db, "SELECT count(*) FROM golden_set WHERE query_id = ?", [QUERY])[0][0] > 0
 
 
-def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes_nothing(workdir, capsys):
-    db, logs = workdir / "g.duckdb", workdir / "logs"
-    assert _build(db, logs) == 0
+def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes_nothing(
+    workdir, capsys, conformance_build, isolated_home
+):
+    db = workdir / "g.duckdb"
+    copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"
     capsys.readouterr()
     assert main(["forget", "--logs", "*", "--db", str(db)]) == 2
     err = capsys.readouterr().err
