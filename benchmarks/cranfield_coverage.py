@@ -338,7 +338,7 @@ def run(args: argparse.Namespace) -> dict:
     workdir = Path(args.workdir).resolve()
     prepare_workdir(workdir)
     inputs, _, served = convert(collection, workdir / "input", 5)
-    home = Home(workdir / "home", inputs)
+    home = Home(workdir / "home", inputs, in_process=args.in_process)
     home.path.mkdir()
     truth = full_qrels(collection)
     bias = bias_section(home, collection, truth)
@@ -368,6 +368,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budgets", default="5,10,20", help="mean judgments per query, comma-separated (default 5,10,20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bandit and feedback (default 0)")
     p.add_argument("--loo-depth", type=int, default=10, help="pool depth of the leave-one-out study (default 10)")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run each goldenset command in this process through its entry point (the tests' shortcut); "
+        "default: one process per command, as a user runs them",
+    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:

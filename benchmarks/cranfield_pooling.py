@@ -74,6 +74,11 @@ class Home:
     path: Path
     inputs: Inputs
     commands: list[dict] = field(default_factory=list)
+    # Each command through goldenset's CLI entry point in this process (settings scoped to this
+    # home), not a new interpreter: the same commands and exit codes without paying Python's,
+    # Dagster's and torch's start-up once per command. For the tests; the studies' default is
+    # one process per command, as a user runs them.
+    in_process: bool = False
 
     @property
     def db(self) -> Path:
@@ -95,13 +100,29 @@ class Home:
         shown = f"GOLDENSET_HOME={self.path} python -m goldenset " + " ".join(map(str, args))
         print(f"$ {shown}", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        proc = subprocess.run(argv, env=self.env(), capture_output=True, text=True, cwd=self.path.parent)
+        if self.in_process:
+            proc = self._run_here(argv[3:])
+        else:
+            proc = subprocess.run(argv, env=self.env(), capture_output=True, text=True, cwd=self.path.parent)
         seconds = time.monotonic() - t0
         self.commands.append({"command": shown, "exit": proc.returncode, "seconds": round(seconds, 1)})
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
             raise PipelineError(f"`{shown}` exited {proc.returncode}:\n{tail}")
         return proc.stdout
+
+    def _run_here(self, args: list[str]) -> subprocess.CompletedProcess:
+        """`python -m goldenset ARGS` run by its entry point in this process, output captured."""
+        from contextlib import redirect_stderr, redirect_stdout
+        from io import StringIO
+
+        from goldenset.settings import scoped_environment
+        from goldenset_dagster.cli import main as goldenset_main
+
+        out, err = StringIO(), StringIO()
+        with scoped_environment(self.env()), redirect_stdout(out), redirect_stderr(err):
+            code = goldenset_main(args)
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
     # ------------------------------------------------------------------ commands
     def rubric_check(self) -> str:
@@ -316,7 +337,7 @@ def run(args: argparse.Namespace) -> dict:
     prepare_workdir(workdir)
     inputs, log_counts, served = convert(collection, workdir / "input", args.served_depth)
 
-    base = Home(workdir / "base", inputs)
+    base = Home(workdir / "base", inputs, in_process=args.in_process)
     base.path.mkdir()
     rubric = base.rubric_check()
     base.build()
@@ -357,7 +378,7 @@ def run(args: argparse.Namespace) -> dict:
                 }
             )
             continue
-        home = Home(pool["folder"] / "home", inputs)
+        home = Home(pool["folder"] / "home", inputs, in_process=args.in_process)
         # A copy of the log-only home: the warehouse with its embeddings, indexes and the
         # runs before labels, so that every pool is judged alone and compared with the same runs.
         shutil.copytree(base.path, home.path)
@@ -412,6 +433,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="all",
         help="label, rebuild and benchmark after every pool (all, the default) or only the main one; "
         "the others are then counted from their queue and cranqrel",
+    )
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run each goldenset command in this process through its entry point (the tests' shortcut); "
+        "default: one process per command, as a user runs them",
     )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
