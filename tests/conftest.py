@@ -11,7 +11,7 @@ from hypothesis import settings
 
 from goldenset.settings import VARIABLES
 from goldenset.warehouse import connect
-from tests.helpers import CHROMEDRIVER, CHROMIUM, require_browser, running_under_ci
+from tests.helpers import CHROMEDRIVER, CHROMIUM, isolated_settings, require_browser, running_under_ci
 
 # Hypothesis profiles. `ci`: the same examples every run (a red CI then always means the same
 # input). `dev`, a developer's default: new examples each run. `thorough`: ten times the
@@ -96,11 +96,7 @@ def conformance_build(tmp_path_factory) -> Path:
     from goldenset_dagster.cli import main
 
     root = tmp_path_factory.mktemp("conformance-build")
-    with pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
-        for name in {n for n in os.environ if n.startswith("GOLDENSET_")} | {*_SETTING_VARIABLES, "DAGSTER_HOME"}:
-            mp.delenv(name, raising=False)
-        mp.setenv("GOLDENSET_HOME", str(root / "goldenset-home"))
-        mp.setenv("GOLDENSET_LOCK_TIMEOUT", "0")
+    with isolated_settings(root / "goldenset-home"), pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
         mp.chdir(root)
         args = ["--logs", str(CONFORMANCE / "logs"), "--corpus", str(CONFORMANCE / "corpus.jsonl")]
         assert main(["build", *args, "--db", str(root / "g.duckdb")]) == 0
