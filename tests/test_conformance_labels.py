@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
@@ -13,6 +16,7 @@ from goldenset.labelling.rubric import load_rubric
 from goldenset.settings import Settings
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
+from tests.helpers import isolated_settings
 
 DATA = Path(__file__).parent / "data" / "conformance"
 EXPECTED = json.loads((DATA / "labels-expected.json").read_text())
@@ -28,14 +32,32 @@ def _rows(con, sql, params=()):
     return [{k: _iso(v) for k, v in zip(names, row, strict=True)} for row in cur.fetchall()]
 
 
-def _two_builds(tmp_path):
-    con = connect(tmp_path / "g.duckdb")
+def _two_builds_at(db: Path):
+    con = connect(db)
     ingest_all(con, DATA / "logs")
     store_snapshot(con, read_corpus(DATA / "corpus.jsonl"))
     build_golden_set(con)
     ingest_labels(con, DATA / "labels", load_rubric(DATA / "rubric.yaml"))
     build_golden_set(con)
     return con
+
+
+@pytest.fixture(scope="module")
+def library_world(tmp_path_factory) -> Path:
+    """The warehouse of the library's two builds (logs, then labels), made once for the module."""
+    db = tmp_path_factory.mktemp("library-world") / "g.duckdb"
+    _two_builds_at(db).close()
+    return db
+
+
+@pytest.fixture
+def two_builds(library_world, tmp_path):
+    """A connection to the test's own copy of library_world."""
+    db = tmp_path / "g.duckdb"
+    shutil.copyfile(library_world, db)
+    con = connect(db)
+    yield con
+    con.close()
 
 
 def assert_matches_labels_expected(con):
@@ -59,20 +81,19 @@ def assert_matches_labels_expected(con):
     assert rejected == EXPECTED["rejected_records"]
 
 
-def test_library_build_with_labels_matches_the_worked_example(tmp_path):
-    con = _two_builds(tmp_path)
-    assert_matches_labels_expected(con)
+def test_library_build_with_labels_matches_the_worked_example(two_builds):
+    assert_matches_labels_expected(two_builds)
 
 
-def test_label_lines_do_not_count_toward_the_logs_rejected_share(tmp_path):
-    con = _two_builds(tmp_path)
+def test_label_lines_do_not_count_toward_the_logs_rejected_share(two_builds):
+    con = two_builds
     first, second = _rows(con, "SELECT lines_rejected, label_lines_rejected FROM golden_builds ORDER BY build_id")
     assert first == {"lines_rejected": 2, "label_lines_rejected": 0}
     assert second == {"lines_rejected": 2, "label_lines_rejected": 8}
 
 
-def test_an_unknown_version_joins_once_a_snapshot_holds_it(tmp_path):
-    con = _two_builds(tmp_path)
+def test_an_unknown_version_joins_once_a_snapshot_holds_it(two_builds, tmp_path):
+    con = two_builds
     corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text().splitlines() if line.strip()]
     for d in corpus:
         if d["doc_id"] == "d2":
@@ -107,10 +128,28 @@ def _cli_build(tmp_path, *extra):
     )
 
 
-def test_cli_build_with_labels_matches_the_worked_example(tmp_path):
-    assert _cli_build(tmp_path) == 0
-    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
-    con = connect(tmp_path / "g.duckdb", read_only=True)
+@pytest.fixture(scope="module")
+def cli_world(tmp_path_factory) -> Path:
+    """The warehouse of `goldenset build` of the logs, then again with --labels and --rubric,
+    made once for the module with a test's settings; tests read or extend their own copy."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    root = tmp_path_factory.mktemp("cli-world")
+    with isolated_settings(root / "goldenset-home"), pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
+        mp.chdir(root)
+        assert _cli_build(root) == 0
+        assert _cli_build(root, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
+    return root / "g.duckdb"
+
+
+@pytest.fixture
+def cli_builds(cli_world, tmp_path) -> Path:
+    """The test's own copy of cli_world's warehouse, at tmp_path / "g.duckdb"."""
+    return Path(shutil.copyfile(cli_world, tmp_path / "g.duckdb"))
+
+
+def test_cli_build_with_labels_matches_the_worked_example(cli_builds):
+    con = connect(cli_builds, read_only=True)
     assert_matches_labels_expected(con)
 
 
@@ -137,11 +176,11 @@ def test_without_a_labels_directory_the_rubric_is_not_read(tmp_path):
     assert _cli_build(tmp_path, "--labels", str(tmp_path / "no-labels"), "--rubric", str(tmp_path / "absent")) == 0
 
 
-def test_agreement_over_the_warehouse_matches_the_worked_example(tmp_path):
+def test_agreement_over_the_warehouse_matches_the_worked_example(two_builds):
     from goldenset.labelling.agreement import agreement_report
     from goldenset.labelling.store import agreement_inputs
 
-    con = _two_builds(tmp_path)
+    con = two_builds
     inputs = agreement_inputs(con)
     report = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, load_rubric(DATA / "rubric.yaml"))
     assert {k: report[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
@@ -152,12 +191,9 @@ def test_agreement_over_the_warehouse_matches_the_worked_example(tmp_path):
     ]
 
 
-def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
+def test_labels_agreement_json_prints_the_contracts_object(cli_builds, tmp_path, capsys):
     from goldenset_dagster.cli import main
 
-    assert _cli_build(tmp_path) == 0
-    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
-    capsys.readouterr()
     assert (
         main(
             ["labels", "agreement", "--json", "--db", str(tmp_path / "g.duckdb"), "--rubric", str(DATA / "rubric.yaml")]
@@ -172,13 +208,11 @@ def test_labels_agreement_json_prints_the_contracts_object(tmp_path, capsys):
     assert "(human" in table and "disagreements by" in table and "decided_by" in table
 
 
-def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(tmp_path, monkeypatch):
+def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(cli_builds, tmp_path, monkeypatch):
     import dagster as dg
 
     from goldenset_dagster.definitions import build_definitions
 
-    assert _cli_build(tmp_path) == 0
-    assert _cli_build(tmp_path, "--labels", str(DATA / "labels"), "--rubric", str(DATA / "rubric.yaml")) == 0
     con = connect(tmp_path / "g.duckdb", read_only=True)
     assert con.execute("SELECT count(*) FROM pool_runs").fetchone() == (0,)  # a build does not pool
     con.close()
