@@ -7,6 +7,7 @@ The embedding model is loaded once per session (it costs seconds on two cores).
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -145,6 +146,26 @@ def build_golden(
     finally:
         con.close()
     return Golden(db, corpus, logs, tmp)
+
+
+def copy_golden(template: Golden, tmp: Path) -> Golden:
+    """The Golden build_golden would have made at `tmp`, copied from `template` in milliseconds.
+
+    Files keep their times (copytree copies with copy2). The warehouse names the corpus file
+    it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a
+    snapshot given that same path skips re-reading it); those are pointed at the copy's.
+    """
+    from goldenset import warehouse
+
+    shutil.copytree(template.tmp, tmp, symlinks=True)
+    g = Golden(tmp / template.db.name, tmp / template.corpus.name, tmp / template.logs.name, tmp)
+    con = warehouse.connect(g.db)
+    try:
+        for table in ("corpus_loads", "corpus_snapshots"):
+            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(g.corpus), str(template.corpus)])
+    finally:
+        con.close()
+    return g
 
 
 def days_ago(n: float) -> datetime:

@@ -79,8 +79,8 @@ def test_asset_metadata_shows_the_retriever_and_rounds_floats_to_four_decimals(g
     assert meta["corpus_fingerprint"].value and len(meta["corpus_fingerprint"].value) == 16
 
 
-def test_asset_runs_without_the_graph_when_it_has_nothing_to_learn(tmp_path):
-    g = build_golden(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
+def test_asset_runs_without_the_graph_when_it_has_nothing_to_learn(tmp_path, goldens):
+    g = goldens(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
     result = _materialize(g)
     assert result.success
     assert _checks(result)[COMPONENTS_CHECK].passed
@@ -157,11 +157,10 @@ def test_benchmark_assets_load_into_definitions():
     assert all(c.blocking for c in spec.check_specs)
 
 
-def test_stale_labels_in_the_qrels_are_a_warning_the_ui_shows(tmp_path):
-    from bench_world import build_golden
+def test_stale_labels_in_the_qrels_are_a_warning_the_ui_shows(tmp_path, goldens):
 
     # One label's document superseded: 1 stale label, kept in the qrels by default.
-    g = build_golden(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
+    g = goldens(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
     meta = _metadata(_materialize(g))
     assert meta["stale_labels"].value == 1
     assert [w for w in meta["warnings"].value if "stale" in w] == [

@@ -175,10 +175,10 @@ def test_compare_with_bootstrap_writes_a_report(golden):
     assert (out / "differences.png").is_file() and "| recall@5 |" in (out / "report.md").read_text()
 
 
-def test_compare_warns_first_when_the_runs_searched_different_corpora(tmp_path):
+def test_compare_warns_first_when_the_runs_searched_different_corpora(tmp_path, goldens):
     from bench_world import DOCS, write_corpus
 
-    g = build_golden(tmp_path / "g")
+    g = goldens(tmp_path / "g")
     a = run_id_of(bench(*run_args(g)))
     write_corpus(g.corpus, DOCS[:-1])
     b = run_id_of(bench(*run_args(g)))
@@ -194,9 +194,9 @@ def test_compare_an_unknown_run_is_a_usage_error(golden):
     assert str(result.exception) == "no benchmark run 'nope' in the warehouse; `goldenset bench list` shows the runs"
 
 
-def test_degraded_runs_are_stamped_on_every_table(tmp_path, monkeypatch):
+def test_degraded_runs_are_stamped_on_every_table(tmp_path, monkeypatch, goldens):
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
-    g = build_golden(tmp_path / "g")
+    g = goldens(tmp_path / "g")
     result = bench(*run_args(g, "goldenset.bench.reference:hybrid", "--allow-degraded"))
     assert result.exit_code == 0, result.output
     assert result.output.startswith("DEGRADED: ran with dense down")
@@ -208,22 +208,22 @@ def test_degraded_runs_are_stamped_on_every_table(tmp_path, monkeypatch):
     assert rid in listed.output and "DEGRADED" in listed.output
 
 
-def test_refusals_surface_as_typed_errors(tmp_path, monkeypatch):
+def test_refusals_surface_as_typed_errors(tmp_path, monkeypatch, goldens):
     g = build_golden(tmp_path / "old", built_at=days_ago(60))
     assert isinstance(bench(*run_args(g)).exception, GoldenSetTooOld)
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
-    fresh = build_golden(tmp_path / "fresh")
+    fresh = goldens(tmp_path / "fresh")
     assert isinstance(bench(*run_args(fresh, "goldenset.bench.reference:hybrid")).exception, ComponentDown)
 
 
-def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch, capsys):
+def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch, capsys, goldens):
     from goldenset_dagster.cli import main
 
     old = build_golden(tmp_path / "old", built_at=days_ago(60))
     assert main(["bench", *[str(a) for a in run_args(old)]]) == 3
     assert capsys.readouterr().err.startswith("Error: golden set build 1 is 60.0 days old")
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
-    fresh = build_golden(tmp_path / "fresh")
+    fresh = goldens(tmp_path / "fresh")
     assert main(["bench", *[str(a) for a in run_args(fresh, "goldenset.bench.reference:hybrid")]]) == 4
     err = capsys.readouterr().err
     assert err.startswith("COMPONENT DOWN: dense: dense model ")
@@ -236,8 +236,8 @@ def test_bad_retriever_config_is_a_usage_error(golden):
     assert str(result.exception) == "--retriever-config must be a JSON object, got '[1]'"
 
 
-def test_exclude_stale_leaves_stale_labels_out_and_says_so(tmp_path):
-    g = build_golden(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
+def test_exclude_stale_leaves_stale_labels_out_and_says_so(tmp_path, goldens):
+    g = goldens(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
     included = bench(*run_args(g))
     assert "1 stale label(s) in the golden set, included in the qrels" in included.output
     excluded = bench(*run_args(g, "bench_plugins:keywords", "--exclude-stale"))
@@ -264,14 +264,14 @@ def test_every_bench_command_is_documented():
         assert f"## `goldenset bench {cmd.name}`" in doc, cmd.name
 
 
-def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
-    from bench_world import QUERIES, build_golden
+def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path, goldens):
+    from bench_world import QUERIES
 
     from goldenset.errors import GoldensetError
 
     # Every query judged, none helped: all fall to no_positive. Nothing to boost either, but
     # graph and boosts never refuse (exit 4), so the empty set itself is the error.
-    g = build_golden(tmp_path / "empty", queries=[(task, [], helped + noise) for task, helped, noise in QUERIES])
+    g = goldens(tmp_path / "empty", queries=[(task, [], helped + noise) for task, helped, noise in QUERIES])
     result = bench(*run_args(g))
     assert type(result.exception) is GoldensetError and result.exception.exit_code == 1
     assert str(result.exception) == (
@@ -279,12 +279,12 @@ def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path):
     )
 
 
-def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys):
-    from bench_world import QUERIES, build_golden
+def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys, goldens):
+    from bench_world import QUERIES
 
     from goldenset_dagster.cli import main
 
-    g = build_golden(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
+    g = goldens(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
     assert main(["bench", *[str(a) for a in run_args(g)]]) == 0
     captured = capsys.readouterr()
     out = captured.out

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from bench_world import QUERIES, build_golden
+from bench_world import QUERIES
 from typer.testing import CliRunner
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +29,7 @@ from goldenset.cli.bench import app as bench_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
 from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset.records import normalise_task, query_id  # noqa: E402
+from tests.helpers import isolated_settings  # noqa: E402
 
 runner = CliRunner()
 
@@ -68,9 +69,17 @@ def audited_pool_world(tmp: Path):
     return world.db
 
 
+@pytest.fixture(scope="module")
+def audited_db(tmp_path_factory) -> Path:
+    """audited_pool_world's db, made once for the module; its tests only read it."""
+    base = tmp_path_factory.mktemp("audited")
+    with isolated_settings(base / "home"):
+        return audited_pool_world(base / "w")
+
+
 @pytest.fixture
-def labels(tmp_path) -> EstimateLabels:
-    db = audited_pool_world(tmp_path / "w")
+def labels(audited_db) -> EstimateLabels:
+    db = audited_db
     con = warehouse.connect(db, read_only=True)
     try:
         return estimate_labels(con, "jj")
@@ -104,9 +113,8 @@ def test_the_per_query_values_and_the_estimate_follow_from_the_two_qrels(labels)
     assert (e.estimate.estimate, e.estimate.human, e.estimate.n_audited) == (1.25, 1.0, 1)
 
 
-def test_a_judge_without_labels_is_refused_naming_the_command(tmp_path):
-    db = audited_pool_world(tmp_path / "w")
-    con = warehouse.connect(db, read_only=True)
+def test_a_judge_without_labels_is_refused_naming_the_command(audited_db):
+    con = warehouse.connect(audited_db, read_only=True)
     try:
         with pytest.raises(UsageError, match="judge label --annotator nobody"):
             estimate_labels(con, "nobody")
@@ -124,10 +132,10 @@ def _qid(task: str) -> str:
 HELPED = {_qid(task): set(helped) for task, helped, _ in QUERIES}
 
 
-def audited_bench_world(tmp: Path, judge_agrees: bool):
+def audited_bench_world(tmp: Path, goldens, judge_agrees: bool):
     """The benchmark's world, every query audited by humans (helped documents relevant, the rest not),
     and judge `jj` on every audit pair: agreeing with the humans, or calling every pair partial."""
-    g = build_golden(tmp)
+    g = goldens(tmp)
     con = warehouse.connect(g.db)
     try:
         run_pool(con, rankers=("bench_plugins:keywords",), depth=4, index_dir=g.index_dir, audit=6, seed=3)
@@ -187,8 +195,8 @@ def run_id_of(result) -> str:
     return result.output.rstrip().splitlines()[-1].removeprefix("run_id: ")
 
 
-def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_path):
-    g = audited_bench_world(tmp_path / "g", judge_agrees=False)
+def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_path, goldens):
+    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     result = bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")
     assert "prediction-powered estimates, judge jj" in result.output
     assert "core recall@5: PPI " in result.output and "human-only" in result.output
@@ -205,14 +213,14 @@ def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_
     assert est["estimate"] == round(expected.estimate, 4) and est["n_audited"] == expected.n_audited
 
 
-def test_a_judge_that_agrees_with_the_humans_gives_the_truth_with_no_width(tmp_path):
-    g = audited_bench_world(tmp_path / "g", judge_agrees=True)
+def test_a_judge_that_agrees_with_the_humans_gives_the_truth_with_no_width(tmp_path, goldens):
+    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=True)
     _, values = stored(g, run_id_of(bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")))
     assert all(p == t for _, p, t in values)
 
 
-def test_bench_compare_reads_the_verdict_from_the_ppi_interval(tmp_path):
-    g = audited_bench_world(tmp_path / "g", judge_agrees=False)
+def test_bench_compare_reads_the_verdict_from_the_ppi_interval(tmp_path, goldens):
+    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     a = run_id_of(bench_run(g, "bench_plugins:worst", "--estimate", "ppi", "--judge", "jj"))
     b = run_id_of(bench_run(g, "bench_plugins:perfect", "--estimate", "ppi", "--judge", "jj"))
     result = runner.invoke(
@@ -224,8 +232,8 @@ def test_bench_compare_reads_the_verdict_from_the_ppi_interval(tmp_path):
     assert e["lo"] <= e["estimate"] <= e["hi"]
 
 
-def test_bench_compare_refuses_a_run_made_without_an_estimate(tmp_path):
-    g = audited_bench_world(tmp_path / "g", judge_agrees=False)
+def test_bench_compare_refuses_a_run_made_without_an_estimate(tmp_path, goldens):
+    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     a = run_id_of(bench_run(g, "bench_plugins:keywords"))
     result = runner.invoke(bench_app, ["compare", a, a, "--db", str(g.db), "--estimate", "ppi"])
     assert isinstance(result.exception, UsageError)
@@ -240,8 +248,8 @@ def test_bench_compare_refuses_a_run_made_without_an_estimate(tmp_path):
         (["--estimate", "bayes", "--judge", "jj"], "--estimate 'bayes' is not known"),
     ],
 )
-def test_bad_estimate_options_are_usage_errors(tmp_path, args, message):
-    g = build_golden(tmp_path / "g")
+def test_bad_estimate_options_are_usage_errors(tmp_path, args, message, goldens):
+    g = goldens(tmp_path / "g")
     result = runner.invoke(
         bench_app, ["run", "--db", str(g.db), "--corpus", str(g.corpus), "--retriever", "bench_plugins:keywords", *args]
     )

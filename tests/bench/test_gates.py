@@ -58,10 +58,10 @@ def test_age_gate_is_checked_before_the_probes_so_exit_3_wins(tmp_path, monkeypa
         _run(g)
 
 
-def test_a_dense_model_path_that_does_not_exist_is_component_down_exit_4(tmp_path, monkeypatch):
+def test_a_dense_model_path_that_does_not_exist_is_component_down_exit_4(tmp_path, monkeypatch, goldens):
     missing = tmp_path / "no-such-model"
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(missing))
-    g = build_golden(tmp_path / "g")
+    g = goldens(tmp_path / "g")
     with pytest.raises(ComponentDown) as exc:
         _run(g)
     assert exc.value.exit_code == 4
@@ -72,20 +72,20 @@ def test_a_dense_model_path_that_does_not_exist_is_component_down_exit_4(tmp_pat
     assert _count_runs(g.db) == 0
 
 
-def test_a_model_directory_without_a_model_is_component_down(tmp_path, monkeypatch):
+def test_a_model_directory_without_a_model_is_component_down(tmp_path, monkeypatch, goldens):
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(broken))
-    g = build_golden(tmp_path / "g")
+    g = goldens(tmp_path / "g")
     with pytest.raises(ComponentDown) as exc:
         _run(g)
     assert str(exc.value).startswith(f"COMPONENT DOWN: dense: dense model '{broken}' cannot be loaded: ")
 
 
-def test_allow_degraded_runs_without_the_dense_side_and_stamps_the_run(tmp_path, monkeypatch):
+def test_allow_degraded_runs_without_the_dense_side_and_stamps_the_run(tmp_path, monkeypatch, goldens):
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
-    g = build_golden(tmp_path / "g")
+    g = goldens(tmp_path / "g")
     result = _run(g, allow_degraded=True)
     run = result.run
     assert run.degraded and run.down_components == ["dense"]
@@ -144,8 +144,8 @@ def test_a_deleted_index_directory_is_rebuilt_for_the_same_content(golden, embed
     assert _index_lexical(golden, embedder) == index and index.is_dir()
 
 
-def test_a_corpus_without_active_documents_downs_every_component_of_the_retriever(tmp_path):
-    g = build_golden(tmp_path / "g")
+def test_a_corpus_without_active_documents_downs_every_component_of_the_retriever(tmp_path, goldens):
+    g = goldens(tmp_path / "g")
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps({"doc_id": "gone", "version": "1", "status": "retired", "text": ""}) + "\n")
     with pytest.raises(ComponentDown) as exc:
@@ -179,8 +179,8 @@ GRAPH_LINE = (
 )
 
 
-def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_one_warning(tmp_path):
-    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_one_warning(tmp_path, goldens):
+    g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, retriever="bench_plugins:keywords").run
     assert run.rows == ["core", "+graph+boosts", "+graph+boosts honest"]
     assert run.warnings == [GRAPH_LINE]
@@ -189,35 +189,35 @@ def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_o
     assert _count_runs(g.db) == 1
 
 
-def test_one_helped_document_per_query_does_not_refuse_the_reference_retriever(tmp_path, embedder):
-    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+def test_one_helped_document_per_query_does_not_refuse_the_reference_retriever(tmp_path, embedder, goldens):
+    g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, embedder).run
     assert run.warnings == [GRAPH_LINE] and not run.degraded
     assert "+graph" not in run.values and run.n_queries == len(QUERIES)
 
 
-def test_without_a_graph_the_boosts_rows_rank_with_the_boosts_alone(tmp_path):
+def test_without_a_graph_the_boosts_rows_rank_with_the_boosts_alone(tmp_path, goldens):
     # Each query's one helped document helped on that query only: the leave-one-out row has
     # nothing left to boost and ranks as core, the full row boosts every query's own document.
-    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, retriever="bench_plugins:worst").run
     assert run.means("+graph+boosts honest") == run.means("core")
     assert run.means("+graph+boosts")["mrr"] > run.means("core")["mrr"]
 
 
-def test_allow_degraded_names_only_the_retrievers_parts_when_the_graph_is_empty_too(tmp_path, monkeypatch):
+def test_allow_degraded_names_only_the_retrievers_parts_when_the_graph_is_empty_too(tmp_path, monkeypatch, goldens):
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "no-such-model"))
-    g = build_golden(tmp_path / "g", queries=ONE_HELPED)
+    g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, allow_degraded=True).run
     assert run.degraded and run.down_components == ["dense"]
     assert run.warnings[0].startswith("DEGRADED: ran with dense down (") and "graph" not in run.warnings[0]
     assert run.warnings[1:] == [GRAPH_LINE]
 
 
-def test_nothing_to_boost_leaves_out_every_reference_row(tmp_path):
+def test_nothing_to_boost_leaves_out_every_reference_row(tmp_path, goldens):
     # The corpus moved on since the build: the only document that ever helped is retired now.
     queries = [("Rotate expiring API tokens", ["auth/tokens"], ["auth/password-reset"])]
-    g = build_golden(tmp_path / "g", queries=queries)
+    g = goldens(tmp_path / "g", queries=queries)
     write_corpus(g.corpus, [d for d in DOCS if d[0] != "auth/tokens"])
     run = _run(g, retriever="bench_plugins:keywords").run
     assert run.rows == ["core"] and not run.degraded
@@ -250,8 +250,8 @@ def test_a_full_graph_keeps_every_row_without_a_warning(golden):
     assert run.rows == ["core", "+graph", "+graph+boosts", "+graph+boosts honest"] and run.warnings == []
 
 
-def test_corpus_drift_above_five_percent_warns_at_the_top(tmp_path):
-    g = build_golden(tmp_path / "g")
+def test_corpus_drift_above_five_percent_warns_at_the_top(tmp_path, goldens):
+    g = goldens(tmp_path / "g")
     changed = [(d, t, x + " Revised." if i < 2 else x) for i, (d, t, x) in enumerate(DOCS)]
     write_corpus(g.corpus, changed)
     run = _run(g, retriever="bench_plugins:keywords").run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from bench_world import build_golden, relabel
+from bench_world import relabel
 
 from goldenset import warehouse
 from goldenset.bench import golden as golden_mod
@@ -100,8 +100,8 @@ def test_a_human_label_that_keeps_a_positive_keeps_the_query(golden):
     assert _qid(golden, TOKENS) in run.values["core"] and run.skipped_queries == 0
 
 
-def test_stale_graded_labels_stay_in_the_qrels_unless_excluded(tmp_path):
-    g = build_golden(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
+def test_stale_graded_labels_stay_in_the_qrels_unless_excluded(tmp_path, goldens):
+    g = goldens(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
     relabel(g, [(WEBHOOKS, "webhooks/signing", "relevant")])
     con = warehouse.connect(g.db, read_only=True)
     try:

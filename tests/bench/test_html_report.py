@@ -5,15 +5,13 @@ from __future__ import annotations
 import base64
 import re
 
-from bench_world import build_golden
-
 from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
 from goldenset.html_report import markdown_page
 
 
-def test_a_run_writes_report_html_beside_report_md_with_its_tables_and_plot_inline(tmp_path, embedder):
-    g = build_golden(tmp_path / "g")
+def test_a_run_writes_report_html_beside_report_md_with_its_tables_and_plot_inline(tmp_path, embedder, goldens):
+    g = goldens(tmp_path / "g")
     config = BenchConfig(retriever="bench_plugins:keywords", index_dir=g.index_dir)
     result = run_and_store(g.db, g.corpus, config, report_dir=tmp_path / "report", embedder=embedder)
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")

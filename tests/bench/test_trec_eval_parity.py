@@ -18,7 +18,7 @@ import re
 
 import pytest
 import pytrec_eval
-from bench_world import DATA, build_golden
+from bench_world import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -318,10 +318,10 @@ def test_bench_eval_reads_the_beir_qrels_that_goldenset_export_writes(golden, tm
         assert abs(outputs[0][name] - value) <= 5e-5 + 1e-12, name
 
 
-def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_eval_averages_it_in(tmp_path):
+def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_eval_averages_it_in(tmp_path, goldens):
     # "auth/tokens" superseded: its labels are stale; with --exclude-stale the query
     # "Rotate expiring API tokens" keeps only its noise label.
-    g = build_golden(tmp_path / "g", superseded={"auth/tokens": "auth/password-reset"})
+    g = goldens(tmp_path / "g", superseded={"auth/tokens": "auth/password-reset"})
     report = tmp_path / "report"
     ran = cli.invoke(
         bench_app,
