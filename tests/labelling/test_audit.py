@@ -22,7 +22,7 @@ for folder in (HERE, HERE.parent / "bench"):
         sys.path.insert(0, str(folder))
 
 from label_lines import label_line, write_and_ingest  # noqa: E402
-from pool_rankers import DAY, FIRST, Q1, Q2, SECOND, World, build_world  # noqa: E402
+from pool_rankers import DAY, FIRST, Q1, Q2, SECOND, World  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.build import build_golden_set  # noqa: E402
@@ -41,8 +41,8 @@ STALE_OR_SUCCESSOR = {(Q1, "b"): "stale", (Q1, "c2"): "successor", (Q1, "d2"): "
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
-    return build_world(tmp_path / "w")
+def world(tmp_path, pool_worlds) -> World:
+    return pool_worlds(tmp_path / "w")
 
 
 def pool(world: World, **kw):

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from pool_rankers import FIRST, Q1, Q2, SECOND, World, build_world  # noqa: E402
+from pool_rankers import FIRST, Q1, Q2, SECOND, World  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.cli.app import main  # noqa: E402
@@ -48,9 +48,9 @@ ANA = {"id": 7, "email": "ana@example.com", "first_name": "Ana", "last_name": ""
 
 
 @pytest.fixture
-def pooled(tmp_path) -> World:
+def pooled(tmp_path, pool_worlds) -> World:
     """The hand-made world, pooled with the two fixed rankers (12 queued pairs)."""
-    world = build_world(tmp_path / "w")
+    world = pool_worlds(tmp_path / "w")
     con = warehouse.connect(world.db)
     run_pool(con, rankers=(FIRST, SECOND), index_dir=world.index_dir, now=datetime(2026, 11, 30, 8, 0))
     con.close()

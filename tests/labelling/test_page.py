@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,7 +24,16 @@ from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.page import LabelWriter, check_annotator, create_app, open_session
 from goldenset.labelling.rubric import RubricError
 from goldenset.warehouse import connect
-from tests.helpers import PAGE_DOCS, PAGE_Q1, PAGE_Q2, PAGE_Q3, PAGE_QUEUE, page_warehouse, write_labels
+from tests.helpers import (
+    PAGE_DOCS,
+    PAGE_Q1,
+    PAGE_Q2,
+    PAGE_Q3,
+    PAGE_QUEUE,
+    isolated_settings,
+    page_warehouse,
+    write_labels,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RUBRIC = ROOT / "tests" / "data" / "conformance" / "rubric.yaml"
@@ -60,10 +70,20 @@ class World:
     labels: Path
 
 
+@pytest.fixture(scope="module")
+def page_template(tmp_path_factory) -> Path:
+    """make_warehouse's warehouse, made once for the module; `world` copies it."""
+    base = tmp_path_factory.mktemp("page-template")
+    with isolated_settings(base / "home"):
+        return make_warehouse(base / "g.duckdb")
+
+
 @pytest.fixture
-def world(tmp_path) -> World:
-    """A warehouse with five queued pairs and an empty LABELS folder."""
-    return World(make_warehouse(tmp_path / "g.duckdb"), tmp_path / "labels")
+def world(tmp_path, page_template) -> World:
+    """A warehouse with five queued pairs (this test's own copy) and an empty LABELS folder."""
+    db = tmp_path / "g.duckdb"
+    shutil.copy2(page_template, db)
+    return World(db, tmp_path / "labels")
 
 
 def start(world: World, annotator: str = "ana", **kw):

@@ -19,7 +19,7 @@ for folder in (HERE, HERE.parent / "bench"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from pool_rankers import FAILING, FIRST, Q1, Q2, Q3, SECOND, World, build_world  # noqa: E402
+from pool_rankers import FAILING, FIRST, Q1, Q2, Q3, SECOND, World  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.cli.app import main  # noqa: E402
@@ -32,9 +32,9 @@ QUEUE_COLUMNS = "pool_id, query_id, doc_id, doc_version, reason, rankers, best_r
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
+def world(tmp_path, pool_worlds) -> World:
     """The hand-made build of pool_rankers.py, with ana's current labels on e."""
-    return build_world(tmp_path / "w")
+    return pool_worlds(tmp_path / "w")
 
 
 def pool(world: World, rankers=(FIRST, SECOND), depth=5, now=POOLED_AT):
@@ -126,8 +126,8 @@ def test_successor_comes_from_an_annotators_current_label(world):
     assert (Q3, "e2") not in rows  # Q3 is not a golden query
 
 
-def test_without_the_current_label_the_successor_is_an_ordinary_pooled_pair(tmp_path):
-    world = build_world(tmp_path / "w", labels=False)
+def test_without_the_current_label_the_successor_is_an_ordinary_pooled_pair(tmp_path, pool_worlds):
+    world = pool_worlds(tmp_path / "w", labels=False)
     pool(world)
     rows = {(r[1], r[2]): r[4] for r in queue(world)}
     assert rows[(Q2, "e2")] == "pooled"

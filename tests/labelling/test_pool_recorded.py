@@ -13,15 +13,15 @@ for folder in (HERE, HERE.parent / "bench"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from pool_rankers import FIRST, SECOND, build_world  # noqa: E402
+from pool_rankers import FIRST, SECOND  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset_dagster.record import record_pool  # noqa: E402
 
 
-def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(tmp_path):
-    world = build_world(tmp_path / "w")
+def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(tmp_path, pool_worlds):
+    world = pool_worlds(tmp_path / "w")
     con = warehouse.connect(world.db)
     try:
         run_pool(con, rankers=(FIRST, SECOND), depth=5, index_dir=world.index_dir, now=datetime(2026, 11, 30, 8))
@@ -43,11 +43,11 @@ def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(
     assert "- queue: 1 stale + 5 successor + 6 pooled = 12 pairs" in meta["pool_report"].value
 
 
-def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsys):
+def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsys, pool_worlds):
     from goldenset_dagster.cli import main
     from goldenset_dagster.instance import get_instance
 
-    world = build_world(tmp_path / "w")
+    world = pool_worlds(tmp_path / "w")
     argv = ["pool", "--rankers", f"{FIRST},{SECOND}", "--depth", "5", "--db", str(world.db)]
     assert main([*argv, "--index-dir", str(world.index_dir)]) == 0
     with get_instance() as instance:
@@ -58,14 +58,14 @@ def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsy
     assert "WARNING" not in capsys.readouterr().err
 
 
-def test_a_failed_recording_is_a_warning_and_the_pool_stands(tmp_path, capsys):
+def test_a_failed_recording_is_a_warning_and_the_pool_stands(tmp_path, capsys, pool_worlds):
     from goldenset import hooks
     from goldenset.cli.app import main
 
     def broken(event, details):
         raise OSError("database is locked\nsecond line")
 
-    world = build_world(tmp_path / "w")
+    world = pool_worlds(tmp_path / "w")
     argv = ["pool", "--rankers", f"{FIRST},{SECOND}", "--depth", "5", "--db", str(world.db)]
     with hooks.listening(broken):
         assert main([*argv, "--index-dir", str(world.index_dir)]) == 0

@@ -19,7 +19,7 @@ for folder in (HERE, HERE.parent / "bench"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from pool_rankers import FIRST, Q1, Q2, World, build_world  # noqa: E402
+from pool_rankers import FIRST, Q1, Q2, World  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.bench.runs import BenchmarkRun, store_run  # noqa: E402
@@ -227,8 +227,8 @@ def _store_candidate(world: World, ranking: dict[str, list[str]], run_id: str = 
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
-    w = build_world(tmp_path / "w")
+def world(tmp_path, pool_worlds) -> World:
+    w = pool_worlds(tmp_path / "w")
     # Q1: a is golden at its current version, j new, b stale (golden at v1, now v2), zz outside the snapshot.
     # Q2: n is golden, i and f2 new.
     _store_candidate(w, {Q1: ["a", "zz", "j", "b", "i"], Q2: ["n", "i", "f2", "g"]})
