@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -259,26 +258,24 @@ def test_a_refresh_run_is_stored_in_postgres_with_its_materializations_checks_an
 
 
 def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_line(
-    postgres_home, postgres_server, postgres_db, tmp_path
+    postgres_home, postgres_server, postgres_db, tmp_path, monkeypatch, capsys
 ):
+    # The command's own code in this process (DAGSTER_HOME set by postgres_home): what is checked
+    # is where the runs land, not a process of its own (the deploy test runs the unit's command).
+    from goldenset_dagster.cli import main
+
     home = tmp_path / "home"
     write_inputs(home)  # logs/ and corpus.jsonl where GOLDENSET_HOME puts them by default
     then = time.time() - 3600  # written an hour ago: the second build sees them unchanged by their stat
     for f in (home / "logs").rglob("*.jsonl"):
         os.utime(f, (then, then))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDENSET_")}
-    env.update(GOLDENSET_HOME=str(home), DAGSTER_HOME=str(postgres_home))
+    monkeypatch.setenv("GOLDENSET_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
     for expected_build in (1, 2):
-        done = subprocess.run(
-            [sys.executable, "-m", "goldenset", "build"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert f"build {expected_build} published" in done.stdout
+        code = main(["build"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert f"build {expected_build} published" in out
 
     with dg.DagsterInstance.from_config(str(postgres_home)) as instance:
         runs = instance.get_runs()
