@@ -246,11 +246,11 @@ def copy_world(template: World, tmp: Path) -> World:
     it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a
     snapshot given that same path skips re-reading it); those are pointed at the copy's.
     """
-    from goldenset import warehouse
+    import duckdb
 
     shutil.copytree(template.db.parent, tmp, symlinks=True)
     world = World(tmp / template.db.name, tmp / template.logs.name, tmp / template.corpus.name, tmp / "index")
-    con = warehouse.connect(world.db)
+    con = duckdb.connect(str(world.db))  # plain DuckDB: no schema check needed for one UPDATE
     try:
         for table in ("corpus_loads", "corpus_snapshots"):
             con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(world.corpus), str(template.corpus)])

@@ -210,11 +210,11 @@ def copy_world(template: World, root: Path) -> World:
     given that same path skips re-reading it); those two values are pointed at the copy's
     corpus, so the copy behaves as if it had been built where it is.
     """
-    from goldenset.warehouse import connect
+    import duckdb
 
     shutil.copytree(template.root, root, symlinks=True)
     world = World(root, root / "logs", root / "corpus.jsonl", root / "labels", root / "goldenset.duckdb")
-    con = connect(world.db)
+    con = duckdb.connect(str(world.db))  # plain DuckDB: no schema check needed for one UPDATE
     try:
         for table in ("corpus_loads", "corpus_snapshots"):
             con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(world.corpus), str(template.corpus)])
