@@ -14,7 +14,7 @@ import pytest
 
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import copy_build, ranked, serve, verdict, write_log
+from tests.helpers import copy_build, isolated_settings, ranked, serve, verdict, write_log
 
 DATA = Path(__file__).parent / "data" / "conformance"
 QUERY = "07c6b23f1023f387"  # the conformance log's query 'fix the REFUND window' of project billing
@@ -167,6 +167,30 @@ def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes
     assert main(["forget", "--db", str(db)]) == 2
 
 
+@pytest.fixture(scope="module")
+def labelled_build(tmp_path_factory) -> Path:
+    """Like conftest's conformance_build, built with the conformance labels and rubric as well
+    (--labels tests/data/conformance/labels); tests start from a copy (copy_build). The warehouse
+    keeps the rubric's bytes and sha256, not its path: a test's copy of the same file builds on."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    root = tmp_path_factory.mktemp("labelled-build")
+    with isolated_settings(root / "goldenset-home"), pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
+        mp.chdir(root)
+        assert (
+            _build(
+                root / "g.duckdb",
+                DATA / "logs",
+                "--labels",
+                str(DATA / "labels"),
+                "--rubric",
+                str(DATA / "rubric.yaml"),
+            )
+            == 0
+        )
+    return root
+
+
 def _labelled(workdir: Path) -> tuple[Path, Path, Path]:
     db, rubric = workdir / "g.duckdb", workdir / "rubric.yaml"
     shutil.copy(DATA / "rubric.yaml", rubric)
@@ -174,15 +198,25 @@ def _labelled(workdir: Path) -> tuple[Path, Path, Path]:
     return db, rubric, workdir / "labels"
 
 
-def test_renaming_a_label_in_the_rubric_refuses_with_the_lines_it_would_invalidate(workdir, capsys):
-    db, rubric, labels = _labelled(workdir)
-    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+def _labelled_copy(workdir: Path, template: Path, home: Path) -> tuple[Path, Path, Path]:
+    """A copy of labelled_build, with the rubric copied to workdir (the file a test edits); the
+    logs and labels folders it was built from are the conformance ones (never edited)."""
+    db, rubric = workdir / "g.duckdb", workdir / "rubric.yaml"
+    shutil.copy(DATA / "rubric.yaml", rubric)
+    copy_build(template, db, home)
+    return db, rubric, DATA / "labels"
+
+
+def test_renaming_a_label_in_the_rubric_refuses_with_the_lines_it_would_invalidate(
+    workdir, capsys, labelled_build, isolated_home
+):
+    db, rubric, labels = _labelled_copy(workdir, labelled_build, isolated_home)
     old_sha = _one(db, "SELECT rubric_sha256 FROM golden_builds")[0][0]
     rejected_before = _one(db, "SELECT count(*) FROM label_rejects")
     rubric.write_text(rubric.read_text().replace("partial:", "partly:  "))
     capsys.readouterr()
 
-    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 1
+    assert _build(db, DATA / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 1
 
     import hashlib
 
@@ -203,7 +237,7 @@ def test_renaming_a_label_in_the_rubric_refuses_with_the_lines_it_would_invalida
     assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
     assert _one(db, "SELECT DISTINCT rubric_sha256 FROM label_files") == [(old_sha,)]
 
-    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric), "--accept-rubric-change") == 0
+    assert _build(db, DATA / "logs", "--labels", str(labels), "--rubric", str(rubric), "--accept-rubric-change") == 0
     assert _one(db, "SELECT count(*) FROM label_rejects")[0][0] == rejected_before[0][0] + 2
     assert _one(db, "SELECT rubric_sha256, name FROM rubrics ORDER BY first_used_at") == [
         (old_sha, "support-policies"),
@@ -211,12 +245,11 @@ def test_renaming_a_label_in_the_rubric_refuses_with_the_lines_it_would_invalida
     ]
 
 
-def test_a_rubric_edit_that_changes_no_label_goes_through_with_one_line(workdir, capsys):
-    db, rubric, labels = _labelled(workdir)
-    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+def test_a_rubric_edit_that_changes_no_label_goes_through_with_one_line(workdir, capsys, labelled_build, isolated_home):
+    db, rubric, labels = _labelled_copy(workdir, labelled_build, isolated_home)
     rubric.write_text(rubric.read_text().replace("using only the published", "using only the current published"))
     capsys.readouterr()
-    assert _build(db, workdir / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
+    assert _build(db, DATA / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("the rubric")]
     assert len(lines) == 1 and lines[0].endswith(": no label changes (18 stored label lines checked again)")
 
