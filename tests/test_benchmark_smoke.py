@@ -48,7 +48,10 @@ def test_tiny_benchmark_prints_every_figure(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        # A guard against a hang, not a time bound: about 11 builds, each a process paying Python's
+        # and Dagster's start-up (the data is tiny), took 100 s alone and over 900 s on two
+        # cores shared with five other jobs.
+        timeout=2400,
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
