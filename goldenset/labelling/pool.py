@@ -40,6 +40,9 @@ Decisions
   already labelled. Successors are not followed further: S needs only to be active.
 - **Human labels since the build** do not keep a pair out: only the golden set does, so the
   queue is a function of the build and the rankers.
+- **Queries embedded once.** Before the rankers search, each retriever that has the optional
+  `prepare_queries` (the reference retriever: its dense side) gets every golden task in one
+  call, as `bench run` does: one model call per query cost seconds each on a loaded CPU.
 - **Audit** (`--audit N`, contract 12.1): goldenset.labelling.audit draws the sample and
   turns pairs of drawn queries into reason `audit`, between successor and pooled; the
   report and the queue counts name `audit` only for a pool that drew one.
@@ -275,8 +278,12 @@ def check_rankers(rankers: str | Sequence[str], depth: int) -> tuple[str, ...]:
 Search = Callable[[str, int], Any]
 
 
-def _make_rankers(names: tuple[str, ...], ctx: RetrieverContext) -> dict[str, Search]:
-    """One search function per ranker; the reference retriever is built once for all three of its rankers."""
+def _make_rankers(names: tuple[str, ...], ctx: RetrieverContext, tasks: Sequence[str] = ()) -> dict[str, Search]:
+    """One search function per ranker; the reference retriever is built once for all three of its rankers.
+
+    Each retriever built that has `prepare_queries` is given `tasks`, every query it will be asked
+    (the reference retriever only when a ranker of its uses the dense side: dense or core).
+    """
     built: dict[str, Any] = {}
 
     def retriever(spec: str, ranker: str):
@@ -298,6 +305,17 @@ def _make_rankers(names: tuple[str, ...], ctx: RetrieverContext) -> dict[str, Se
             out[name] = retriever(REFERENCE, name).search
         else:
             out[name] = retriever(name, name).search
+    for spec, built_retriever in built.items():
+        prepare = getattr(built_retriever, "prepare_queries", None)
+        # The reference retriever's lexical side alone embeds nothing: no vectors for it.
+        lexical_only = spec == REFERENCE and set(names) & {*COMPONENTS, CORE} == {"lexical"}
+        if callable(prepare) and tasks and not lexical_only:
+            try:
+                prepare(list(tasks))
+            except GoldensetError:
+                raise
+            except Exception as exc:
+                raise GoldensetError(f"ranker {spec!r} failed preparing the queries: {_first_line(exc)}") from exc
     return out
 
 
@@ -576,10 +594,10 @@ def run_pool(
             "pool over the build's own snapshot (pass no corpus) or run `goldenset build` first"
         )
     ctx = RetrieverContext(snapshot, con, embedder or Embedder(), Path(index_dir), {})
-    searches = _make_rankers(names, ctx)
+    state = _read_state(con)
+    searches = _make_rankers(names, ctx, [task for _, task in state.queries.values()])
     searches.update(run_rankers)
     names = (*names, *run_rankers)
-    state = _read_state(con)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
     design = audit_sample.draw(state.queries, *sampling) if sampling else None
     drawn = (design, audit_sample.human_rows(con)) if design else None
