@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples, ranked, serve, verdict
@@ -408,7 +408,25 @@ _AROUND = (
 _AFTER = b'{"event":"verdict","serve_id":"s1","doc_id":"d1","verdict":"helped","ts":"2026-11-01T09:05:00Z"}\n'
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Each byte class that decides how a line is judged, written out so that every run tries it;
+# the random examples add mixtures of them.
+@example(middle=b"")
+@example(middle=b"A\x7f")  # ASCII up to DEL: valid
+@example(middle="é\uff5e😀".encode())  # two-, three- and four-byte sequences: valid
+@example(middle=b"\xef\xbb\xbf")  # a byte order mark inside a string: valid
+@example(middle=b"\x80")  # a continuation byte without a lead
+@example(middle=b"\xc2")  # a lead byte cut short by the closing quote
+@example(middle=b"\xf0\x9f\x98")  # a four-byte sequence cut short
+@example(middle=b"\xc0\x80")  # an overlong NUL
+@example(middle=b"\xe0\x80\xaf")  # an overlong three-byte slash
+@example(middle=b"\xed\xa0\x80")  # a UTF-16 surrogate
+@example(middle=b"\xf4\x90\x80\x80")  # past U+10FFFF
+@example(middle=b"\xf5\xff")  # bytes that never occur in UTF-8
+@example(middle=b"\x00")  # NUL: a control character JSON forbids in a string
+@example(middle=b"\x1f")  # the last control character
+@example(middle=b'"')  # a quote ends the string early
+@example(middle=b"\\")  # a backslash escapes the closing quote
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(middle=_EDGE_BYTES)
 def test_a_line_of_any_bytes_is_judged_as_the_exact_rules_judge_it(tmp_path_factory, middle):
     # DuckDB checks each chunk's UTF-8; a chunk it refuses is read again by the exact
