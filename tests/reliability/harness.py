@@ -9,7 +9,9 @@ a generous bound that only turns a hang into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import shutil
@@ -27,23 +29,38 @@ from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, wri
 # A hang becomes a failure after this long; a build of these inputs takes a few seconds.
 HANG_SECONDS = 180.0
 
-# `python -m goldenset` with the ingest batch bound lowered to one byte, so that one build
-# ingests each changed file in a batch (a transaction) of its own and a kill can land
-# between two committed batches. Everything else is the program as installed.
-_SMALL_BATCHES = (
-    "import runpy, sys; import goldenset.ingest as ingest; "
-    "ingest.BATCH_BYTES = ingest.BATCH_LINES = int(sys.argv.pop(1)); "
-    "sys.argv[0] = 'goldenset'; runpy.run_module('goldenset', run_name='__main__')"
+# `python -m goldenset` with some of the program's constants set first (module.NAME: value,
+# as JSON in argv[1]); everything else is the program as installed. A test lowers a bound
+# that only sets how long something takes or how the work is cut, never what comes out.
+_PATCHED = (
+    "import importlib, json, runpy, sys\n"
+    "for target, value in json.loads(sys.argv.pop(1)).items():\n"
+    "    module, _, name = target.rpartition('.')\n"
+    "    module = importlib.import_module(module)\n"
+    "    if not hasattr(module, name):\n"
+    "        sys.exit(f'no constant {target} to set')\n"
+    "    setattr(module, name, value)\n"
+    "sys.argv[0] = 'goldenset'\n"
+    "runpy.run_module('goldenset', run_name='__main__')"
 )
 
 
 BATCH = 1  # an ingest batch bound of one byte: every changed file is a batch (a transaction) of its own
 
+# The wait before Dagster retries a step that found the warehouse busy (15 s in the program).
+# A test of what the retries end in needs the retries, not the wait between them.
+NO_RETRY_WAIT = {"goldenset_dagster.assets.BUSY_RETRY_SECONDS": 0}
 
-def goldenset_argv(args: list[str], batch_lines: int | None = None) -> list[str]:
-    if batch_lines is None:
+
+def goldenset_argv(args: list[str], batch_lines: int | None = None, patches: dict | None = None) -> list[str]:
+    """The command line of `goldenset ARGS`; with `batch_lines`, one build ingests each changed file
+    in a batch (a transaction) of its own, so that a kill can land between two committed batches."""
+    patches = dict(patches or {})
+    if batch_lines is not None:
+        patches["goldenset.ingest.BATCH_BYTES"] = batch_lines
+    if not patches:
         return [sys.executable, "-m", "goldenset", *args]
-    return [sys.executable, "-c", _SMALL_BATCHES, str(batch_lines), *args]
+    return [sys.executable, "-c", _PATCHED, json.dumps(patches), *args]
 
 
 # Variables of the outer environment a world never inherits: it has its own paths and home.
@@ -99,11 +116,16 @@ class World:
         return ["--logs", str(self.logs), "--corpus", str(corpus or self.corpus), "--db", str(self.db)]
 
     def run(
-        self, *args: str, batch_lines: int | None = None, timeout: float = HANG_SECONDS, **env: str
+        self,
+        *args: str,
+        batch_lines: int | None = None,
+        patches: dict | None = None,
+        timeout: float = HANG_SECONDS,
+        **env: str,
     ) -> subprocess.CompletedProcess:
         """Run `goldenset ARGS` to the end; a hang past `timeout` fails the test."""
         return subprocess.run(
-            goldenset_argv(list(args), batch_lines),
+            goldenset_argv(list(args), batch_lines, patches),
             env=self.env(**env),
             cwd=self.root,
             capture_output=True,
@@ -112,17 +134,22 @@ class World:
         )
 
     def build(
-        self, *extra: str, corpus: Path | None = None, batch_lines: int | None = None, **env: str
+        self,
+        *extra: str,
+        corpus: Path | None = None,
+        batch_lines: int | None = None,
+        patches: dict | None = None,
+        **env: str,
     ) -> subprocess.CompletedProcess:
-        return self.run("build", *self.paths(corpus), *extra, batch_lines=batch_lines, **env)
+        return self.run("build", *self.paths(corpus), *extra, batch_lines=batch_lines, patches=patches, **env)
 
-    def start(self, *args: str, batch_lines: int | None = None, **env: str) -> Started:
+    def start(self, *args: str, batch_lines: int | None = None, patches: dict | None = None, **env: str) -> Started:
         """Start `goldenset ARGS` and return at once; its stderr goes to a file a test can watch."""
         self._started += 1
         err = self.root / f"started-{self._started}.stderr"
         with err.open("w") as fh:
             proc = subprocess.Popen(
-                goldenset_argv(list(args), batch_lines),
+                goldenset_argv(list(args), batch_lines, patches),
                 env=self.env(**env),
                 cwd=self.root,
                 stdout=subprocess.PIPE,
@@ -131,8 +158,25 @@ class World:
             )
         return Started(proc, err)
 
-    def start_build(self, *extra: str, batch_lines: int | None = None, **env: str) -> Started:
-        return self.start("build", *self.paths(), *extra, batch_lines=batch_lines, **env)
+    def start_build(
+        self, *extra: str, batch_lines: int | None = None, patches: dict | None = None, **env: str
+    ) -> Started:
+        return self.start("build", *self.paths(), *extra, batch_lines=batch_lines, patches=patches, **env)
+
+
+def run_here(world: World, *args: str) -> subprocess.CompletedProcess:
+    """`goldenset ARGS` run in this process, in the world's environment, output captured.
+
+    For a reading command whose answer is what a test checks (`status` after a kill), not how
+    it meets another process: it saves the start of a Python process and its imports.
+    """
+    from goldenset.settings import scoped_environment
+    from goldenset_dagster.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with scoped_environment(world.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["goldenset", *args], code, out.getvalue(), err.getvalue())
 
 
 def make_world(root: Path, home: Path | None = None) -> World:

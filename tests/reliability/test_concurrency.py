@@ -12,17 +12,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 
+import dagster as dg
 import pytest
 
+from goldenset_dagster.assets import BUSY_RETRIES
 from tests.reliability.harness import (
     HANG_SECONDS,
+    NO_RETRY_WAIT,
     PUBLISHED,
     failpoint_env,
     finish,
     ok,
     paused,
     read_tables,
+    run_here,
     wait_for,
 )
 
@@ -112,7 +117,7 @@ def test_two_builds_started_together_publish_one_golden_set_and_the_loser_says_b
     if wait != "0":
         assert codes == [0, 0]
     assert_published_like(at_stage_b, tables_b)
-    ok(at_stage_b.run("status", "--db", str(at_stage_b.db)))
+    ok(run_here(at_stage_b, "status", "--db", str(at_stage_b.db)))
 
 
 HOLDER = """
@@ -152,7 +157,9 @@ def test_a_build_that_meets_a_reader_between_its_steps_retries_then_says_busy_in
     two of its steps and keeps it: the step retries (Dagster), then the build gives up with the
     reader's PID, and the warehouse still publishes build 1."""
     marker, flag = at_stage_b.root / "paused", at_stage_b.root / "reading"
-    writer = at_stage_b.start_build(**failpoint_env("ingest.after_batch:pause", marker))
+    # The retries without the program's 15 s between them: the reader keeps the file until the
+    # writer has ended, so waiting longer could not change how the retries end.
+    writer = at_stage_b.start_build(patches=NO_RETRY_WAIT, **failpoint_env("ingest.after_batch:pause", marker))
     paused(at_stage_b, writer, marker)
     # The reader waits for the file to be free and takes it the moment the ingest step lets go.
     grab = HOLDER.replace(
@@ -175,3 +182,9 @@ def test_a_build_that_meets_a_reader_between_its_steps_retries_then_says_busy_in
         flag.unlink(missing_ok=True)
         reader.wait(timeout=HANG_SECONDS)
     assert read_tables(at_stage_b.db, PUBLISHED) == {k: tables_a[k] for k in PUBLISHED}
+    # The step that met the reader was retried as many times as the program allows, then failed.
+    with dg.DagsterInstance.from_config(str(at_stage_b.dagster_home)) as instance:
+        [run] = instance.get_runs(limit=1)
+        events = [e.dagster_event for e in instance.all_logs(run.run_id) if e.dagster_event]
+    retried = Counter(e.step_key for e in events if e.event_type_value == "STEP_UP_FOR_RETRY")
+    assert retried and set(retried.values()) == {BUSY_RETRIES}, retried
