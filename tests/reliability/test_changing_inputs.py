@@ -27,6 +27,7 @@ from tests.reliability.harness import (
     make_world,
     ok,
     read_tables,
+    run_here,
     write_corpus,
     write_gz_log,
     write_stage_b,
@@ -116,7 +117,7 @@ def test_a_bad_corpus_fails_in_one_line_and_changes_nothing(built_a, tmp_path, n
     assert read_tables(world.db, {**PUBLISHED, **QUARANTINE, **SNAPSHOTS, **LOG_ROWS}) == before
 
     # status still reads the last good build, and says why the corpus cannot be compared.
-    st = json.loads(ok(world.run("status", "--json", "--db", str(world.db), "--corpus", str(corpus))).stdout)
+    st = json.loads(ok(run_here(world, "status", "--json", "--db", str(world.db), "--corpus", str(corpus))).stdout)
     assert st["build_id"] == 1
     assert st["corpus"]["fingerprint_at_build"] == before["golden_builds"][0][2]
     assert st["corpus"]["drift_since_build"] is None and st["corpus"]["error"].startswith(f"corpus {corpus}")

@@ -28,7 +28,7 @@ from goldenset.snapshots import snapshot_corpus
 from goldenset.warehouse import connect
 from tests.helpers import doc, ranked, serve, verdict, write_log
 from tests.reliability.contract import contract_drift, contract_fingerprint
-from tests.reliability.harness import make_world, ok, write_corpus, write_stage_a
+from tests.reliability.harness import copy_world, make_world, ok, run_here, write_corpus, write_stage_a
 
 # doc_ids whose code-point order differs from UTF-16's (U+FF5E before U+1F600) and from
 # a case-insensitive one; an active document with empty text; retired ones with and
@@ -188,7 +188,7 @@ def test_status_reports_drift_from_the_builds_corpus_to_the_corpus_file_now(buil
     now = [d for d in v2 if d["doc_id"] != "d1"] + [doc("d9")]
     now = [dict(d, version="v3") if d["doc_id"] == "d4" else d for d in now]
     moved = write_corpus(tmp_path / "moved.jsonl", now)
-    st = json.loads(ok(built_b.run("status", "--json", "--db", str(built_b.db), "--corpus", str(moved))).stdout)
+    st = json.loads(ok(run_here(built_b, "status", "--json", "--db", str(built_b.db), "--corpus", str(moved))).stdout)
     assert st["corpus"]["drift_since_build"] == pytest.approx(contract_drift(v2, now))
     assert st["corpus"]["fingerprint_at_build"] == contract_fingerprint(v2)
     assert st["corpus"]["fingerprint_now"] == contract_fingerprint(now)
@@ -235,21 +235,22 @@ def test_corpus_snapshots_hold_one_row_per_distinct_fingerprint_first_seen_with_
         con.close()
 
 
-def test_jsonl_gz_and_parquet_corpora_build_exactly_what_the_same_jsonl_builds(tmp_path):
+def test_jsonl_gz_and_parquet_corpora_build_exactly_what_the_same_jsonl_builds(built_a, tmp_path):
     """Through real builds: the same documents in another format are the same snapshot content
-    (the next build is a `repeat`: nothing it reads differs); another content is a new snapshot."""
+    (the next build is a `repeat`: nothing it reads differs); another content is a new snapshot.
+    Build 1 is stage A's, of corpus v1 as JSON Lines."""
     from tests.reliability.harness import corpus_v1, corpus_v2
 
-    world = make_world(tmp_path / "world")
-    write_stage_a(world)
+    world = copy_world(built_a, tmp_path / "world")
     v1, v2 = corpus_v1(), corpus_v2()
     corpora = [
-        _write_jsonl(world.root / "v1.jsonl", v1),
+        built_a.corpus,
         _write_parquet(world.root / "v1.parquet", v1),
         _write_gz(world.root / "v2.jsonl.gz", v2),
         _write_parquet(world.root / "v2.parquet", v2),
     ]
-    for corpus in corpora:
+    assert [json.loads(line) for line in built_a.corpus.read_text(encoding="utf-8").splitlines()] == v1
+    for corpus in corpora[1:]:
         ok(world.build(corpus=corpus))
     con = duckdb.connect(str(world.db), read_only=True)
     try:
