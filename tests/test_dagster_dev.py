@@ -32,6 +32,8 @@ READY_WITHIN = 600.0
 # A machine loaded beyond its cores gives each process a share of a core: the bound grows with
 # the load per core at the signal (never below STOP_WITHIN), up to this many seconds.
 STOP_WITHIN_LOADED = 300.0
+# The group is ready once its processes have not changed for this long.
+SETTLED = 5.0
 
 
 def stop_bound() -> tuple[float, float]:
@@ -58,6 +60,11 @@ def _group(pgid: int) -> set[int]:
     return {int(pid) for pid, stat in (line.split()[:2] for line in out.splitlines()) if not stat.startswith("Z")}
 
 
+def _commands(pids: set[int]) -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,args=", "-p", ",".join(map(str, pids))], capture_output=True, text=True)
+    return [line.strip()[:160] for line in out.stdout.splitlines()]
+
+
 def test_dagster_dev_stops_promptly_on_ctrl_c(tmp_path):
     home = tmp_path / "dagster"
     home.mkdir()
@@ -79,8 +86,11 @@ def test_dagster_dev_stops_promptly_on_ctrl_c(tmp_path):
         deadline = time.monotonic() + READY_WITHIN
         query = json.dumps({"query": "{ assetNodes { assetKey { path } } }"}).encode()
         nodes = None
-        # Ready: the asset graph served, and every process started (the webserver answers
-        # before the daemon's code server may be up on a loaded machine). Polled, not slept on.
+        # Ready: the asset graph served, and every process started and the group done growing
+        # (the webserver answers before the daemon's code servers are up on a loaded machine;
+        # a person presses Ctrl-C on a running UI, not during its start). Polled, not slept on.
+        seen: set[int] = set()
+        stable_since = time.monotonic()
         while True:
             assert dev.poll() is None, (tmp_path / "dev.log").read_text()[-2000:]
             if nodes is None:
@@ -92,8 +102,10 @@ def test_dagster_dev_stops_promptly_on_ctrl_c(tmp_path):
                 except (OSError, KeyError, TypeError):
                     nodes = None
             started = _group(dev.pid)
+            if started != seen:
+                seen, stable_since = started, time.monotonic()
             # dagster dev, webserver, daemon, code server (and its gRPC server)
-            if nodes is not None and len(started) >= 4:
+            if nodes is not None and len(started) >= 4 and time.monotonic() - stable_since >= SETTLED:
                 break
             assert time.monotonic() < deadline, (
                 f"dagster dev not ready within {READY_WITHIN:.0f} s: asset graph "
@@ -109,7 +121,8 @@ def test_dagster_dev_stops_promptly_on_ctrl_c(tmp_path):
         took = time.monotonic() - interrupted
         left = _group(dev.pid)
         assert not left, (
-            f"still running {took:.0f} s after SIGINT (bound {bound:.0f} s at load {per_core:.1f} per core): {left}"
+            f"still running {took:.0f} s after SIGINT (bound {bound:.0f} s at load {per_core:.1f} per core): "
+            f"{_commands(left)}\n{(tmp_path / 'dev.log').read_text()[-3000:]}"
         )
         assert took <= bound, f"dagster dev took {took:.1f} s to stop after SIGINT (bound {bound:.0f} s)"
     finally:
