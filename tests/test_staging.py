@@ -108,7 +108,7 @@ def test_other_engines_read_the_staged_tables_as_hive_partitions(tmp_path, demo_
 
 
 def test_build_with_workers_publishes_the_golden_set_of_a_direct_build(tmp_path, monkeypatch):
-    data = write_demo_data(tmp_path / "demo", days=2, end=date(2026, 11, 28))  # one wave of the two workers
+    data = write_demo_data(tmp_path / "demo", days=4, end=date(2026, 11, 28))
     rows = {}
     for name, extra in (("direct", []), ("staged", ["--workers", "2"])):
         monkeypatch.setenv("GOLDENSET_HOME", str(tmp_path / name))
