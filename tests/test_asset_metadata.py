@@ -25,6 +25,9 @@ from goldenset_dagster.partitions import range_tags
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
+# Every test here starts from builds made once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent / "data" / "conformance"
 ASSETS = [serve_log, human_labels, corpus_snapshot, golden_set, relabel_queue, golden_set_export]
 DAYS = ["2026-11-01", "2026-11-02", "2026-11-03"]

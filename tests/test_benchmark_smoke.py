@@ -90,6 +90,7 @@ def test_the_baseline_script_is_the_four_filters_over_read_json():
         assert f"('{step}'" in sql
 
 
+@pytest.mark.slow
 def test_statement_times_prints_each_statement_of_an_ingestion(tmp_path):
     from tests.helpers import ranked, serve, verdict, write_log
 

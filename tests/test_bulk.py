@@ -7,6 +7,7 @@ import json
 import unicodedata
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -176,6 +177,7 @@ KNOWN_GOOD = [
 
 # On 400 examples this generator gave about 8% accepted serves and 20% accepted verdicts,
 # the rest spread over every reject reason; the known-good lines keep each example honest.
+@pytest.mark.slow
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(line(), min_size=1, max_size=40))
 def test_fast_path_and_python_rules_agree_line_by_line(texts):
@@ -217,6 +219,7 @@ def test_the_split_alphabet_holds_the_white_space_of_both_paths():
     assert {"\n", " ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u00a0", "\u3000"} <= set(SPLIT_ON)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(30), deadline=None)
 @example(["Fix\nthe bug", "fix the bug", "FIX\r\nTHE\u3000bug"])
 @example(["\n", "a\x1c\x1db", "ﬁle", "FILE", "Straße", "STRASSE"])

@@ -32,6 +32,7 @@ def _build(db, logs=DATA / "logs", corpus=DATA / "corpus.jsonl"):
     return main(["build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(db)])
 
 
+@pytest.mark.slow
 def test_status_json_reports_age_drift_funnel_and_queue(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
     copy_build(conformance_build, db, isolated_home)
@@ -55,6 +56,7 @@ def test_status_shows_drift_after_the_corpus_moved(project_dir, capsys, conforma
     assert json.loads(capsys.readouterr().out)["corpus"]["drift_since_build"] == pytest.approx(1 / 6)
 
 
+@pytest.mark.slow
 def test_env_variables_supply_the_paths(project_dir, monkeypatch):
     monkeypatch.setenv("GOLDENSET_LOGS", str(DATA / "logs"))
     monkeypatch.setenv("GOLDENSET_CORPUS", str(DATA / "corpus.jsonl"))
@@ -95,6 +97,7 @@ def test_an_invalid_corpus_names_its_first_bad_rows(project_dir, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     logs = project_dir / "logs"
     write_log(
@@ -129,6 +132,7 @@ def test_a_db_whose_folder_does_not_exist_is_refused_naming_the_folder(project_d
     assert not db.parent.exists()
 
 
+@pytest.mark.slow
 def test_the_first_build_says_it_made_a_new_warehouse_and_later_builds_do_not(project_dir, capsys):
     db = project_dir / "g.duckdb"
     assert _build(db) == 0
@@ -249,6 +253,7 @@ def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(projec
     assert not db.exists()  # refused before anything was made
 
 
+@pytest.mark.slow
 def test_a_read_only_command_waits_for_the_writer_naming_its_pid(project_dir, capsys, conformance_build, isolated_home):
     db = project_dir / "g.duckdb"
     copy_build(conformance_build, db, isolated_home)

@@ -8,12 +8,15 @@ import subprocess
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.events import EngineEventData
 from dagster._core.utils import make_new_run_id
 
 from goldenset_dagster.cli import main
 from goldenset_dagster.instance import get_instance
 from goldenset_dagster.runner import announce_process, reclaim_dead_runs
+
+pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent / "data" / "conformance"
 # The filter the UI's job page puts on its run list (its runs query: job name and this tag).

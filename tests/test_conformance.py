@@ -50,6 +50,7 @@ def assert_matches_expected(con):
     assert queue == EXPECTED["relabel_queue"]
 
 
+@pytest.mark.slow
 def test_library_build_matches_the_worked_example(tmp_path):
     con = connect(tmp_path / "g.duckdb")
     ingest_all(con, DATA / "logs")
@@ -58,6 +59,7 @@ def test_library_build_matches_the_worked_example(tmp_path):
     assert_matches_expected(con)
 
 
+@pytest.mark.slow
 def test_cli_build_matches_the_worked_example(tmp_path, monkeypatch):
     from goldenset_dagster.cli import main
 

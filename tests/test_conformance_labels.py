@@ -18,6 +18,9 @@ from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
 from tests.helpers import isolated_settings
 
+# Every test here starts from builds made once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent / "data" / "conformance"
 EXPECTED = json.loads((DATA / "labels-expected.json").read_text())
 

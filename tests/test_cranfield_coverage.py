@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# Every test here reads a world or a study run built once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "cranfield_coverage.py"
 MINI = Path(__file__).resolve().parent / "data" / "cranfield-mini"

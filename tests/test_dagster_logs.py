@@ -14,7 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.instance.ref import InstanceRef
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SAID = "hello from the step, seed 22"

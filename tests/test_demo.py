@@ -25,6 +25,9 @@ import pytest
 
 from goldenset_dagster.cli import main
 
+# Every test here reads a world or a study run built once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 CASE_QUESTION = "How many days does a customer have to request a refund?"
 STALE = "policies/refunds-2022.md"
 IN_FORCE = "policies/refunds-current.md"

@@ -101,6 +101,7 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
+@pytest.mark.slow
 def test_the_build_unit_writes_everything_under_goldenset_home_and_nothing_where_it_runs(tmp_path):
     layout = make_layout(tmp_path)
     write_inputs(layout.home)
@@ -121,6 +122,7 @@ def test_the_build_unit_writes_everything_under_goldenset_home_and_nothing_where
     assert not list(elsewhere.iterdir()) and not list(layout.user_home.iterdir())
 
 
+@pytest.mark.slow
 def test_the_cron_line_builds_from_the_users_home_with_crons_environment(tmp_path):
     layout = make_layout(tmp_path)
     write_inputs(layout.home)

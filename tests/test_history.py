@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -139,6 +140,7 @@ def test_a_label_that_disappears_and_returns_starts_a_new_version(tmp_path):
     assert changes == [(None, 1, "added"), (1, 2, "removed"), (2, 3, "added")]
 
 
+@pytest.mark.slow
 def test_relabel_queue_keeps_the_first_build_of_an_unbroken_stale_run(tmp_path):
     w = World(tmp_path)
     _day1(w)
@@ -215,6 +217,7 @@ def _expected_first_flagged(states) -> list[tuple]:
 # few examples cover many runs; the explicit ones are the shapes that matter: a run that changes
 # reason without breaking, a run broken by a fresh build, a run broken by d1's retirement, and a
 # run starting at the first build.
+@pytest.mark.slow
 @settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example([("v2", None), ("v2", "d2"), ("v1", "d2"), ("v1", None), ("v3", None), None, ("v2", None)])
 @example([("v1", None), ("v3", None), ("v1", None), ("v1", "d2"), ("v2", "d2")])
@@ -235,6 +238,7 @@ def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(st
             ), f"after build {n} of {states}"
 
 
+@pytest.mark.slow
 def test_stale_changed_rows_hold_the_old_and_the_new_reason(tmp_path):
     # A label going stale, changing reason, and clearing: each a stale_changed row whose
     # old_value is the reason before (NULL when fresh) and new_value the reason after.

@@ -83,6 +83,7 @@ def test_building_after_each_day_matches_one_full_build(days, backfill_last_firs
     event("folded" if folded else "nothing to fold")
 
 
+@pytest.mark.slow
 def test_a_tie_between_a_held_serve_and_a_new_one_is_folded_as_a_full_build_breaks_it():
     # The tie example must take the fold's path, or it pins nothing about the fold.
     assert _check_each_day(TIE_DAYS, backfill_last_first=False, rewrite=False, fold_at_most=1.0) == 2

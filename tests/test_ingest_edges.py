@@ -880,6 +880,7 @@ def test_a_backfilled_earlier_partition_takes_over_a_conflicting_serve(warehouse
     assert rejected(warehouse) == [(f"dt={DAY2}/part-0001.jsonl", 1, "conflicting_duplicate_serve")]
 
 
+@pytest.mark.slow
 def test_status_counts_rejected_lines_as_rejected_records_does_before_and_after_a_build(warehouse, log_root, tmp_path):
     # Status takes the conflicting duplicates from the latest build when nothing was
     # ingested since; at every step it must say what the view says now.

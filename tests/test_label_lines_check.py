@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.golden_set import golden_set
@@ -15,6 +16,8 @@ from goldenset_dagster.partitions import days as day_partitions
 from goldenset_dagster.partitions import range_tags
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
+
+pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent / "data" / "conformance"
 

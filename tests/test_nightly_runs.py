@@ -15,6 +15,8 @@ from goldenset_dagster.instance import get_instance
 from goldenset_dagster.partitions import RANGE_END, RANGE_START
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_log
 
+pytestmark = pytest.mark.slow
+
 HOUR = 3600.0
 
 

@@ -58,6 +58,7 @@ def test_a_path_of_the_wrong_kind_is_one_line_not_a_traceback(tmp_path, capsys, 
     assert str(wrong) in err
 
 
+@pytest.mark.slow
 def test_export_onto_a_file_is_one_line(tmp_path, capsys, conformance_build, isolated_home):
     db = tmp_path / "g.duckdb"
     copy_build(conformance_build, db, isolated_home)
@@ -69,6 +70,7 @@ def test_export_onto_a_file_is_one_line(tmp_path, capsys, conformance_build, iso
     assert target.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_path, capsys):
     logs = tmp_path / "logs"
     write_log(
@@ -88,6 +90,7 @@ def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_
     assert "--corpus" in err
 
 
+@pytest.mark.slow
 def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
     logs = tmp_path / "logs"
     write_log(
@@ -138,6 +141,7 @@ def test_status_points_at_goldenset_rejects(tmp_path, capsys, conformance_build,
     assert "`goldenset rejects` lists them" in capsys.readouterr().out.replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_with_only_goldenset_home_set_everything_lands_under_it(tmp_path, monkeypatch, capsys):
     home = tmp_path / "home"
     work = tmp_path / "elsewhere"
@@ -169,6 +173,7 @@ def test_rubric_check_through_the_program_exits_1_on_an_open_rubric_and_0_on_a_c
     assert capsys.readouterr().out.strip() == "closed: 32 assignments, 3 labels"
 
 
+@pytest.mark.slow
 def test_exporting_a_repeat_build_rewrites_only_the_manifest(tmp_path):
     db = tmp_path / "g.duckdb"
     args = ["--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 from sqlalchemy.exc import IntegrityError
 
 from goldenset_dagster.partitions import DAYS, register_days
+
+pytestmark = pytest.mark.slow
 
 
 class _OtherBuildWinsTheInsert:

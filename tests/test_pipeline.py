@@ -68,6 +68,7 @@ def test_definitions_load_with_every_job_schedule_and_sensor():
     assert defs.resolve_sensor_def("corpus_reindex_sensor").default_status == dg.DefaultSensorStatus.STOPPED
 
 
+@pytest.mark.slow
 def test_one_run_materializes_every_partition_and_the_build(tmp_path, resources):
     with dg.instance_for_test() as instance:
         result = _materialize(instance, resources, tmp_path)
@@ -93,6 +94,7 @@ def test_every_duckdb_writer_is_in_the_duckdb_pool():
         assert a.op.pool == "duckdb", a.key
 
 
+@pytest.mark.slow
 def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
     with dg.instance_for_test() as instance:
         assert _materialize(instance, resources, tmp_path).success
@@ -141,6 +143,7 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
     ]
 
 
+@pytest.mark.slow
 def test_the_relabel_queue_of_a_repeat_is_said_again_and_a_new_build_counts_its_own(tmp_path, resources):
     def queue(result):
         meta = result.asset_materializations_for_node("relabel_queue")[0].metadata
@@ -172,6 +175,7 @@ def test_the_relabel_queue_of_a_repeat_is_said_again_and_a_new_build_counts_its_
     assert after[0] == after[1] > first[0] and after[2:] == ("3", (3, 3))
 
 
+@pytest.mark.slow
 def test_reindex_trigger_is_stamped_on_the_build(tmp_path, resources):
     with dg.instance_for_test() as instance:
         assert _materialize(instance, resources, tmp_path, trigger="reindex").success
@@ -238,6 +242,7 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
         assert req.run_config["ops"]["golden_set"]["config"]["trigger"] == "schedule"
 
 
+@pytest.mark.slow
 def test_a_busy_warehouse_is_retried_by_the_step_and_a_refusal_is_not(tmp_path, resources, monkeypatch):
     import subprocess
     import sys

@@ -19,12 +19,15 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from goldenset.ingest import ingest_all
 from goldenset.warehouse import connect
 from tests.helpers import always, doc, examples, publish, ranked, rows, serve, verdict, write_log
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = settings(
     max_examples=examples(15),

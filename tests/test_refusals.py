@@ -16,6 +16,9 @@ from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import copy_build, isolated_settings, ranked, serve, verdict, write_log
 
+# Every test here starts from builds made once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent / "data" / "conformance"
 QUERY = "07c6b23f1023f387"  # the conformance log's query 'fix the REFUND window' of project billing
 

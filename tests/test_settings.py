@@ -162,6 +162,7 @@ def _sources() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_nothing_reads_the_environment_at_import_and_nothing_writes_it():
     sources = _sources()
     assert len(sources) > 50

@@ -24,6 +24,8 @@ from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import assert_same_log_tables, ingest_direct, ingest_staged, write_day
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from goldenset import schema
 from goldenset.build_record import BuildRecord
 
@@ -19,6 +21,7 @@ def test_build_record_has_exactly_the_golden_builds_columns_in_order():
     assert [f.name for f in dataclasses.fields(BuildRecord)] == [c.name for c in schema.GOLDEN_BUILDS.columns]
 
 
+@pytest.mark.slow
 def test_importing_every_library_module_loads_no_dagster_and_no_orchestration_code(tmp_path):
     # A fresh interpreter outside the checkout, so nothing imported by the test run counts.
     code = """
@@ -95,6 +98,7 @@ def test_the_context_check_finds_a_bare_builder_and_passes_a_with_block():
     assert bare_context_builders(scoped) == []
 
 
+@pytest.mark.slow
 def test_every_dagster_context_a_test_builds_is_closed_by_a_with_block():
     found = {
         str(path.relative_to(ROOT)): lines
@@ -183,6 +187,7 @@ def test_no_import_cycle_inside_the_library():
     assert import_cycles(import_graph(sources)) == []
 
 
+@pytest.mark.slow
 def test_a_class_name_means_one_thing_across_the_library():
     defined: dict[str, list[str]] = {}
     for path in sorted((ROOT / "goldenset").rglob("*.py")):
@@ -254,6 +259,7 @@ def test_the_length_check_counts_a_function_from_its_decorator_to_its_last_line(
     assert long_functions(source, 6) == {}
 
 
+@pytest.mark.slow
 def test_no_library_function_is_longer_than_the_limit_but_the_named_exceptions():
     found = {
         f"{path.relative_to(ROOT).as_posix()}::{name}": length
@@ -293,6 +299,7 @@ def test_the_connection_check_finds_a_bare_an_any_and_a_duckdb_spelled_con():
     assert unannotated_connections(source) == ["f", "g", "j"]
 
 
+@pytest.mark.slow
 def test_every_connection_parameter_in_the_library_is_a_connection():
     found = {
         path.relative_to(ROOT).as_posix(): names

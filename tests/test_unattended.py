@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from goldenset import progress
 from goldenset_dagster.cli import main
 from tests.helpers import ranked, serve, verdict, write_log
@@ -59,6 +61,7 @@ def test_a_short_step_prints_nothing_and_a_step_without_total_counts_up():
     assert lines == ["scoring pairs: 30 done, 2.5/s"]
 
 
+@pytest.mark.slow
 def test_tables_to_a_pipe_take_the_width_of_their_content(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     logs = tmp_path / "logs"

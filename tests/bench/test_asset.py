@@ -46,6 +46,7 @@ def _metadata(result):
     return result.asset_materializations_for_node("retrieval_benchmark")[0].metadata
 
 
+@pytest.mark.slow
 def test_asset_materializes_with_metric_table_and_markdown_report(golden):
     result = _materialize(golden)
     assert result.success
@@ -58,6 +59,7 @@ def test_asset_materializes_with_metric_table_and_markdown_report(golden):
     assert "data:image/png;base64," in meta["report"].value
 
 
+@pytest.mark.slow
 def test_asset_metadata_shows_the_retriever_and_rounds_floats_to_four_decimals(golden):
     result = _materialize(golden, retriever_config='{"top": 5}')
     assert result.success
@@ -79,6 +81,7 @@ def test_asset_metadata_shows_the_retriever_and_rounds_floats_to_four_decimals(g
     assert meta["corpus_fingerprint"].value and len(meta["corpus_fingerprint"].value) == 16
 
 
+@pytest.mark.slow
 def test_asset_runs_without_the_graph_when_it_has_nothing_to_learn(tmp_path, goldens):
     g = goldens(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
     result = _materialize(g)
@@ -91,6 +94,7 @@ def test_asset_runs_without_the_graph_when_it_has_nothing_to_learn(tmp_path, gol
     assert meta["warnings"].value[0].startswith("WARNING: graph has nothing to learn from: ")
 
 
+@pytest.mark.slow
 def test_too_old_golden_set_fails_the_blocking_age_check(tmp_path):
     g = build_golden(tmp_path / "g", built_at=days_ago(45))
     result = _materialize(g)
@@ -101,6 +105,7 @@ def test_too_old_golden_set_fails_the_blocking_age_check(tmp_path):
     assert not result.asset_materializations_for_node("retrieval_benchmark")
 
 
+@pytest.mark.slow
 def test_component_down_fails_the_blocking_components_check(golden):
     result = _materialize(golden, retriever="bench_plugins:exploding")
     assert not result.success
@@ -109,6 +114,7 @@ def test_component_down_fails_the_blocking_components_check(golden):
     assert check.metadata["actual"].value == "COMPONENT DOWN: keywords: index server unreachable at 10.0.0.7:9200"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [
@@ -131,6 +137,7 @@ def test_a_failure_that_would_repeat_is_not_retried_by_a_retry_policy(golden, co
     assert "STEP_UP_FOR_RETRY" not in kinds and kinds.count("STEP_FAILURE") == 1
 
 
+@pytest.mark.slow
 def test_a_transient_retriever_error_is_retried(golden):
     job = dg.define_asset_job(
         "bench_with_retries", selection=[retrieval_benchmark], op_retry_policy=dg.RetryPolicy(max_retries=1)
@@ -157,6 +164,7 @@ def test_benchmark_assets_load_into_definitions():
     assert all(c.blocking for c in spec.check_specs)
 
 
+@pytest.mark.slow
 def test_stale_labels_in_the_qrels_are_a_warning_the_ui_shows(tmp_path, goldens):
 
     # One label's document superseded: 1 stale label, kept in the qrels by default.
@@ -171,6 +179,7 @@ def test_stale_labels_in_the_qrels_are_a_warning_the_ui_shows(tmp_path, goldens)
     assert not [w for w in excluded["warnings"].value if "stale" in w]
 
 
+@pytest.mark.slow
 def test_the_benchmark_checks_target_the_run_they_judged_and_its_plot_fits_a_dialog(golden):
     import base64
     import struct
@@ -194,6 +203,7 @@ def test_the_benchmark_checks_target_the_run_they_judged_and_its_plot_fits_a_dia
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] == 640  # IHDR width
 
 
+@pytest.mark.slow
 def test_goldenset_bench_run_from_the_command_line_shows_on_the_asset(golden):
     from goldenset_dagster.cli import main
     from goldenset_dagster.instance import get_instance

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from bench_world import DATA, build_golden, days_ago
 from typer.testing import CliRunner
 
@@ -69,6 +70,7 @@ def test_bench_run_prints_its_run_id_last_and_stores_every_row(golden):
     assert "![differences against core](differences.png)" in (report / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_written_core_run_evaluates_to_the_stored_core_means(golden):
     rid = run_id_of(bench(*run_args(golden)))
     result = bench("eval", "--run", golden.tmp / "report" / "core.run", "--db", golden.db, "--json")
@@ -127,6 +129,7 @@ def test_bench_eval_with_no_matching_query_is_an_error(tmp_path):
     assert "has a relevant document" in str(result.exception)
 
 
+@pytest.mark.slow
 def test_compare_identical_runs_is_indistinguishable_everywhere(golden):
     a = run_id_of(bench(*run_args(golden)))
     b = run_id_of(bench(*run_args(golden)))
@@ -138,6 +141,7 @@ def test_compare_identical_runs_is_indistinguishable_everywhere(golden):
         assert (p["diff"], p["lo"], p["hi"], p["verdict"], p["n"]) == (0.0, 0.0, 0.0, "indistinguishable", 6)
 
 
+@pytest.mark.slow
 def test_compare_runs_with_a_known_difference(golden):
     worst = run_id_of(bench(*run_args(golden, "bench_plugins:worst")))
     perfect = run_id_of(bench(*run_args(golden, "bench_plugins:perfect")))
@@ -165,6 +169,7 @@ def test_compare_runs_with_a_known_difference(golden):
     assert backwards["metrics"][0]["verdict"] == "worse"
 
 
+@pytest.mark.slow
 def test_compare_with_bootstrap_writes_a_report(golden):
     worst = run_id_of(bench(*run_args(golden, "bench_plugins:worst")))
     perfect = run_id_of(bench(*run_args(golden, "bench_plugins:perfect")))
@@ -175,6 +180,7 @@ def test_compare_with_bootstrap_writes_a_report(golden):
     assert (out / "differences.png").is_file() and "| recall@5 |" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_compare_warns_first_when_the_runs_searched_different_corpora(tmp_path, goldens):
     from bench_world import DOCS, write_corpus
 
@@ -236,6 +242,7 @@ def test_bad_retriever_config_is_a_usage_error(golden):
     assert str(result.exception) == "--retriever-config must be a JSON object, got '[1]'"
 
 
+@pytest.mark.slow
 def test_exclude_stale_leaves_stale_labels_out_and_says_so(tmp_path, goldens):
     g = goldens(tmp_path / "g", superseded={"webhooks/signing": "webhooks/retries"})
     included = bench(*run_args(g))
@@ -244,6 +251,7 @@ def test_exclude_stale_leaves_stale_labels_out_and_says_so(tmp_path, goldens):
     assert "1 stale label(s) in the golden set, left out (--exclude-stale)" in excluded.output
 
 
+@pytest.mark.slow
 def test_k_values_are_configurable(golden):
     result = bench(*run_args(golden, "bench_plugins:keywords", "--k", 3, "--k", 10))
     assert result.exit_code == 0, result.output
@@ -279,6 +287,7 @@ def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path, golde
     )
 
 
+@pytest.mark.slow
 def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys, goldens):
     from bench_world import QUERIES
 

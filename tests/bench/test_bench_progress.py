@@ -9,6 +9,8 @@ import pytest
 from goldenset import progress
 from goldenset_dagster.cli import main
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def ticking(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from bench_world import rebuild
 from typer.testing import CliRunner
 
@@ -34,6 +35,7 @@ def _compare_json(g, a, b):
     return json.loads(result.output)
 
 
+@pytest.mark.slow
 def test_runs_on_a_repeat_build_share_its_labels_and_compare_does_not_warn(golden):
     a = _run(golden)
     assert rebuild(golden) == 2  # unchanged input: a repeat of build 1
@@ -50,6 +52,7 @@ def test_runs_on_a_repeat_build_share_its_labels_and_compare_does_not_warn(golde
     assert stored == (1,)
 
 
+@pytest.mark.slow
 def test_compare_warns_when_the_labels_differ(golden):
     a = _run(golden)
     assert rebuild(golden, more_queries=[("Store timestamps in UTC", ["time/zones"], ["obs/errors"])]) == 2
@@ -61,6 +64,7 @@ def test_compare_warns_when_the_labels_differ(golden):
     )
 
 
+@pytest.mark.slow
 def test_the_labels_warning_names_the_labels_build_of_a_repeat(golden):
     a = _run(golden)
     rebuild(golden, more_queries=[("Store timestamps in UTC", ["time/zones"], ["obs/errors"])])
@@ -72,6 +76,7 @@ def test_the_labels_warning_names_the_labels_build_of_a_repeat(golden):
     ]
 
 
+@pytest.mark.slow
 def test_runs_stored_before_labels_build_id_was_kept_read_it_from_their_build(golden):
     a = _run(golden)
     rebuild(golden)
@@ -85,6 +90,7 @@ def test_runs_stored_before_labels_build_id_was_kept_read_it_from_their_build(go
     assert out["warnings"] == [] and out["b_run"]["labels_build_id"] == 1
 
 
+@pytest.mark.slow
 def test_the_labels_warning_falls_back_to_build_ids_when_the_labels_are_unknown(golden):
     from dataclasses import replace
 
@@ -98,6 +104,7 @@ def test_the_labels_warning_falls_back_to_build_ids_when_the_labels_are_unknown(
     )
 
 
+@pytest.mark.slow
 def test_list_and_compare_tell_rrf_k_60_from_rrf_k_10(golden, embedder):
     default = _run(golden, embedder, "goldenset.bench.reference:hybrid")
     tuned = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
@@ -121,6 +128,7 @@ def test_list_and_compare_tell_rrf_k_60_from_rrf_k_10(golden, embedder):
     ]
 
 
+@pytest.mark.slow
 def test_list_json_and_compare_json_carry_the_full_config(golden, embedder):
     tuned = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
     other = _run(golden)
@@ -136,6 +144,7 @@ def test_list_json_and_compare_json_carry_the_full_config(golden, embedder):
     assert out["config_differences"] == []  # different retrievers: their configs are not diffed
 
 
+@pytest.mark.slow
 def test_the_run_report_shows_the_retriever_and_its_full_config(golden, embedder):
     run = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
     md = (golden.tmp / "reports" / "1" / "report.md").read_text()

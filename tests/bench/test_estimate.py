@@ -195,6 +195,7 @@ def run_id_of(result) -> str:
     return result.output.rstrip().splitlines()[-1].removeprefix("run_id: ")
 
 
+@pytest.mark.slow
 def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     result = bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")
@@ -213,12 +214,14 @@ def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_
     assert est["estimate"] == round(expected.estimate, 4) and est["n_audited"] == expected.n_audited
 
 
+@pytest.mark.slow
 def test_a_judge_that_agrees_with_the_humans_gives_the_truth_with_no_width(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=True)
     _, values = stored(g, run_id_of(bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")))
     assert all(p == t for _, p, t in values)
 
 
+@pytest.mark.slow
 def test_bench_compare_reads_the_verdict_from_the_ppi_interval(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     a = run_id_of(bench_run(g, "bench_plugins:worst", "--estimate", "ppi", "--judge", "jj"))
@@ -232,6 +235,7 @@ def test_bench_compare_reads_the_verdict_from_the_ppi_interval(tmp_path, goldens
     assert e["lo"] <= e["estimate"] <= e["hi"]
 
 
+@pytest.mark.slow
 def test_bench_compare_refuses_a_run_made_without_an_estimate(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
     a = run_id_of(bench_run(g, "bench_plugins:keywords"))

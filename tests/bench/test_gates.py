@@ -45,6 +45,7 @@ def test_golden_set_older_than_max_age_is_refused_with_exit_3(tmp_path):
     assert _count_runs(g.db) == 0
 
 
+@pytest.mark.slow
 def test_max_age_days_can_be_raised(tmp_path):
     g = build_golden(tmp_path / "g", built_at=days_ago(31))
     result = _run(g, retriever="bench_plugins:keywords", max_age_days=45)
@@ -179,6 +180,7 @@ GRAPH_LINE = (
 )
 
 
+@pytest.mark.slow
 def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_one_warning(tmp_path, goldens):
     g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, retriever="bench_plugins:keywords").run
@@ -189,6 +191,7 @@ def test_one_helped_document_per_query_leaves_out_plus_graph_for_a_plugin_with_o
     assert _count_runs(g.db) == 1
 
 
+@pytest.mark.slow
 def test_one_helped_document_per_query_does_not_refuse_the_reference_retriever(tmp_path, embedder, goldens):
     g = goldens(tmp_path / "g", queries=ONE_HELPED)
     run = _run(g, embedder).run

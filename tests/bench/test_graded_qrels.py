@@ -68,6 +68,7 @@ def test_human_labels_reach_the_golden_set_with_their_grade(golden):
     ]
 
 
+@pytest.mark.slow
 def test_the_written_qrels_carry_the_grade(golden):
     relabel(golden, [(WEBHOOKS, "webhooks/signing", "relevant")])
     _run(golden)
@@ -75,6 +76,7 @@ def test_the_written_qrels_carry_the_grade(golden):
     assert line in (golden.tmp / "report" / "qrels.trec").read_text().splitlines()
 
 
+@pytest.mark.slow
 def test_a_query_whose_positives_were_all_overruled_is_skipped_and_counted(golden):
     relabel(golden, [(TOKENS, "auth/tokens", "irrelevant")])
     run = _run(golden)
@@ -112,6 +114,7 @@ def test_stale_graded_labels_stay_in_the_qrels_unless_excluded(tmp_path, goldens
     assert included["webhooks/signing"] == 2 and "webhooks/signing" not in excluded
 
 
+@pytest.mark.slow
 def test_bench_run_scores_under_the_skip_no_relevant_policy(golden, monkeypatch):
     policies = []
     real = runner_mod.evaluate

@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import re
 
+import pytest
+
 from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
 from goldenset.html_report import markdown_page
 
 
+@pytest.mark.slow
 def test_a_run_writes_report_html_beside_report_md_with_its_tables_and_plot_inline(tmp_path, embedder, goldens):
     g = goldens(tmp_path / "g")
     config = BenchConfig(retriever="bench_plugins:keywords", index_dir=g.index_dir)

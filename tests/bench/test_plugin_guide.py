@@ -18,6 +18,7 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.DOTALL)
 
 
+@pytest.mark.slow
 def test_the_guides_retriever_runs_from_the_working_directory_without_pythonpath(golden, tmp_path, monkeypatch, capsys):
     (python,) = _blocks("python")
     (command,) = _blocks("sh")

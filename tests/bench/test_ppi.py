@@ -265,6 +265,7 @@ def ppi_python(tmp_path_factory) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.ppi_python
 def test_the_oracle_is_the_pinned_ppi_python(ppi_python):
     assert ppi_python["version"] == PPI_PYTHON_VERSION

@@ -40,6 +40,7 @@ def recording():
     progress.set_reporter(previous)
 
 
+@pytest.mark.slow
 def test_bench_run_advances_the_benchmark_step_once_per_query(golden, recording):
     run_and_store(
         golden.db,
@@ -50,6 +51,7 @@ def test_bench_run_advances_the_benchmark_step_once_per_query(golden, recording)
     assert recording.steps == [["benchmark queries", len(QUERIES), [1] * len(QUERIES), True]]
 
 
+@pytest.mark.slow
 def test_embedding_a_corpus_reports_each_batch(tmp_path, embedder, recording, monkeypatch):
     monkeypatch.setattr(embedder, "batch_size", 5)
     texts = [f"{title}\n{text}" for _, title, text in DOCS]

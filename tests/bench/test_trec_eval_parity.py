@@ -219,6 +219,7 @@ def test_evaluate_run_file_means_equal_trec_eval(tmp_path_factory, run, qrels, k
 
 
 # --------------------------------------------------------------------------- bench eval: the CLI
+@pytest.mark.slow
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     run=runs,
@@ -318,6 +319,7 @@ def test_bench_eval_reads_the_beir_qrels_that_goldenset_export_writes(golden, tm
         assert abs(outputs[0][name] - value) <= 5e-5 + 1e-12, name
 
 
+@pytest.mark.slow
 def test_bench_run_skips_a_golden_query_left_without_a_relevant_label_and_bench_eval_averages_it_in(tmp_path, goldens):
     # "auth/tokens" superseded: its labels are stale; with --exclude-stale the query
     # "Rotate expiring API tokens" keeps only its noise label.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
@@ -235,6 +237,7 @@ def test_the_stale_run_of_a_pair_spans_a_change_of_source(tmp_path):
     assert w.rows()["d1"]["source"] == "human"
 
 
+@pytest.mark.slow
 def test_a_build_after_new_log_lines_with_the_same_labels_equals_a_full_build(tmp_path):
     w = World(tmp_path)
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])

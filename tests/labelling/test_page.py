@@ -549,6 +549,7 @@ def test_serve_help_names_every_option():
         assert option in result.output
 
 
+@pytest.mark.slow
 def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
     write_labels(world.labels, "2026-11-20", "x.jsonl", [page_label(Q1, "policies/refunds.md", "2023-03-14")])
     code = (

@@ -398,6 +398,7 @@ def test_team_options_out_of_place_are_wrong_usage(tmp_path, capsys, args, messa
     assert capsys.readouterr().err.startswith(message)
 
 
+@pytest.mark.slow
 def test_serve_team_prints_the_url_and_the_overlap_then_serves_two_people(tmp_path):
     import subprocess
     import sys

@@ -375,6 +375,7 @@ def test_the_builds_snapshot_passed_in_is_accepted(world):
 # --------------------------------------------------------------------------- the reference retriever
 
 
+@pytest.mark.slow
 def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     from bench_world import build_golden
 

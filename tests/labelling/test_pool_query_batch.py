@@ -49,6 +49,7 @@ def _pool_counting_calls(template, tmp_path, embedder, monkeypatch, rankers) -> 
     return calls, tasks
 
 
+@pytest.mark.slow
 def test_the_golden_tasks_are_embedded_in_one_call(template, tmp_path, embedder, monkeypatch):
     calls, tasks = _pool_counting_calls(template, tmp_path, embedder, monkeypatch, ("lexical", "dense", "core"))
     with_tasks = [c for c in calls if set(c) & tasks]

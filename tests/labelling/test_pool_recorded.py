@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 HERE = Path(__file__).resolve().parent
 for folder in (HERE, HERE.parent / "bench"):
@@ -20,6 +21,7 @@ from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset_dagster.record import record_pool  # noqa: E402
 
 
+@pytest.mark.slow
 def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(tmp_path, pool_worlds):
     world = pool_worlds(tmp_path / "w")
     con = warehouse.connect(world.db)
@@ -43,6 +45,7 @@ def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(
     assert "- queue: 1 stale + 5 successor + 6 pooled = 12 pairs" in meta["pool_report"].value
 
 
+@pytest.mark.slow
 def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsys, pool_worlds):
     from goldenset_dagster.cli import main
     from goldenset_dagster.instance import get_instance

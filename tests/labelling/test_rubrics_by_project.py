@@ -142,6 +142,7 @@ def _form(session, i: int, answers: dict[str, str], decided_by: str) -> dict[str
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_two_projects_two_rubrics_pool_page_and_build_each_pair_under_its_own(world, capsys):
     assert _build(world) == 0  # no LABELS folder yet: logs only
 
@@ -195,6 +196,7 @@ def test_two_projects_two_rubrics_pool_page_and_build_each_pair_under_its_own(wo
     assert json.loads(capsys.readouterr().out)["rubric"]["name"] == "support-policies, ops-runbooks"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("logs_first", [True, False], ids=["labels-after-a-build", "labels-in-the-first-build"])
 def test_a_label_line_under_another_projects_rubric_is_rejected_naming_the_right_one(world, capsys, logs_first):
     if logs_first:
@@ -242,6 +244,7 @@ def test_a_label_line_under_another_projects_rubric_is_rejected_naming_the_right
     assert "WARNING: 2 label line(s) rejected (invalid_field 2)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_moving_a_project_to_another_rubric_is_a_rubric_change_the_build_refuses(world, capsys):
     write_labels(
         world / "labels",
@@ -354,6 +357,7 @@ def test_rubric_check_of_a_folder_checks_each_file_and_names_its_projects(world,
     )
 
 
+@pytest.mark.slow
 def test_pool_export_gives_each_task_its_projects_rubric_and_label_studio_one_project_per_rubric(world, capsys):
     assert _build(world) == 0
     _pool(world, capsys)
@@ -390,6 +394,7 @@ def test_pool_export_gives_each_task_its_projects_rubric_and_label_studio_one_pr
     assert 'name="current"' in config and 'name="authority"' not in config
 
 
+@pytest.mark.slow
 def test_label_studio_import_checks_each_annotation_against_its_tasks_project_rubric(world, capsys):
     assert _build(world) == 0
     _pool(world, capsys)

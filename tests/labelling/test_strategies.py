@@ -351,6 +351,7 @@ def test_compare_rescore_measures_stored_rankings_against_the_current_golden_set
     assert out["biased"] is True
 
 
+@pytest.mark.slow
 def test_a_budget_without_a_strategy_pools_with_feedback_and_embeds_the_queries(world):
     result = _pool(world, rankers=None, from_run="runX", depth=5, budget=2)
     assert result.report.strategy["name"] == "feedback" and result.report.strategy["round"] == 1
@@ -367,6 +368,7 @@ def test_a_budget_without_a_strategy_pools_with_feedback_and_embeds_the_queries(
     assert {text_sha256(t) for t in tasks} <= cached
 
 
+@pytest.mark.slow
 def test_pool_command_with_a_budget_alone_pools_with_feedback(world, capsys):
     code = main(["--db", str(world.db), "--from-run", "runX", "--depth", "4", "--budget", "3"], application=pool_app)
     out = capsys.readouterr().out

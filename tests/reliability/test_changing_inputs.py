@@ -33,6 +33,8 @@ from tests.reliability.harness import (
     write_stage_b,
 )
 
+pytestmark = pytest.mark.slow
+
 SNAPSHOTS = {
     "corpus_snapshots": "SELECT fingerprint, taken_at, active_docs, retired_docs, source FROM corpus_snapshots "
     "ORDER BY ALL",

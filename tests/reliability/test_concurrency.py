@@ -31,6 +31,8 @@ from tests.reliability.harness import (
     wait_for,
 )
 
+pytestmark = pytest.mark.slow
+
 
 def busy_line(pid: int) -> str:
     return f"Error: database busy: held by PID {pid}; try again when it finishes"

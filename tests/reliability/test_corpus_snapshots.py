@@ -180,6 +180,7 @@ def test_drift_follows_the_contracts_formula_at_its_edges(what, older, newer, ex
     assert drift(_signature(older), _signature(newer)) == pytest.approx(expected, abs=0)
 
 
+@pytest.mark.slow
 def test_status_reports_drift_from_the_builds_corpus_to_the_corpus_file_now(built_b, tmp_path):
     """Build 2 used corpus v2; the file now moves on in three ways."""
     from tests.reliability.harness import corpus_v2
@@ -235,6 +236,7 @@ def test_corpus_snapshots_hold_one_row_per_distinct_fingerprint_first_seen_with_
         con.close()
 
 
+@pytest.mark.slow
 def test_jsonl_gz_and_parquet_corpora_build_exactly_what_the_same_jsonl_builds(built_a, tmp_path):
     """Through real builds: the same documents in another format are the same snapshot content
     (the next build is a `repeat`: nothing it reads differs); another content is a new snapshot.
@@ -296,6 +298,7 @@ def _rewrite(path: Path, rows: list[dict]) -> None:
     os.utime(path, ns=(before + 10**9, before + 10**9))
 
 
+@pytest.mark.slow
 def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two_rebuilds(tmp_path, monkeypatch):
     from goldenset_dagster.definitions import build_definitions
     from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource
@@ -429,6 +432,7 @@ def test_a_bad_corpus_is_never_remembered(tmp_path, monkeypatch):
     assert len(reads) == 2
 
 
+@pytest.mark.slow
 def test_a_full_build_reads_the_corpus_once(tmp_path, monkeypatch):
     from goldenset_dagster.cli import main
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.reliability.harness import copy_world
 
+pytestmark = pytest.mark.slow
+
 
 def _commands(world) -> list[list[str]]:
     db = ["--db", str(world.db)]

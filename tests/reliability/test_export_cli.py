@@ -15,6 +15,9 @@ import pytest
 from tests.reliability.contract import contract_fingerprint
 from tests.reliability.harness import copy_world, corpus_v1, corpus_v2, killed, ok
 
+# Every test here reads a world or a study run built once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 # Contract section 5's manifest fields, and the ones goldenset/export.py adds.
 MANIFEST_FIELDS = {
     "build_id",

@@ -25,6 +25,9 @@ from hypothesis import strategies as st
 from tests.helpers import examples, ranked, serve, verdict
 from tests.reliability.harness import corpus_v1, log_day, make_world, ok, read_tables, write_corpus
 
+# Every test here reads a world or a study run built once per module: seconds before the first.
+pytestmark = pytest.mark.slow
+
 MB10 = 10 * 1024 * 1024
 DEEP = 100_000
 

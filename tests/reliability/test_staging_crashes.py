@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from goldenset.staging import load_staged, stage_partition
 from goldenset.warehouse import connect
 from tests.helpers import assert_same_log_tables, ingest_direct, ingest_staged, write_day
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

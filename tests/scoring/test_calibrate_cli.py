@@ -89,6 +89,7 @@ def run_json(capsys, world, *args, **kw):
 
 
 # --------------------------------------------------------------------------- the contract's object
+@pytest.mark.slow
 def test_json_is_the_contracts_object_with_hand_counted_cutoffs_single_and_band(capsys, seven):
     out = run_json(capsys, seven)
     # Costs (R = 1): 3, 2, 3, 2, 3, 4, 3, 4: 0.2 and 0.4 tie at 2, the higher wins.
@@ -111,6 +112,7 @@ def test_json_is_the_contracts_object_with_hand_counted_cutoffs_single_and_band(
     assert list(out) == CONTRACT_KEYS
 
 
+@pytest.mark.slow
 def test_the_cost_ratio_moves_the_single_cutoff(capsys, seven):
     # R = 2: 6, 4, 5, 3, 4, 5, 3, 4: 0.4 and 0.7 tie at 3, the higher wins.
     assert run_json(capsys, seven, "--cost-ratio", "2")["single"] == {**row(0.7, 0, 3, 0.0, 0.75), "cost": 3}
@@ -228,6 +230,7 @@ def test_slices_are_chosen_per_project_and_summarised_at_the_global_cutoff(capsy
     assert out["warnings"] == []
 
 
+@pytest.mark.slow
 def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about(tmp_path, capsys, worlds):
     # billing: 8 irrelevant at 0.10 .. 0.17, 8 relevant at 0.60 .. 0.67 -> its own cutoff 0.6.
     # auth: irrelevant 0.85, relevant 0.95 and 0.96 -> its own cutoff 0.95. Globally 0.6 costs 1
@@ -250,6 +253,7 @@ def test_a_slice_whose_own_cutoff_is_outside_the_global_interval_is_warned_about
 
 
 # --------------------------------------------------------------------------- holdout and repeats
+@pytest.mark.slow
 def test_holdout_chooses_on_earlier_labels_and_measures_the_later_ones(tmp_path, capsys, worlds):
     # billing labelled on 2026-11-10, auth on 2026-11-20; split at 2026-11-15.
     world = worlds(tmp_path / "w", seven_lines(lambda i: "2026-11-10T09:00:00Z" if i < 4 else "2026-11-20T09:00:00Z"))
@@ -297,6 +301,7 @@ def test_repeats_calibrate_on_the_mean_and_send_crossing_pairs_to_review(capsys,
 
 
 # --------------------------------------------------------------------------- errors
+@pytest.mark.slow
 def test_a_pair_the_scorer_fails_on_is_an_error_pair_never_a_score(tmp_path, capsys, worlds):
     # d8 is labelled relevant, but the table has no score for it: the plug-in raises KeyError.
     world = worlds(tmp_path / "w", seven_lines() + [label_line(Q2, "d8", "relevant", "2026-11-29T09:01:00Z")])
@@ -393,6 +398,7 @@ def test_a_judge_without_url_or_model_is_wrong_usage(capsys, seven):
 
 
 # --------------------------------------------------------------------------- the judge against the stub
+@pytest.mark.slow
 def test_calibrating_the_judge_keeps_invalid_answers_and_failures_apart(capsys, seven, judge_stub):
     text_of = {TEXT[d]: d for d in TEXT}
     span = {d: TEXT[d][:20] for d in TEXT}
@@ -722,6 +728,7 @@ def model():
     return embedder
 
 
+@pytest.mark.slow
 def test_dense_calibrates_the_cosines_of_the_packaged_model(capsys, seven, model):
     from world import Q1_TASK, Q2_TASK
 

@@ -144,6 +144,7 @@ def status_json(world, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_names_it(judged, capsys):
     assert cli_build(judged) == 0
     build, rows, judges = latest(judged)
@@ -166,6 +167,7 @@ def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_name
     assert f"judge qwen held back: {HELD_BACK_WHY.format(k=0.6, n=50)}" in text
 
 
+@pytest.mark.slow
 def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, capsys, monkeypatch):
     # The build's asset config reads its default gate from the environment.
     monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "5")
@@ -181,6 +183,7 @@ def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, c
     assert status_json(judged, capsys)["judges_held_back"] == []
 
 
+@pytest.mark.slow
 def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monkeypatch):
     monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "500")
     assert (
@@ -210,6 +213,7 @@ def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monke
     assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.68)]
 
 
+@pytest.mark.slow
 def test_a_judge_whose_kappa_is_below_the_minimum_is_held_back_by_the_librarys_gate(judged, capsys):
     rebuild(judged, judge_gate=JudgeGate(min_pairs=5, min_kappa=0.7))
     build, rows, judges = latest(judged)

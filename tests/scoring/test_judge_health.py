@@ -111,6 +111,7 @@ def gate_row(world):
         con.close()
 
 
+@pytest.mark.slow
 def test_every_run_records_its_figures(two_runs):
     world, _ = two_runs
     con = connect(world.db, read_only=True)

@@ -83,6 +83,7 @@ def stub_by_passage(judge_stub):
     return judge_stub
 
 
+@pytest.mark.slow
 def test_json_counts_labels_written_every_invalid_reason_and_transport_errors(capsys, queued, stub_by_passage):
     # 2 s a row leaves room for p1's retries (backoff 0.5 s, then 1 s); d8 answers after 2.5 s.
     # 7 of the 12 rows are unusable (5 invalid, 2 errors): above half, so the run is incomplete (exit 6,
@@ -95,6 +96,7 @@ def test_json_counts_labels_written_every_invalid_reason_and_transport_errors(ca
     assert asked.count("p1") == 3 and asked.count("d8") == 1
 
 
+@pytest.mark.slow
 def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stub_by_passage):
     before = datetime.now(UTC).replace(tzinfo=None)
     assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
@@ -126,6 +128,7 @@ def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stu
     assert by_doc["d3"]["supporting_span"] == ""
 
 
+@pytest.mark.slow
 def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_figure(capsys, queued, stub_by_passage):
     assert judge_label(queued, stub_by_passage.url, "--max-unusable", "1") == 0
     out = capsys.readouterr().out.splitlines()
@@ -136,6 +139,7 @@ def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_fig
     assert ("no_label_for_grade", "0") in rows and ("not_json", "2") in rows
 
 
+@pytest.mark.slow
 def test_the_prompt_carries_the_rubrics_task_and_date_and_the_golden_task(capsys, queued, stub_by_passage):
     assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
     body = next(r.body for r in stub_by_passage.requests if DOC_OF[passage_of(r.body)] == "d5")
@@ -239,6 +243,7 @@ def test_a_model_the_server_does_not_serve_exits_1(capsys, queued, judge_stub):
     assert judge_stub.requests == []
 
 
+@pytest.mark.slow
 def test_every_row_failing_in_transport_exits_1(capsys, queued, judge_stub):
     judge_stub.answer_by(lambda body: Reply(503, body="{}"))
     assert judge_label(queued, judge_stub.url, "--json", timeout="0.2") == 1

@@ -17,6 +17,8 @@ from goldenset_dagster.cli import main
 from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
 from tests.traces.producers import Retrieval, otlp_json_line, retriever_span_ids, retriever_spans
 
+pytestmark = pytest.mark.slow
+
 T1 = datetime(2026, 11, 28, 10, 0, 0, 250000, tzinfo=UTC)
 T2 = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
 TASK1 = "Add retries to the webhook sender"

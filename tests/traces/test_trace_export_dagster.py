@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from goldenset.quarantine import list_rejects
 from goldenset.settings import Settings
@@ -28,6 +29,7 @@ def test_definitions_carry_the_trace_export_asset_job_and_sensor():
     assert dg.AssetKey("trace_export") in graph.get(dg.AssetKey("serve_log")).parent_keys
 
 
+@pytest.mark.slow
 def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_path):
     folder = tmp_path / "trace_export"
     shutil.copytree(EXAMPLE / "export", folder)

@@ -21,6 +21,7 @@ def project_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_how_to_goes_from_spans_to_a_golden_set(project_dir, capsys):
     logs, db = project_dir / "logs", project_dir / "g.duckdb"
     args = ["traces", "import", str(EXAMPLE / "export"), "--format", "otlp-json"]
