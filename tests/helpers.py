@@ -132,6 +132,23 @@ def copy_build(template: Path, db: Path, home: Path) -> Path:
     return db
 
 
+def copy_built_folder(template: Path, copy: Path, db: Path, template_corpus: Path, corpus: Path) -> None:
+    """Copy a built world's folder `template` to `copy` (file times kept: copytree uses copy2)
+    and point the copied warehouse `db` at its own corpus file.
+
+    The warehouse names the corpus file it snapshotted by its absolute path
+    (corpus_loads.source, corpus_snapshots.source: a build given that same path skips
+    re-reading it); those are set to `corpus`, so the copy behaves as if built where it is.
+    """
+    shutil.copytree(template, copy, symlinks=True)
+    con = duckdb.connect(str(db))  # plain DuckDB: no schema check needed for one UPDATE
+    try:
+        for table in ("corpus_loads", "corpus_snapshots"):
+            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(corpus), str(template_corpus)])
+    finally:
+        con.close()
+
+
 def rows(con, sql: str, *params) -> list[tuple]:
     """The rows of one query with bound parameters."""
     return con.execute(sql, list(params)).fetchall()

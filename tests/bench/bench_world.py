@@ -7,10 +7,11 @@ The embedding model is loaded once per session (it costs seconds on two cores).
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from tests.helpers import copy_built_folder
 
 DATA = Path(__file__).parent / "data"
 
@@ -149,22 +150,9 @@ def build_golden(
 
 
 def copy_golden(template: Golden, tmp: Path) -> Golden:
-    """The Golden build_golden would have made at `tmp`, copied from `template` in milliseconds.
-
-    Files keep their times (copytree copies with copy2). The warehouse names the corpus file
-    it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a
-    snapshot given that same path skips re-reading it); those are pointed at the copy's.
-    """
-    import duckdb
-
-    shutil.copytree(template.tmp, tmp, symlinks=True)
+    """The Golden build_golden would have made at `tmp`, copied from `template` in milliseconds."""
     g = Golden(tmp / template.db.name, tmp / template.corpus.name, tmp / template.logs.name, tmp)
-    con = duckdb.connect(str(g.db))  # plain DuckDB: no schema check needed for one UPDATE
-    try:
-        for table in ("corpus_loads", "corpus_snapshots"):
-            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(g.corpus), str(template.corpus)])
-    finally:
-        con.close()
+    copy_built_folder(template.tmp, tmp, g.db, template.corpus, g.corpus)
     return g
 
 

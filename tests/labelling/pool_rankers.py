@@ -33,7 +33,6 @@ Q1 and Q2 are golden; Q3 has no helped judgment and is not.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +44,7 @@ for folder in (HERE, TESTS):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from helpers import always, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
+from helpers import always, copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
 
 from goldenset.records import normalise_task, query_id  # noqa: E402
 
@@ -240,22 +239,9 @@ def build_world(tmp: Path, *, labels: bool = True) -> World:
 
 
 def copy_world(template: World, tmp: Path) -> World:
-    """The World build_world would have made at `tmp`, copied from `template` in milliseconds.
-
-    Files keep their times (copytree copies with copy2). The warehouse names the corpus file
-    it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a
-    snapshot given that same path skips re-reading it); those are pointed at the copy's.
-    """
-    import duckdb
-
-    shutil.copytree(template.db.parent, tmp, symlinks=True)
+    """The World build_world would have made at `tmp`, copied from `template` in milliseconds."""
     world = World(tmp / template.db.name, tmp / template.logs.name, tmp / template.corpus.name, tmp / "index")
-    con = duckdb.connect(str(world.db))  # plain DuckDB: no schema check needed for one UPDATE
-    try:
-        for table in ("corpus_loads", "corpus_snapshots"):
-            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(world.corpus), str(template.corpus)])
-    finally:
-        con.close()
+    copy_built_folder(template.db.parent, tmp, world.db, template.corpus, world.corpus)
     return world
 
 
