@@ -16,36 +16,30 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 
 import pytest
 from judge_stub import JudgeStub, good, passage_of
-from world import Q1, Q2, Q3, RUBRIC, TEXT, append_labels, copy_world, label_line, rebuild
+from world import (
+    ANA,
+    DOC_OF,
+    GRADE,
+    JUDGE,
+    JUDGE_ONLY,
+    RUBRIC,
+    TEXT,
+    append_labels,
+    copy_world,
+    judge_label,
+    label_line,
+    rebuild,
+    status_json,
+)
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import isolated_settings
 
-DOC_OF = {text: d for d, text in TEXT.items()}
-GRADE = {"relevant": 2, "partial": 1, "irrelevant": 0}
-ANA = {
-    (Q1, "d1"): "relevant",
-    (Q1, "d2"): "relevant",
-    (Q1, "d3"): "partial",
-    (Q2, "d5"): "irrelevant",
-    (Q2, "d6"): "irrelevant",
-}
-JUDGE_ONLY = {
-    (Q1, "d4"): "relevant",
-    (Q2, "d7"): "partial",
-    (Q2, "d8"): "irrelevant",
-    (Q3, "d9"): "relevant",
-    (Q3, "p1"): "irrelevant",
-    (Q3, "p2"): "partial",
-    (Q3, "p3"): "relevant",
-}
-JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
 HELD_BACK_WHY = "kappa 0.6875 on 5 shared pairs (needs >= {k:g} on >= {n} pairs); 12 labels held back"
 
 
@@ -69,24 +63,7 @@ def judged_template(tmp_path_factory, worlds):
     try:
         stub.answer_by(reply)
         with isolated_settings(base / "home"), contextlib.redirect_stdout(io.StringIO()):
-            code = main(
-                [
-                    "judge",
-                    "label",
-                    "--annotator",
-                    "qwen",
-                    "--judge-url",
-                    stub.url,
-                    "--judge-model",
-                    "stub-model",
-                    "--labels",
-                    str(world.labels),
-                    "--rubric",
-                    str(RUBRIC),
-                    *world.args(),
-                    "--json",
-                ]
-            )
+            code = judge_label(world, stub.url, "--json")
     finally:
         stub.stop()
     assert code == 0
@@ -136,12 +113,6 @@ def latest(world):
     finally:
         con.close()
     return build, {(q, d): (src, lab, g) for q, d, src, lab, g in rows}, judges
-
-
-def status_json(world, capsys) -> dict:
-    capsys.readouterr()
-    assert main(["status", "--db", str(world.db), "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.slow

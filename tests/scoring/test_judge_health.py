@@ -20,8 +20,19 @@ import json
 
 import pytest
 from judge_stub import JudgeStub, good, passage_of
-from test_judge_gate import ANA, DOC_OF, GRADE, JUDGE, status_json
-from world import RUBRIC, TEXT, append_labels, copy_world, label_line, rebuild
+from world import (
+    ANA,
+    DOC_OF,
+    GRADE,
+    JUDGE,
+    TEXT,
+    append_labels,
+    copy_world,
+    judge_label,
+    label_line,
+    rebuild,
+    status_json,
+)
 
 from goldenset.labelling.merge import JudgeGate
 from goldenset.scoring.judge_health import judge_health
@@ -30,28 +41,6 @@ from goldenset_dagster.cli import main
 from tests.helpers import isolated_settings
 
 ANA_DOCS = {d for _, d in ANA}
-
-
-def judge_label(world, url, *extra) -> int:
-    return main(
-        [
-            "judge",
-            "label",
-            "--annotator",
-            "qwen",
-            "--judge-url",
-            url,
-            "--judge-model",
-            "stub-model",
-            "--labels",
-            str(world.labels),
-            "--rubric",
-            str(RUBRIC),
-            *world.args(),
-            "--json",
-            *extra,
-        ]
-    )
 
 
 def honest(body):
@@ -82,11 +71,11 @@ def two_runs_template(tmp_path_factory, worlds):
     try:
         with isolated_settings(base / "home"), contextlib.redirect_stdout(io.StringIO()):
             stub.answer_by(honest)
-            assert judge_label(world, stub.url) == 0
+            assert judge_label(world, stub.url, "--json") == 0
             rebuild(world, judge_gate=JudgeGate(min_pairs=5))
             first = gate_row(world)
             stub.answer_by(degraded)
-            assert judge_label(world, stub.url, "--max-unusable", "0.9") == 0
+            assert judge_label(world, stub.url, "--json", "--max-unusable", "0.9") == 0
             rebuild(world, judge_gate=JudgeGate(min_pairs=5))
     finally:
         stub.stop()
@@ -166,7 +155,7 @@ def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys, worlds):
     world = worlds(tmp_path / "w", pooled=True)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     judge_stub.answer_by(honest)
-    assert judge_label(world, judge_stub.url) == 0
+    assert judge_label(world, judge_stub.url, "--json") == 0
     rebuild(world, judge_gate=JudgeGate(min_pairs=5))
     con = connect(world.db, read_only=True)
     try:
@@ -182,7 +171,7 @@ def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recor
     world = worlds(tmp_path / "w", pooled=True)
     judge_stub.answer_by(degraded)  # 7 of 12 hallucinated: 58% unusable
     capsys.readouterr()
-    assert judge_label(world, judge_stub.url) == 6
+    assert judge_label(world, judge_stub.url, "--json") == 6
     err = capsys.readouterr().err
     assert "judge run 1 of qwen is incomplete: 7 of 12 answers unusable (58.3% > 50%" in err
     files = sorted(world.labels.glob("dt=*/judge-qwen.jsonl"))
@@ -197,10 +186,10 @@ def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recor
 def test_exactly_the_share_allowed_is_complete(tmp_path, judge_stub, capsys, worlds):
     world = worlds(tmp_path / "w", pooled=True)
     judge_stub.answer_by(degraded)
-    assert judge_label(world, judge_stub.url, "--max-unusable", str(7 / 12)) == 0
+    assert judge_label(world, judge_stub.url, "--json", "--max-unusable", str(7 / 12)) == 0
 
 
 def test_a_share_outside_0_and_1_is_wrong_usage(tmp_path, judge_stub, capsys, worlds):
     world = worlds(tmp_path / "w")
-    assert judge_label(world, judge_stub.url, "--max-unusable", "1.5") == 2
+    assert judge_label(world, judge_stub.url, "--json", "--max-unusable", "1.5") == 2
     assert "--max-unusable must be a share between 0 and 1, got 1.5" in capsys.readouterr().err

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 
 import pytest
 from judge_stub import Reply, answer, good, passage_of
-from world import Q1, Q3, RUBRIC, TEXT
+from world import DOC_OF, Q1, Q3, RUBRIC, TEXT, judge_label
 
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import load_rubric
-from goldenset_dagster.cli import main
 
-DOC_OF = {text: d for d, text in TEXT.items()}
+# Each request's timeout: d8's reply (2.5 s) comes too late, the others in time.
+STUB_TIMEOUT = "0.5"
 SPAN = {d: TEXT[d].split(":")[0] for d in TEXT}  # "Policy text of d1": verbatim in the passage
 LONG = " ".join(["word"] * 31)
 REPLIES = {
@@ -49,29 +49,6 @@ def queued(tmp_path, worlds):
     return worlds(tmp_path / "w", pooled=True)
 
 
-def judge_label(world, stub_url, *args, annotator="qwen", rubric=RUBRIC, timeout="0.5"):
-    return main(
-        [
-            "judge",
-            "label",
-            "--annotator",
-            annotator,
-            "--judge-url",
-            stub_url,
-            "--judge-model",
-            "stub-model",
-            "--timeout",
-            timeout,
-            "--labels",
-            str(world.labels),
-            "--rubric",
-            str(rubric),
-            *world.args(),
-            *args,
-        ]
-    )
-
-
 def lines_of(world, annotator="qwen"):
     files = sorted(world.labels.glob(f"dt=*/judge-{annotator}.jsonl"))
     return files, [json.loads(x) for f in files for x in f.read_text().splitlines()]
@@ -99,7 +76,7 @@ def test_json_counts_labels_written_every_invalid_reason_and_transport_errors(ca
 @pytest.mark.slow
 def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stub_by_passage):
     before = datetime.now(UTC).replace(tzinfo=None)
-    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
+    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1", timeout=STUB_TIMEOUT) == 0
     after = datetime.now(UTC).replace(tzinfo=None)
     files, lines = lines_of(queued)
     today = before.date().isoformat()
@@ -130,7 +107,7 @@ def test_each_valid_answer_is_a_label_line_the_build_accepts(capsys, queued, stu
 
 @pytest.mark.slow
 def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_figure(capsys, queued, stub_by_passage):
-    assert judge_label(queued, stub_by_passage.url, "--max-unusable", "1") == 0
+    assert judge_label(queued, stub_by_passage.url, "--max-unusable", "1", timeout=STUB_TIMEOUT) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("judge qwen: asked 12 of 12 queue rows; 5 label lines written to ")
     # 12 asked - 2 transport errors = 10 answers; one has a hallucinated span.
@@ -141,7 +118,7 @@ def test_the_readable_report_gives_the_hallucinated_span_share_as_the_health_fig
 
 @pytest.mark.slow
 def test_the_prompt_carries_the_rubrics_task_and_date_and_the_golden_task(capsys, queued, stub_by_passage):
-    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1") == 0
+    assert judge_label(queued, stub_by_passage.url, "--json", "--max-unusable", "1", timeout=STUB_TIMEOUT) == 0
     body = next(r.body for r in stub_by_passage.requests if DOC_OF[passage_of(r.body)] == "d5")
     user = body["messages"][1]["content"]
     assert user.startswith("The system being tested: A support-agent-facing assistant that answers")
@@ -160,7 +137,7 @@ def test_a_score_no_rubric_label_has_is_invalid_no_label_for_grade(capsys, queue
     )
     judge_stub.answer_by(lambda body: good(1, "Half.", SPAN[DOC_OF[passage_of(body)]]))
     # Nothing usable came back: the run is incomplete (exit 6, contract 13.1), not a silent 0.
-    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 6
+    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric, timeout=STUB_TIMEOUT) == 6
     out = json.loads(capsys.readouterr().out)
     assert out == {
         "scored": 12,
@@ -188,7 +165,7 @@ def test_two_labels_of_one_grade_give_the_first_in_file_order(capsys, queued, ju
         "  irrelevant: {grade: 0, fail: [answerability]}\n"
     )
     judge_stub.answer_by(lambda body: good(2, "States it.", SPAN[DOC_OF[passage_of(body)]]))
-    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric) == 0
+    assert judge_label(queued, judge_stub.url, "--json", rubric=rubric, timeout=STUB_TIMEOUT) == 0
     assert json.loads(capsys.readouterr().out)["labels_written"] == 12
     _, lines = lines_of(queued)
     assert sorted(line["doc_id"] for line in lines) == sorted(REPLIES)  # the 12 queued pairs
@@ -197,8 +174,8 @@ def test_two_labels_of_one_grade_give_the_first_in_file_order(capsys, queued, ju
 
 def test_a_second_run_appends_to_the_days_file(capsys, queued, judge_stub):
     judge_stub.answer_by(lambda body: good(0))
-    assert judge_label(queued, judge_stub.url, "--json") == 0
-    assert judge_label(queued, judge_stub.url, "--json") == 0
+    assert judge_label(queued, judge_stub.url, "--json", timeout=STUB_TIMEOUT) == 0
+    assert judge_label(queued, judge_stub.url, "--json", timeout=STUB_TIMEOUT) == 0
     files, lines = lines_of(queued)
     assert len(files) == 1 and len(lines) == 24
     assert [x["doc_id"] for x in lines[:12]] == [x["doc_id"] for x in lines[12:]]
@@ -206,7 +183,7 @@ def test_a_second_run_appends_to_the_days_file(capsys, queued, judge_stub):
 
 def test_an_empty_queue_asks_nothing_and_says_to_pool(tmp_path, capsys, judge_stub, worlds):
     world = worlds(tmp_path / "w")
-    assert judge_label(world, judge_stub.url, "--json") == 0
+    assert judge_label(world, judge_stub.url, "--json", timeout=STUB_TIMEOUT) == 0
     got = capsys.readouterr()
     assert json.loads(got.out) == {
         "scored": 0,
@@ -225,7 +202,7 @@ def test_an_empty_queue_asks_nothing_and_says_to_pool(tmp_path, capsys, judge_st
 
 
 def test_a_judge_that_cannot_be_reached_exits_1_before_writing_anything(capsys, queued, closed_port_url):
-    assert judge_label(queued, closed_port_url, "--json") == 1
+    assert judge_label(queued, closed_port_url, "--json", timeout=STUB_TIMEOUT) == 1
     got = capsys.readouterr()
     assert got.out == ""
     assert got.err.startswith(f"Error: judge at {closed_port_url} is unreachable (ConnectError")
@@ -235,7 +212,7 @@ def test_a_judge_that_cannot_be_reached_exits_1_before_writing_anything(capsys, 
 
 def test_a_model_the_server_does_not_serve_exits_1(capsys, queued, judge_stub):
     judge_stub.models = ["qwen2.5-7b-instruct"]
-    assert judge_label(queued, judge_stub.url) == 1
+    assert judge_label(queued, judge_stub.url, timeout=STUB_TIMEOUT) == 1
     assert capsys.readouterr().err == (
         f"Error: judge at {judge_stub.url} does not serve model 'stub-model' "
         "(it serves qwen2.5-7b-instruct); pass one of those as --judge-model\n"
@@ -255,7 +232,7 @@ def test_every_row_failing_in_transport_exits_1(capsys, queued, judge_stub):
 # 65 characters: the labelling page and the Label Studio import refuse it, and so does the judge.
 @pytest.mark.parametrize("name", ["a/b", "", "ana smith", "../x", "j" * 65])
 def test_an_annotator_name_that_cannot_name_a_file_is_wrong_usage(capsys, queued, judge_stub, name):
-    assert judge_label(queued, judge_stub.url, annotator=name) == 2
+    assert judge_label(queued, judge_stub.url, annotator=name, timeout=STUB_TIMEOUT) == 2
     assert capsys.readouterr().err.startswith(f"Error: --annotator {name!r} must match [A-Za-z0-9._-]{{1,64}}")
     assert not queued.labels.exists()
 
@@ -266,6 +243,6 @@ def test_an_open_rubric_is_refused(capsys, queued, judge_stub):
     import goldenset
 
     open_rubric = Path(goldenset.__file__).parent / "data" / "open-rubric.yaml"
-    assert judge_label(queued, judge_stub.url, rubric=open_rubric) == 1
+    assert judge_label(queued, judge_stub.url, rubric=open_rubric, timeout=STUB_TIMEOUT) == 1
     assert "is open" in capsys.readouterr().err
     assert judge_stub.requests == []

@@ -16,7 +16,6 @@ and `SCORES` gives every document's score for the `score_plugins:table` scorer
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +27,7 @@ for folder in (HERE, TESTS):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from helpers import doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
+from helpers import copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
 
 from goldenset.records import normalise_task, query_id  # noqa: E402
 
@@ -87,6 +86,50 @@ SEVEN = (
 )
 SCORES = {"r1": 0.9, "r2": 0.15, "r3": 0.55, "a1": 0.45, "a2": 0.65, "d9": 0.8, **{d: s for _, d, _, s in SEVEN}}
 ADMISSIBLE = {"relevant": "answerability", "partial": "coverage", "irrelevant": "authority"}
+
+
+DOC_OF = {text: d for d, text in TEXT.items()}  # a passage the judge stub was sent -> its doc_id
+GRADE = {"relevant": 2, "partial": 1, "irrelevant": 0}
+
+# The judge tests' labels on the 12 pooled pairs (pool_world): ana labels five, the judge all
+# twelve, agreeing with ana on four (test_judge_gate.py works the kappa out by hand).
+ANA = {
+    (Q1, "d1"): "relevant",
+    (Q1, "d2"): "relevant",
+    (Q1, "d3"): "partial",
+    (Q2, "d5"): "irrelevant",
+    (Q2, "d6"): "irrelevant",
+}
+JUDGE_ONLY = {
+    (Q1, "d4"): "relevant",
+    (Q2, "d7"): "partial",
+    (Q2, "d8"): "irrelevant",
+    (Q3, "d9"): "relevant",
+    (Q3, "p1"): "irrelevant",
+    (Q3, "p2"): "partial",
+    (Q3, "p3"): "relevant",
+}
+JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
+
+
+def judge_label(world, url: str, *args: str, annotator="qwen", rubric=RUBRIC, timeout: str | None = None) -> int:
+    """`goldenset judge label` in this process, against the judge stub at `url` (model stub-model);
+    `timeout` is the per-request --timeout (else the command's default)."""
+    from goldenset_dagster.cli import main
+
+    argv = ["judge", "label", "--annotator", annotator, "--judge-url", url, "--judge-model", "stub-model"]
+    if timeout is not None:
+        argv += ["--timeout", timeout]
+    return main([*argv, "--labels", str(world.labels), "--rubric", str(rubric), *world.args(), *args])
+
+
+def status_json(world, capsys) -> dict:
+    """`goldenset status --json` of the world's warehouse, parsed."""
+    from goldenset_dagster.cli import main
+
+    capsys.readouterr()
+    assert main(["status", "--db", str(world.db), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def scorer_config(scores: dict[str, float | list[float]] | None = None) -> str:
@@ -203,23 +246,9 @@ def pool_world(world: World) -> None:
 
 
 def copy_world(template: World, root: Path) -> World:
-    """The world make_world would have made at `root`, copied from `template` in milliseconds.
-
-    Files keep their times (copytree copies with copy2). The warehouse names the corpus file
-    it snapshotted by its absolute path (corpus_loads.source, corpus_snapshots.source: a build
-    given that same path skips re-reading it); those two values are pointed at the copy's
-    corpus, so the copy behaves as if it had been built where it is.
-    """
-    import duckdb
-
-    shutil.copytree(template.root, root, symlinks=True)
+    """The world make_world would have made at `root`, copied from `template` in milliseconds."""
     world = World(root, root / "logs", root / "corpus.jsonl", root / "labels", root / "goldenset.duckdb")
-    con = duckdb.connect(str(world.db))  # plain DuckDB: no schema check needed for one UPDATE
-    try:
-        for table in ("corpus_loads", "corpus_snapshots"):
-            con.execute(f"UPDATE {table} SET source = ? WHERE source = ?", [str(world.corpus), str(template.corpus)])
-    finally:
-        con.close()
+    copy_built_folder(template.root, root, world.db, template.corpus, world.corpus)
     return world
 
 
