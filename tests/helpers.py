@@ -412,6 +412,24 @@ def dimensions(*fails: str) -> dict[str, str]:
     return {d: "fail" if d in fails else "pass" for d in DIMS}
 
 
+def page_label(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
+    """A label line as the page writes it (rubric support-policies), dimensions set to fit `label`."""
+    fails = {"relevant": [], "partial": ["coverage"], "irrelevant": ["answerability"]}[label]
+    return {
+        "event": "label",
+        "query_id": qid,
+        "doc_id": doc_id,
+        "doc_version": version,
+        "label": label,
+        "decided_by": decided_by,
+        "annotator": annotator,
+        "rubric": "support-policies",
+        "ts": "2026-11-20T09:00:00Z",
+        "dimensions": dimensions(*fails),
+        **extra,
+    }
+
+
 # --------------------------------------------------------------------------- a real browser
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -435,3 +453,20 @@ def browser_wait(driver, condition, what: str):
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, WAIT_SECONDS).until(lambda d: condition(d), message=f"waited for {what}")
+
+
+def shown_item(driver) -> str | None:
+    """The queue item of the pair the page shows (its data-item), or None."""
+    return driver.execute_script("const p = document.getElementById('pair'); return p ? p.dataset.item : null;")
+
+
+def press_keys(driver, keys: str) -> None:
+    """Type `keys` into the page, as a keyboard user does."""
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.TAG_NAME, "body").send_keys(keys)
+
+
+def element_text(driver, element_id: str) -> str:
+    """The text of the element with `element_id`, or None when there is none."""
+    return driver.execute_script(f"const e = document.getElementById('{element_id}'); return e ? e.textContent : null;")

@@ -25,12 +25,14 @@ from goldenset.labelling.page import LabelWriter, check_annotator, create_app, o
 from goldenset.labelling.rubric import RubricError
 from goldenset.warehouse import connect
 from tests.helpers import (
+    DIMS,
     PAGE_DOCS,
     PAGE_Q1,
     PAGE_Q2,
     PAGE_Q3,
     PAGE_QUEUE,
     isolated_settings,
+    page_label,
     page_warehouse,
     write_labels,
 )
@@ -43,25 +45,6 @@ QUEUE, DOCS = PAGE_QUEUE, PAGE_DOCS
 NOW = datetime(2026, 12, 1, 10, 0, 5, tzinfo=UTC)
 BASE = "http://127.0.0.1"
 make_warehouse = page_warehouse
-
-DIMS = ("answerability", "authority", "recency", "coverage", "entity")
-
-
-def page_label(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
-    fails = {"relevant": [], "partial": ["coverage"], "irrelevant": ["answerability"]}[label]
-    return {
-        "event": "label",
-        "query_id": qid,
-        "doc_id": doc_id,
-        "doc_version": version,
-        "label": label,
-        "decided_by": decided_by,
-        "annotator": annotator,
-        "rubric": "support-policies",
-        "ts": "2026-11-20T09:00:00Z",
-        "dimensions": {d: "fail" if d in fails else "pass" for d in DIMS},
-        **extra,
-    }
 
 
 @dataclass

@@ -22,8 +22,11 @@ from tests.helpers import (
     WAIT_SECONDS,
     browser_wait,
     dimensions,
+    element_text,
     label_line,
     page_warehouse,
+    press_keys,
+    shown_item,
     write_labels,
 )
 
@@ -70,80 +73,70 @@ def page_server(tmp_path) -> Iterator[tuple[str, LabellingSession, Path]]:
         sock.close()
 
 
-def _shown_item(driver) -> str | None:
-    return driver.execute_script("const p = document.getElementById('pair'); return p ? p.dataset.item : null;")
-
-
-def _keys(driver, keys: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.find_element(By.TAG_NAME, "body").send_keys(keys)
-
-
-def _text(driver, element_id: str) -> str:
-    return driver.execute_script(f"const e = document.getElementById('{element_id}'); return e ? e.textContent : null;")
-
-
 def test_three_pairs_labelled_with_the_keyboard_write_three_exact_lines_and_n_writes_nothing(page_server, browser):
     from selenium.webdriver.common.keys import Keys
 
     url, session, labels = page_server
     # The front page is the queue view; its link opens the first pair to do, pair 1.
     browser.get(url + "/")
-    browser_wait(browser, lambda d: _text(d, "continue") is not None, "the queue view")
+    browser_wait(browser, lambda d: element_text(d, "continue") is not None, "the queue view")
     browser.execute_script("document.getElementById('continue').click()")
-    browser_wait(browser, lambda d: _shown_item(d) == "0", "the first unlabelled pair")
-    assert _text(browser, "already-count") == "1" and _text(browser, "queued-count") == "4"
-    assert _text(browser, "doc-id") == "policies/refunds-v2.md" and _text(browser, "reason") == "successor"
+    browser_wait(browser, lambda d: shown_item(d) == "0", "the first unlabelled pair")
+    assert element_text(browser, "already-count") == "1" and element_text(browser, "queued-count") == "4"
+    assert (
+        element_text(browser, "doc-id") == "policies/refunds-v2.md" and element_text(browser, "reason") == "successor"
+    )
 
     # Pair 1: every test passes -> relevant, decided_by defaults to the first dimension.
-    _keys(browser, "pppp")
-    browser_wait(browser, lambda d: _text(d, "label-shown") == "relevant or irrelevant", "the labels still possible")
-    _keys(browser, "p")
-    browser_wait(browser, lambda d: _text(d, "label-shown") == "relevant", "the live label")
-    _keys(browser, Keys.ENTER)
-    browser_wait(browser, lambda d: _shown_item(d) == "1", "the second pair")
-    assert _text(browser, "labelled-count") == "1"
+    press_keys(browser, "pppp")
+    browser_wait(
+        browser, lambda d: element_text(d, "label-shown") == "relevant or irrelevant", "the labels still possible"
+    )
+    press_keys(browser, "p")
+    browser_wait(browser, lambda d: element_text(d, "label-shown") == "relevant", "the live label")
+    press_keys(browser, Keys.ENTER)
+    browser_wait(browser, lambda d: shown_item(d) == "1", "the second pair")
+    assert element_text(browser, "labelled-count") == "1"
 
     # Pair 2: coverage fails -> partial, decided by coverage (the only admissible one); a note typed in.
-    _keys(browser, "pppfp")
-    browser_wait(browser, lambda d: _text(d, "label-shown") == "partial", "the live label")
+    press_keys(browser, "pppfp")
+    browser_wait(browser, lambda d: element_text(d, "label-shown") == "partial", "the live label")
     assert browser.execute_script("return [...document.getElementById('decided-by').options].map(o => o.value)") == [
         "coverage"
     ]
-    _keys(browser, "c")
+    press_keys(browser, "c")
     browser_wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "note", "the note to take focus")
     browser.switch_to.active_element.send_keys("states 10 business days", Keys.ESCAPE)
     browser_wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") != "note", "the note to let go")
-    _keys(browser, Keys.ENTER)
-    browser_wait(browser, lambda d: _shown_item(d) == "2", "the third pair")
+    press_keys(browser, Keys.ENTER)
+    browser_wait(browser, lambda d: shown_item(d) == "2", "the third pair")
 
     # Pair 3: answerability and recency fail -> irrelevant; `d` moves decided_by to recency.
-    _keys(browser, "fpf")
+    press_keys(browser, "fpf")
     # Enter before every test is answered submits nothing and says what is left.
-    _keys(browser, Keys.ENTER)
-    browser_wait(browser, lambda d: "coverage, entity unanswered" in _text(d, "hint"), "the unanswered hint")
-    assert _shown_item(browser) == "2"
-    _keys(browser, "pp")
-    browser_wait(browser, lambda d: _text(d, "label-shown") == "irrelevant", "the live label")
-    _keys(browser, "d")
+    press_keys(browser, Keys.ENTER)
+    browser_wait(browser, lambda d: "coverage, entity unanswered" in element_text(d, "hint"), "the unanswered hint")
+    assert shown_item(browser) == "2"
+    press_keys(browser, "pp")
+    browser_wait(browser, lambda d: element_text(d, "label-shown") == "irrelevant", "the live label")
+    press_keys(browser, "d")
     browser_wait(
         browser,
         lambda d: d.execute_script("return document.getElementById('decided-by').value") == "recency",
         "decided_by to move",
     )
-    _keys(browser, Keys.ENTER)
-    browser_wait(browser, lambda d: _shown_item(d) == "3", "the fourth pair")
+    press_keys(browser, Keys.ENTER)
+    browser_wait(browser, lambda d: shown_item(d) == "3", "the fourth pair")
 
     # Pair 4: n passes over it without a line.
-    _keys(browser, "pf")
-    _keys(browser, "n")
+    press_keys(browser, "pf")
+    press_keys(browser, "n")
     browser_wait(browser, lambda d: d.execute_script("return !!document.getElementById('done')"), "the end page")
-    assert "3 of 4 queued pairs labelled this session; 1 passed over" in " ".join(_text(browser, "done").split())
+    assert "3 of 4 queued pairs labelled this session; 1 passed over" in " ".join(element_text(browser, "done").split())
     # The queue view says what became of each pair, in the URL's 1-based numbers.
     browser.get(url + "/?status=passed+over")
-    browser_wait(browser, lambda d: _text(d, "row-4") is not None, "the pair passed over")
-    assert "passed over" in _text(browser, "row-4") and _text(browser, "row-1") is None
+    browser_wait(browser, lambda d: element_text(d, "row-4") is not None, "the pair passed over")
+    assert "passed over" in element_text(browser, "row-4") and element_text(browser, "row-1") is None
 
     files = sorted(labels.glob("dt=*/page-ana.jsonl"))
     assert len(files) == 1

@@ -22,8 +22,11 @@ from goldenset.labelling.agreement import LabelLine, LineOrder, annotator_agreem
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import load_rubric
 from goldenset.labelling.team_page import COOKIE, TeamApp, TeamPage, open_team
-from tests.helpers import page_warehouse, write_labels
-from tests.labelling.test_page import BASE, DIMS, PAGE_DOCS, PAGE_QUEUE, Q1, RUBRIC, page_label
+from tests.helpers import DIMS, PAGE_DOCS, PAGE_Q1, PAGE_QUEUE, RUBRIC_PATH, page_label, page_warehouse, write_labels
+
+RUBRIC = RUBRIC_PATH
+Q1 = PAGE_Q1
+BASE = "http://127.0.0.1"
 
 START = datetime(2026, 12, 1, 10, 0, 5)  # naive UTC, as goldenset.clock gives it
 

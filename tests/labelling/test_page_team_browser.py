@@ -13,8 +13,15 @@ import uvicorn
 
 from goldenset.labelling.page import create_app, open_session
 from goldenset.labelling.team_page import TeamApp, open_team
-from tests.helpers import RUBRIC_PATH, WAIT_SECONDS, browser_wait, page_warehouse
-from tests.labelling.test_page_browser import _keys, _shown_item, _text
+from tests.helpers import (
+    RUBRIC_PATH,
+    WAIT_SECONDS,
+    browser_wait,
+    element_text,
+    page_warehouse,
+    press_keys,
+    shown_item,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -53,9 +60,9 @@ def test_answers_and_note_typed_before_a_restart_come_back_and_are_dropped_once_
     port = int(url.rsplit(":", 1)[1])
     try:
         browser.get(url + "/pair/2")
-        browser_wait(browser, lambda d: _shown_item(d) == "1", "pair 2")
-        _keys(browser, "pf")
-        _keys(browser, "c")
+        browser_wait(browser, lambda d: shown_item(d) == "1", "pair 2")
+        press_keys(browser, "pf")
+        press_keys(browser, "c")
         browser_wait(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "note", "the note")
         browser.switch_to.active_element.send_keys("the page names no SLA", Keys.ESCAPE)
     finally:
@@ -65,21 +72,21 @@ def test_answers_and_note_typed_before_a_restart_come_back_and_are_dropped_once_
     url, stop = serve(create_app(open_session("ana", db=db, labels=labels, rubric=RUBRIC_PATH)), port)
     try:
         browser.get(url + "/pair/2")  # a new run of the page: a new token, a form served empty
-        browser_wait(browser, lambda d: _shown_item(d) == "1", "pair 2 again")
+        browser_wait(browser, lambda d: shown_item(d) == "1", "pair 2 again")
         assert _checked(browser) == {"answerability": "pass", "authority": "fail"}
         assert browser.execute_script("return document.getElementById('note').value") == "the page names no SLA"
         assert browser.execute_script("return document.getElementById('draft-note').hidden") is False
         # Enter with tests unanswered names them; nothing is sent.
-        _keys(browser, Keys.ENTER)
-        browser_wait(browser, lambda d: "recency, coverage, entity unanswered" in _text(d, "hint"), "the hint")
-        _keys(browser, "ppp")
-        browser_wait(browser, lambda d: _text(d, "label-shown") == "irrelevant", "the live label")
-        _keys(browser, Keys.ENTER)
-        browser_wait(browser, lambda d: _shown_item(d) == "2", "the next pair")
+        press_keys(browser, Keys.ENTER)
+        browser_wait(browser, lambda d: "recency, coverage, entity unanswered" in element_text(d, "hint"), "the hint")
+        press_keys(browser, "ppp")
+        browser_wait(browser, lambda d: element_text(d, "label-shown") == "irrelevant", "the live label")
+        press_keys(browser, Keys.ENTER)
+        browser_wait(browser, lambda d: shown_item(d) == "2", "the next pair")
         # Written: the browser keeps nothing for that pair any more.
         assert browser.execute_script("return localStorage.length") == 0
         browser.get(url + "/pair/2")
-        browser_wait(browser, lambda d: _shown_item(d) == "1", "pair 2, labelled")
+        browser_wait(browser, lambda d: shown_item(d) == "1", "pair 2, labelled")
         assert _checked(browser) == {} and browser.execute_script("return document.getElementById('draft-note').hidden")
     finally:
         stop()
@@ -98,20 +105,20 @@ def test_a_team_member_chooses_a_name_once_and_the_browser_keeps_it(tmp_path, br
     url, stop = serve(TeamApp(page, allowed_hosts=["127.0.0.1"]))
     try:
         browser.get(url + "/")
-        browser_wait(browser, lambda d: _text(d, "who-form") is not None, "the name form")
+        browser_wait(browser, lambda d: element_text(d, "who-form") is not None, "the name form")
         field = browser.find_element("id", "name")
         field.send_keys("a b")
         browser.find_element("id", "start").click()
         # The browser holds the annotator rule too (pattern): the form is not sent.
         assert browser.execute_script("return document.getElementById('name').validity.patternMismatch") is True
-        assert _text(browser, "who-form") is not None and page.sessions == {}
+        assert element_text(browser, "who-form") is not None and page.sessions == {}
         field.clear()
         field.send_keys("ana")
         browser.find_element("id", "start").click()
-        browser_wait(browser, lambda d: _text(d, "annotator") == "ana", "the queue view as ana")
+        browser_wait(browser, lambda d: element_text(d, "annotator") == "ana", "the queue view as ana")
         browser.get(url + "/pair/1")  # the cookie names her on every page
-        browser_wait(browser, lambda d: _shown_item(d) == "0", "pair 1")
-        assert _text(browser, "annotator") == "ana" and list(page.sessions) == ["ana"]
+        browser_wait(browser, lambda d: shown_item(d) == "0", "pair 1")
+        assert element_text(browser, "annotator") == "ana" and list(page.sessions) == ["ana"]
         assert page.team.panel().annotators[0].labelling == 1  # opening the pair leased it to her
     finally:
         stop()
