@@ -415,19 +415,9 @@ def dimensions(*fails: str) -> dict[str, str]:
 def page_label(qid, doc_id, version, label="relevant", decided_by="answerability", annotator="ana", **extra) -> dict:
     """A label line as the page writes it (rubric support-policies), dimensions set to fit `label`."""
     fails = {"relevant": [], "partial": ["coverage"], "irrelevant": ["answerability"]}[label]
-    return {
-        "event": "label",
-        "query_id": qid,
-        "doc_id": doc_id,
-        "doc_version": version,
-        "label": label,
-        "decided_by": decided_by,
-        "annotator": annotator,
-        "rubric": "support-policies",
-        "ts": "2026-11-20T09:00:00Z",
-        "dimensions": dimensions(*fails),
-        **extra,
-    }
+    ts = extra.pop("ts", "2026-11-20T09:00:00Z")
+    extra = {"dimensions": dimensions(*fails), **extra}
+    return label_line(qid, doc_id, label, ts, annotator=annotator, version=version, decided_by=decided_by, **extra)
 
 
 # --------------------------------------------------------------------------- a real browser
