@@ -7,14 +7,14 @@ import socket
 
 import pytest
 from judge_stub import JudgeStub
-from world import World, copy_world, make_world, pool_world
+from world import World, build_world, copy_world, pool_world
 
 from tests.helpers import isolated_settings
 
 
 @pytest.fixture(scope="session")
 def worlds(tmp_path_factory):
-    """`worlds(root, lines)`: what `make_world(root, lines)` makes, at the cost of a copy;
+    """`worlds(root, lines)`: what `build_world(root, lines)` makes, at the cost of a copy;
     with pooled=True, also pooled by `pool_world` (the 12 pairs of fixed_rankers.py queued).
 
     Each distinct list of label lines is built once per session (per xdist worker) into a
@@ -28,7 +28,7 @@ def worlds(tmp_path_factory):
         if key not in templates:
             base = tmp_path_factory.mktemp("world-template")
             with isolated_settings(base / "home"):
-                world = make_world(base / "w", lines)
+                world = build_world(base / "w", lines)
                 if pooled:
                     pool_world(world)
             templates[key] = world

@@ -207,7 +207,7 @@ def seven_lines(ts_of=None) -> list[dict]:
     ]
 
 
-def make_world(tmp: Path, lines: list[dict] | None = None) -> World:
+def build_world(tmp: Path, lines: list[dict] | None = None) -> World:
     """Ingest the log, snapshot the corpus and build; with label lines, ingest them and build again."""
     from goldenset.build import build_golden_set
     from goldenset.corpus import read_corpus
@@ -246,7 +246,7 @@ def pool_world(world: World) -> None:
 
 
 def copy_world(template: World, root: Path) -> World:
-    """The world make_world would have made at `root`, copied from `template` in milliseconds."""
+    """The world build_world would have made at `root`, copied from `template` in milliseconds."""
     world = World(root, root / "logs", root / "corpus.jsonl", root / "labels", root / "goldenset.duckdb")
     copy_built_folder(template.root, root, world.db, template.corpus, world.corpus)
     return world
