@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -22,6 +23,42 @@ from goldenset.ingest import ingest_all
 from goldenset.logfiles import list_partitions
 from goldenset.staging import STAGED_TABLES, load_staged, stage_partition
 from goldenset.warehouse import connect
+
+
+@dataclass
+class World:
+    """One deployment under test, in one folder: its files at fixed names under `root`.
+
+    Every test world is this class or a subclass of it: the reliability harness's CliWorld
+    (commands run as processes, a GOLDENSET_HOME), MergeWorld and HistoryWorld (an open
+    connection a test builds through), and the worlds built once per session and copied per
+    test (tests/bench/bench_world.py, tests/labelling/pool_rankers.py, tests/scoring/world.py).
+    """
+
+    root: Path
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def corpus(self) -> Path:
+        return self.root / "corpus.jsonl"
+
+    @property
+    def labels(self) -> Path:
+        return self.root / "labels"
+
+    @property
+    def db(self) -> Path:
+        return self.root / "goldenset.duckdb"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "index"
+
+    def args(self) -> list[str]:
+        return ["--db", str(self.db)]
 
 
 def serve(serve_id, ts, task, items, project="billing", **extra) -> dict:

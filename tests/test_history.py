@@ -15,16 +15,15 @@ from goldenset.export import export_build
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import doc, examples, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import World, doc, examples, ranked, serve, verdict, write_corpus, write_log
 
 
-class World:
+class HistoryWorld(World):
     """A log directory, a corpus file and a warehouse that a test evolves build by build."""
 
     def __init__(self, tmp_path):
-        self.logs = tmp_path / "logs"
-        self.corpus = tmp_path / "corpus.jsonl"
-        self.con = connect(tmp_path / "g.duckdb")
+        super().__init__(tmp_path)
+        self.con = connect(self.db)
 
     def build(self, docs, trigger="manual"):
         write_corpus(self.corpus, docs)
@@ -50,7 +49,7 @@ def _day1(w):
 
 
 def test_an_unchanged_rebuild_adds_a_build_and_no_history(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     w.build([doc("d1"), doc("d2")])
@@ -66,7 +65,7 @@ def test_an_unchanged_rebuild_adds_a_build_and_no_history(tmp_path):
 
 
 def test_a_changed_log_after_a_repeat_computes_labels_again(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     w.build([doc("d1"), doc("d2")])
@@ -80,7 +79,7 @@ def test_a_changed_log_after_a_repeat_computes_labels_again(tmp_path):
 
 
 def test_a_later_serve_repeating_the_verdict_changes_nothing_in_history(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     write_log(
@@ -98,7 +97,7 @@ def test_a_later_serve_repeating_the_verdict_changes_nothing_in_history(tmp_path
 
 
 def test_verdict_and_version_changes_are_listed_between_consecutive_builds(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     write_log(
@@ -127,7 +126,7 @@ def test_verdict_and_version_changes_are_listed_between_consecutive_builds(tmp_p
 
 
 def test_a_label_that_disappears_and_returns_starts_a_new_version(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     w.build([doc("d1"), doc("d2", status="retired")])  # d2 falls to the retired filter
@@ -142,7 +141,7 @@ def test_a_label_that_disappears_and_returns_starts_a_new_version(tmp_path):
 
 @pytest.mark.slow
 def test_relabel_queue_keeps_the_first_build_of_an_unbroken_stale_run(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     assert w.rows("SELECT count(*) FROM relabel_queue") == [(0,)]
@@ -158,7 +157,7 @@ def test_relabel_queue_keeps_the_first_build_of_an_unbroken_stale_run(tmp_path):
 
 
 def test_an_older_build_exports_as_it_was(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1", title="One"), doc("d2")])
     w.build([doc("d1", title="One"), doc("d2", status="retired")])
@@ -170,7 +169,7 @@ def test_an_older_build_exports_as_it_was(tmp_path):
 
 
 def test_build_ids_and_triggers_are_recorded(tmp_path):
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")], trigger="schedule")
     w.build([doc("d1"), doc("d2")], trigger="reindex")
@@ -228,7 +227,7 @@ def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(st
     # first_flagged_build is the first build of the run of builds, up to the latest, in
     # each of which it was stale (a retired d1 drops the query: the run breaks).
     with tempfile.TemporaryDirectory() as tmp:
-        w = World(Path(tmp))
+        w = HistoryWorld(Path(tmp))
         _day1(w)
         for n, state in enumerate(states, start=1):
             d1 = [] if state is None else [doc("d1", state[0], superseded_by=state[1])]
@@ -242,7 +241,7 @@ def test_first_flagged_build_is_the_start_of_the_unbroken_run_of_stale_builds(st
 def test_stale_changed_rows_hold_the_old_and_the_new_reason(tmp_path):
     # A label going stale, changing reason, and clearing: each a stale_changed row whose
     # old_value is the reason before (NULL when fresh) and new_value the reason after.
-    w = World(tmp_path)
+    w = HistoryWorld(tmp_path)
     _day1(w)
     w.build([doc("d1"), doc("d2")])
     w.build([doc("d1", "v2"), doc("d2")])  # build 2: d1 judged at v1, now v2

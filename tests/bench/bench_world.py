@@ -7,11 +7,10 @@ The embedding model is loaded once per session (it costs seconds on two cores).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.helpers import copy_built_folder
+from tests.helpers import World, copy_built_folder
 
 DATA = Path(__file__).parent / "data"
 
@@ -111,23 +110,9 @@ def write_logs(root: Path, queries=QUERIES, *, day: str = "2026-11-28", serve_pr
     return root
 
 
-@dataclass
-class Golden:
-    """A warehouse with one committed golden build, and the files it was built from."""
-
-    db: Path
-    corpus: Path
-    logs: Path
-    tmp: Path
-
-    @property
-    def index_dir(self) -> Path:
-        return self.tmp / "bench-index"
-
-
 def build_golden(
     tmp: Path, *, built_at: datetime | None = None, docs=DOCS, queries=QUERIES, superseded: dict[str, str] | None = None
-) -> Golden:
+) -> World:
     """Run the real ingest, snapshot and build on tiny files under tmp."""
     from goldenset import warehouse
     from goldenset.build import build_golden_set
@@ -146,21 +131,23 @@ def build_golden(
         build_golden_set(con, now=built_at)
     finally:
         con.close()
-    return Golden(db, corpus, logs, tmp)
+    world = World(tmp)
+    assert (world.db, world.corpus, world.logs) == (db, corpus, logs)
+    return world
 
 
-def copy_golden(template: Golden, tmp: Path) -> Golden:
-    """The Golden build_golden would have made at `tmp`, copied from `template` in milliseconds."""
-    g = Golden(tmp / template.db.name, tmp / template.corpus.name, tmp / template.logs.name, tmp)
-    copy_built_folder(template.tmp, tmp, g.db, template.corpus, g.corpus)
-    return g
+def copy_golden(template: World, tmp: Path) -> World:
+    """The World build_golden would have made at `tmp`, copied from `template` in milliseconds."""
+    world = World(tmp)
+    copy_built_folder(template.root, tmp, world.db, template.corpus, world.corpus)
+    return world
 
 
 def days_ago(n: float) -> datetime:
     return utcnow() - timedelta(days=n)
 
 
-def rebuild(g: Golden, *, more_queries=None, day: str = "2026-11-29") -> int:
+def rebuild(g: World, *, more_queries=None, day: str = "2026-11-29") -> int:
     """Build again: unchanged input is a `repeat` build sharing the last labels; new log lines are not."""
     from goldenset import warehouse
     from goldenset.build import build_golden_set
@@ -183,7 +170,7 @@ def rebuild(g: Golden, *, more_queries=None, day: str = "2026-11-29") -> int:
 RUBRIC_LABELS = {"relevant": (2, "answerability"), "partial": (1, "coverage"), "irrelevant": (0, "answerability")}
 
 
-def relabel(g: Golden, labels: list[tuple[str, str, str]], *, annotator: str = "ana") -> int:
+def relabel(g: World, labels: list[tuple[str, str, str]], *, annotator: str = "ana") -> int:
     """Label (task, doc_id, label) pairs as a human would (contract 7.2 lines), then build again.
 
     The lines go through the real label ingest and build, so the golden set holds them as
@@ -196,7 +183,7 @@ def relabel(g: Golden, labels: list[tuple[str, str, str]], *, annotator: str = "
     from goldenset.labelling.ingest import ingest_labels
     from goldenset.labelling.rubric import load_rubric
 
-    root = g.tmp / "labels"
+    root = g.labels
     part = root / "dt=2026-11-30"
     part.mkdir(parents=True, exist_ok=True)
     con = warehouse.connect(g.db)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from bench_world import Golden, build_golden, copy_golden
+from bench_world import World, build_golden, copy_golden
 
 from tests.helpers import isolated_settings
 
@@ -24,9 +24,9 @@ def goldens(tmp_path_factory):
     then the template's build time, minutes at most before the test: no check of the
     benchmark reads a build's age finer than days.
     """
-    templates: dict[str, Golden] = {}
+    templates: dict[str, World] = {}
 
-    def make(tmp, **kw) -> Golden:
+    def make(tmp, **kw) -> World:
         assert "built_at" not in kw, "a build of a given age: call build_golden"
         key = json.dumps(kw, sort_keys=True)
         if key not in templates:
@@ -39,6 +39,6 @@ def goldens(tmp_path_factory):
 
 
 @pytest.fixture
-def golden(tmp_path, goldens) -> Golden:
+def golden(tmp_path, goldens) -> World:
     """A golden build (built now) over the 16-document corpus and 6 queries, this test's own copy."""
     return goldens(tmp_path / "g")

@@ -23,7 +23,7 @@ def _resources(g):
 def _config(g, **config):
     config.setdefault("retriever", "bench_plugins:keywords")
     config.setdefault("index_dir", str(g.index_dir))
-    config.setdefault("report_dir", str(g.tmp / "report"))
+    config.setdefault("report_dir", str(g.root / "report"))
     return {"ops": {"retrieval_benchmark": {"config": config}}}
 
 
@@ -209,7 +209,7 @@ def test_goldenset_bench_run_from_the_command_line_shows_on_the_asset(golden):
     from goldenset_dagster.instance import get_instance
 
     argv = ["bench", "run", "--db", golden.db, "--corpus", golden.corpus, "--index-dir", golden.index_dir]
-    argv += ["--retriever", "bench_plugins:keywords", "--report", golden.tmp / "report"]
+    argv += ["--retriever", "bench_plugins:keywords", "--report", golden.root / "report"]
     assert main([str(a) for a in argv]) == 0
     con = warehouse.connect(golden.db, read_only=True)
     try:

@@ -32,7 +32,7 @@ def run_args(g, retriever="bench_plugins:keywords", *extra):
         "--retriever",
         retriever,
         "--report",
-        g.tmp / "report",
+        g.root / "report",
         *extra,
     ]
 
@@ -65,7 +65,7 @@ def test_bench_run_prints_its_run_id_last_and_stores_every_row(golden):
     assert meta[0] == 1 and len(meta[1]) == 64 and meta[2] == "bench_plugins:keywords"
     assert meta[3] is False and meta[4] == 6
     assert [r[0] for r in rows] == ["+graph", "+graph+boosts", "+graph+boosts honest", "core"]
-    report = golden.tmp / "report"
+    report = golden.root / "report"
     assert (report / "report.md").is_file() and (report / "differences.png").stat().st_size > 1000
     assert "![differences against core](differences.png)" in (report / "report.md").read_text()
 
@@ -73,7 +73,7 @@ def test_bench_run_prints_its_run_id_last_and_stores_every_row(golden):
 @pytest.mark.slow
 def test_the_written_core_run_evaluates_to_the_stored_core_means(golden):
     rid = run_id_of(bench(*run_args(golden)))
-    result = bench("eval", "--run", golden.tmp / "report" / "core.run", "--db", golden.db, "--json")
+    result = bench("eval", "--run", golden.root / "report" / "core.run", "--db", golden.db, "--json")
     assert result.exit_code == 0, result.output
     evaluated = json.loads(result.output)
     con = warehouse.connect(golden.db, read_only=True)
@@ -173,7 +173,7 @@ def test_compare_runs_with_a_known_difference(golden):
 def test_compare_with_bootstrap_writes_a_report(golden):
     worst = run_id_of(bench(*run_args(golden, "bench_plugins:worst")))
     perfect = run_id_of(bench(*run_args(golden, "bench_plugins:perfect")))
-    out = golden.tmp / "cmp"
+    out = golden.root / "cmp"
     result = bench("compare", worst, perfect, "--db", golden.db, "--bootstrap", 500, "--seed", 3, "--report", out)
     assert result.exit_code == 0, result.output
     assert "paired bootstrap (500 resamples, seed 3)" in result.output

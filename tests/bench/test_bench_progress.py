@@ -32,7 +32,7 @@ def test_bench_run_off_a_terminal_prints_plain_progress_and_quiet_silences_it(go
         "--retriever",
         "bench_plugins:keywords",
         "--report",
-        str(golden.tmp / "report"),
+        str(golden.root / "report"),
     ]
     capsys.readouterr()
     assert main(args) == 0

@@ -25,7 +25,7 @@ def bench(*args):
 def _run(g, embedder=None, retriever="bench_plugins:keywords", **options):
     config = BenchConfig(retriever=retriever, retriever_config=options, index_dir=g.index_dir)
     return run_and_store(
-        g.db, g.corpus, config, report_dir=g.tmp / "reports" / str(len(options)), embedder=embedder
+        g.db, g.corpus, config, report_dir=g.root / "reports" / str(len(options)), embedder=embedder
     ).run
 
 
@@ -147,7 +147,7 @@ def test_list_json_and_compare_json_carry_the_full_config(golden, embedder):
 @pytest.mark.slow
 def test_the_run_report_shows_the_retriever_and_its_full_config(golden, embedder):
     run = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
-    md = (golden.tmp / "reports" / "1" / "report.md").read_text()
+    md = (golden.root / "reports" / "1" / "report.md").read_text()
     assert "- retriever: `goldenset.bench.reference:hybrid rrf_k=10`; depth 100; degraded: no" in md
     config = json.loads(re.search(r"## Retriever configuration\n\n```json\n(.*?)\n```", md, re.S).group(1))
     assert config == run.retriever_config and config["retriever"]["rrf_k"] == 10
@@ -167,7 +167,7 @@ def test_bench_run_prints_the_retriever_and_its_config(golden):
         "--retriever-config",
         '{"label": "two words", "n": 3}',
         "--report",
-        golden.tmp / "r",
+        golden.root / "r",
     )
     # keywords ignores its options; the summary still shows what it was given.
     assert result.exit_code == 0, result.output

@@ -167,7 +167,7 @@ def bench_run(g, retriever: str, *extra):
             "--retriever",
             retriever,
             "--report",
-            str(g.tmp / f"report-{retriever.split(':')[1]}"),
+            str(g.root / f"report-{retriever.split(':')[1]}"),
             *extra,
         ],
     )

@@ -24,7 +24,7 @@ def _config(g, **kw):
 
 
 def _run(g, embedder=None, **kw):
-    return run_and_store(g.db, g.corpus, _config(g, **kw), report_dir=g.tmp / "report", embedder=embedder)
+    return run_and_store(g.db, g.corpus, _config(g, **kw), report_dir=g.root / "report", embedder=embedder)
 
 
 def _count_runs(db):

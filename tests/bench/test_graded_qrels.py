@@ -20,7 +20,7 @@ TOKENS = "Rotate expiring API tokens"  # helped: auth/tokens; noise: auth/passwo
 
 def _run(g, retriever="bench_plugins:perfect", **kw):
     return run_and_store(
-        g.db, g.corpus, BenchConfig(retriever=retriever, index_dir=g.index_dir, **kw), report_dir=g.tmp / "report"
+        g.db, g.corpus, BenchConfig(retriever=retriever, index_dir=g.index_dir, **kw), report_dir=g.root / "report"
     ).run
 
 
@@ -73,7 +73,7 @@ def test_the_written_qrels_carry_the_grade(golden):
     relabel(golden, [(WEBHOOKS, "webhooks/signing", "relevant")])
     _run(golden)
     line = f"{_qid(golden, WEBHOOKS)} 0 webhooks/signing 2"
-    assert line in (golden.tmp / "report" / "qrels.trec").read_text().splitlines()
+    assert line in (golden.root / "report" / "qrels.trec").read_text().splitlines()
 
 
 @pytest.mark.slow

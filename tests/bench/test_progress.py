@@ -46,7 +46,7 @@ def test_bench_run_advances_the_benchmark_step_once_per_query(golden, recording)
         golden.db,
         golden.corpus,
         BenchConfig(retriever="bench_plugins:keywords", index_dir=golden.index_dir),
-        report_dir=golden.tmp / "r",
+        report_dir=golden.root / "r",
     )
     assert recording.steps == [["benchmark queries", len(QUERIES), [1] * len(QUERIES), True]]
 

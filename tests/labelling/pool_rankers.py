@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -44,7 +43,7 @@ for folder in (HERE, TESTS):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from helpers import always, copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
+from helpers import World, always, copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
 
 from goldenset.records import normalise_task, query_id  # noqa: E402
 
@@ -201,16 +200,6 @@ def add_current_label(
     )
 
 
-@dataclass
-class World:
-    """A warehouse holding the world's one committed build, and where its files are."""
-
-    db: Path
-    logs: Path
-    corpus: Path
-    index_dir: Path
-
-
 def build_world(tmp: Path, *, labels: bool = True) -> World:
     """Run the real ingest, snapshot and build on the world's files; add ana's current labels."""
     from goldenset import warehouse
@@ -235,12 +224,14 @@ def build_world(tmp: Path, *, labels: bool = True) -> World:
             add_current_label(con, Q1, "p", "v1", line=4)  # p -> a, and (Q1, a) is golden: no successor
     finally:
         con.close()
-    return World(db, logs, corpus, tmp / "index")
+    world = World(tmp)
+    assert (world.db, world.logs, world.corpus) == (db, logs, corpus)
+    return world
 
 
 def copy_world(template: World, tmp: Path) -> World:
     """The World build_world would have made at `tmp`, copied from `template` in milliseconds."""
-    world = World(tmp / template.db.name, tmp / template.logs.name, tmp / template.corpus.name, tmp / "index")
+    world = World(tmp)
     copy_built_folder(template.db.parent, tmp, world.db, template.corpus, world.corpus)
     return world
 

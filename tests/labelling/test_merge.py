@@ -15,7 +15,7 @@ from goldenset.labelling.rubric import load_rubric, parse_rubric
 from goldenset.records import normalise_task, query_id
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_labels, write_log
+from tests.helpers import World, doc, ranked, serve, verdict, write_corpus, write_labels, write_log
 
 RUBRIC_PATH = Path(__file__).parents[1] / "data" / "conformance" / "rubric.yaml"
 RUBRIC = load_rubric(RUBRIC_PATH)
@@ -40,13 +40,11 @@ def label(doc_id, lab, annotator, ts, version="v1", decided_by=None, qid=QID, **
     }
 
 
-class World:
+class MergeWorld(World):
     """One query over d1..d4 in a tiny log; labels and corpus versions are the test's to set."""
 
     def __init__(self, tmp: Path, verdicts=(("d1", "helped"), ("d2", "noise"), ("d3", "helped"))):
-        self.tmp = tmp
-        self.logs = tmp / "logs"
-        self.labels = tmp / "labels"
+        super().__init__(tmp)
         items = [ranked(d, r) for r, (d, _) in enumerate(verdicts, start=1)]
         write_log(
             self.logs,
@@ -55,11 +53,12 @@ class World:
             [serve("s1", "2026-11-01T09:00:00Z", TASK, items)]
             + [verdict("s1", d, v, "2026-11-01T09:10:00Z") for d, v in verdicts],
         )
-        self.con = connect(tmp / "g.duckdb")
-        self.corpus([doc(f"d{i}") for i in range(1, 6)])
+        self.con = connect(self.db)
+        self.snapshot([doc(f"d{i}") for i in range(1, 6)])
 
-    def corpus(self, docs) -> None:
-        path = write_corpus(self.tmp / f"corpus-{len(os.listdir(self.tmp))}.jsonl", docs)
+    def snapshot(self, docs) -> None:
+        """Write a new corpus file of `docs` and store its snapshot."""
+        path = write_corpus(self.root / f"corpus-{len(os.listdir(self.root))}.jsonl", docs)
         store_snapshot(self.con, read_corpus(path))
 
     def build(self, rubric=RUBRIC):
@@ -85,9 +84,9 @@ class World:
 
 
 def test_labels_at_the_current_version_outvote_more_labels_at_older_ones(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     w.build()  # a committed build's snapshot holds d1 at v1, so labels at v1 are known
-    w.corpus([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])
+    w.snapshot([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])
     write_labels(
         w.labels,
         "2026-11-03",
@@ -111,7 +110,7 @@ def test_labels_at_the_current_version_outvote_more_labels_at_older_ones(tmp_pat
 
 
 def test_a_tied_vote_goes_to_the_label_whose_latest_voting_line_is_later(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     write_labels(
         w.labels,
         "2026-11-03",
@@ -129,7 +128,7 @@ def test_a_tied_vote_goes_to_the_label_whose_latest_voting_line_is_later(tmp_pat
 
 
 def test_a_stale_human_label_gives_way_to_a_current_log_label_and_both_stale_keep_the_human(tmp_path):
-    w = World(tmp_path, verdicts=(("d1", "helped"), ("d2", "helped")))
+    w = MergeWorld(tmp_path, verdicts=(("d1", "helped"), ("d2", "helped")))
     w.build()
     # d1's log label is at v2 (served at v2); the human labelled v1, now stale.
     write_log(
@@ -141,7 +140,7 @@ def test_a_stale_human_label_gives_way_to_a_current_log_label_and_both_stale_kee
             verdict("s2", "d1", "helped", "2026-11-02T09:10:00Z"),
         ],
     )
-    w.corpus([doc("d1", "v2"), doc("d2", superseded_by="d5"), doc("d3"), doc("d4"), doc("d5")])
+    w.snapshot([doc("d1", "v2"), doc("d2", superseded_by="d5"), doc("d3"), doc("d4"), doc("d5")])
     write_labels(
         w.labels,
         "2026-11-03",
@@ -169,7 +168,7 @@ def test_a_stale_human_label_gives_way_to_a_current_log_label_and_both_stale_kee
 
 
 def test_a_query_whose_positives_were_all_overruled_stays_in_the_set(tmp_path):
-    w = World(tmp_path, verdicts=(("d1", "helped"), ("d2", "noise")))
+    w = MergeWorld(tmp_path, verdicts=(("d1", "helped"), ("d2", "noise")))
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "irrelevant", "ana", "2026-11-03T10:00:00Z")])
     result = w.build()
     assert result.record.n_queries == 1
@@ -177,8 +176,8 @@ def test_a_query_whose_positives_were_all_overruled_stays_in_the_set(tmp_path):
 
 
 def test_a_label_on_a_version_no_built_snapshot_held_is_unknown_until_a_build_holds_it(tmp_path):
-    w = World(tmp_path)
-    w.corpus([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])  # v1 was never a build's snapshot
+    w = MergeWorld(tmp_path)
+    w.snapshot([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])  # v1 was never a build's snapshot
     write_labels(
         w.labels, "2026-11-03", "a.jsonl", [label("d1", "relevant", "ana", "2026-11-03T10:00:00Z", version="v1")]
     )
@@ -190,7 +189,7 @@ def test_a_label_on_a_version_no_built_snapshot_held_is_unknown_until_a_build_ho
 
 
 def test_labels_that_take_part_in_nothing_are_kept_and_counted_per_annotator_and_pair(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     write_labels(
         w.labels,
         "2026-11-03",
@@ -209,7 +208,7 @@ def test_labels_that_take_part_in_nothing_are_kept_and_counted_per_annotator_and
 
 
 def test_label_changes_write_source_and_value_when_a_human_label_replaces_a_log_label(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     w.build()
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
@@ -225,9 +224,9 @@ def test_label_changes_write_source_and_value_when_a_human_label_replaces_a_log_
 
 
 def test_the_stale_run_of_a_pair_spans_a_change_of_source(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     w.build()  # build 1 holds d1 at v1
-    w.corpus([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])
+    w.snapshot([doc("d1", "v2"), *[doc(f"d{i}") for i in range(2, 6)]])
     w.build()  # build 2: d1's log label (v1) is stale
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "relevant", "ana", "2026-11-03T10:00:00Z")])
     w.build()  # build 3: a human label, still at v1: stale too, and the stale run goes on
@@ -239,7 +238,7 @@ def test_the_stale_run_of_a_pair_spans_a_change_of_source(tmp_path):
 
 @pytest.mark.slow
 def test_a_build_after_new_log_lines_with_the_same_labels_equals_a_full_build(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
     write_log(
@@ -254,7 +253,7 @@ def test_a_build_after_new_log_lines_with_the_same_labels_equals_a_full_build(tm
     second = w.build()
     assert second.record.computation == "incremental"
     got = w.con.execute("SELECT * FROM golden_set ORDER BY ALL").fetchall()
-    fresh = World(tmp_path / "fresh")
+    fresh = MergeWorld(tmp_path / "fresh")
     write_log(
         fresh.logs,
         "2026-11-04",
@@ -270,7 +269,7 @@ def test_a_build_after_new_log_lines_with_the_same_labels_equals_a_full_build(tm
 
 
 def test_new_label_lines_make_the_next_build_full_not_a_repeat(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     assert w.build().record.computation == "full"
     assert w.build().record.computation == "repeat"
@@ -286,7 +285,7 @@ def test_new_label_lines_make_the_next_build_full_not_a_repeat(tmp_path):
 
 
 def test_a_change_of_the_rubrics_content_validates_every_label_file_again(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
     renamed = parse_rubric(RUBRIC_PATH.read_text().replace("partial:", "part_relevant:"), "renamed.yaml")
@@ -298,7 +297,7 @@ def test_a_change_of_the_rubrics_content_validates_every_label_file_again(tmp_pa
 
 
 def test_a_deleted_label_file_keeps_its_rows_and_an_appended_one_is_read_again(tmp_path):
-    w = World(tmp_path)
+    w = MergeWorld(tmp_path)
     first = write_labels(w.labels, "2026-11-03", "a.jsonl", [label("d1", "partial", "ana", "2026-11-03T10:00:00Z")])
     w.build()
     first.unlink()

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from tests.helpers import (
     PAGE_Q2,
     PAGE_Q3,
     PAGE_QUEUE,
+    World,
     isolated_settings,
     page_label,
     page_warehouse,
@@ -47,12 +47,6 @@ BASE = "http://127.0.0.1"
 make_warehouse = page_warehouse
 
 
-@dataclass
-class World:
-    db: Path
-    labels: Path
-
-
 @pytest.fixture(scope="module")
 def page_template(tmp_path_factory) -> Path:
     """make_warehouse's warehouse, made once for the module; `world` copies it."""
@@ -64,9 +58,9 @@ def page_template(tmp_path_factory) -> Path:
 @pytest.fixture
 def world(tmp_path, page_template) -> World:
     """A warehouse with five queued pairs (this test's own copy) and an empty LABELS folder."""
-    db = tmp_path / "g.duckdb"
-    shutil.copy2(page_template, db)
-    return World(db, tmp_path / "labels")
+    world = World(tmp_path)
+    shutil.copy2(page_template, world.db)
+    return world
 
 
 def start(world: World, annotator: str = "ana", **kw):
@@ -121,7 +115,9 @@ def test_queue_loads_in_priority_order_with_the_text_of_the_latest_loaded_snapsh
 
 def test_queue_order_follows_priority_not_insertion(tmp_path):
     shuffled = [QUEUE[3], QUEUE[0], QUEUE[4], QUEUE[2], QUEUE[1]]
-    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=shuffled), tmp_path / "labels"))
+    world = World(tmp_path)
+    make_warehouse(world.db, queue=shuffled)
+    session = start(world)
     assert [it.priority for it in session.items] == [1, 2, 3, 4, 5]
 
 
@@ -202,7 +198,7 @@ def test_page_waits_for_a_writer_at_start_and_says_so(world):
     finally:
         _release(holder)
     loader.join()
-    assert re.fullmatch(rf"waiting for PID {holder.pid} to finish writing .*g\.duckdb \(up to 600 s\)", result["msg"])
+    assert result["msg"] == f"waiting for PID {holder.pid} to finish writing {world.db} (up to 600 s)"
     assert len(result["session"].items) == 5
 
 
@@ -270,13 +266,17 @@ def test_a_host_header_other_than_loopback_is_refused(client):
 
 def test_queued_version_no_snapshot_holds_is_shown_with_a_warning(tmp_path):
     queue = [(1, Q1, "policies/gone.md", "v7", "pooled", "billing", "t")]
-    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=queue), tmp_path / "labels"))
+    world = World(tmp_path)
+    make_warehouse(world.db, queue=queue)
+    session = start(world)
     with TestClient(create_app(session), base_url=BASE) as c:
         assert "No corpus snapshot holds policies/gone.md at version v7" in c.get("/pair/1").text
 
 
 def test_empty_queue_shows_the_end_page(tmp_path):
-    session = start(World(make_warehouse(tmp_path / "w.duckdb", queue=[]), tmp_path / "labels"))
+    world = World(tmp_path)
+    make_warehouse(world.db, queue=[])
+    session = start(world)
     with TestClient(create_app(session), base_url=BASE) as c:
         r = c.get("/done")
         assert r.status_code == 200 and "Every queued pair is labelled: 0 this session" in r.text

@@ -16,7 +16,7 @@ if str(HERE.parent / "bench") not in sys.path:
     sys.path.insert(0, str(HERE.parent / "bench"))
 
 import pytest  # noqa: E402
-from bench_world import Golden, build_golden, copy_golden  # noqa: E402
+from bench_world import World, build_golden, copy_golden  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.embeddings import Embedder  # noqa: E402
@@ -26,7 +26,7 @@ POOLED_AT = datetime(2026, 11, 30, 8, 0, 0)
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Golden:
+def template(tmp_path_factory) -> World:
     return build_golden(tmp_path_factory.mktemp("pool-batch") / "g")
 
 

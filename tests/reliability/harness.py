@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from tests.helpers import always, doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import World, always, doc, ranked, serve, verdict, write_corpus, write_log
 
 # A hang becomes a failure after this long; a build of these inputs takes a few seconds.
 HANG_SECONDS = 180.0
@@ -81,25 +81,12 @@ _INHERITED_NOT = {
 
 
 @dataclass
-class World:
-    """One deployment: a LOGS folder, a corpus file, a warehouse and a GOLDENSET_HOME."""
+class CliWorld(World):
+    """A World whose commands run as `goldenset` processes, with its own GOLDENSET_HOME."""
 
-    root: Path
     home: Path
     env_extra: dict[str, str] = field(default_factory=dict)
     _started: int = 0
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def corpus(self) -> Path:
-        return self.root / "corpus.jsonl"
-
-    @property
-    def db(self) -> Path:
-        return self.root / "goldenset.duckdb"
 
     @property
     def dagster_home(self) -> Path:
@@ -164,7 +151,7 @@ class World:
         return self.start("build", *self.paths(), *extra, batch_lines=batch_lines, patches=patches, **env)
 
 
-def run_here(world: World, *args: str) -> subprocess.CompletedProcess:
+def run_here(world: CliWorld, *args: str) -> subprocess.CompletedProcess:
     """`goldenset ARGS` run in this process, in the world's environment, output captured.
 
     For a reading command whose answer is what a test checks (`status` after a kill), not how
@@ -179,15 +166,15 @@ def run_here(world: World, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["goldenset", *args], code, out.getvalue(), err.getvalue())
 
 
-def make_world(root: Path, home: Path | None = None) -> World:
+def make_world(root: Path, home: Path | None = None) -> CliWorld:
     root.mkdir(parents=True, exist_ok=True)
-    return World(root, home or root / "goldenset-home")
+    return CliWorld(root, home or root / "goldenset-home")
 
 
-def copy_world(template: World, root: Path) -> World:
+def copy_world(template: CliWorld, root: Path) -> CliWorld:
     """A copy of a world (logs, corpus, warehouse, Dagster instance), file times kept."""
     shutil.copytree(template.root, root, symlinks=True)
-    return World(root, root / template.home.relative_to(template.root))
+    return CliWorld(root, root / template.home.relative_to(template.root))
 
 
 def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -447,7 +434,7 @@ class Reader:
         return self.looks()
 
 
-def start_reader(world: World, name: str = "reader") -> Reader:
+def start_reader(world: CliWorld, name: str = "reader") -> Reader:
     script = world.root / f"{name}.py"
     script.write_text(READER, encoding="utf-8")
     log, stop = world.root / f"{name}.jsonl", world.root / f"{name}.stop"
@@ -461,7 +448,7 @@ def start_reader(world: World, name: str = "reader") -> Reader:
     return Reader(proc, log, stop)
 
 
-def paused(world: World, proc, marker: Path) -> int:
+def paused(world: CliWorld, proc, marker: Path) -> int:
     """Wait until `proc` is paused at its failpoint; return the PID the failpoint wrote."""
     text = wait_for(lambda: marker.exists() and marker.read_text(), f"the failpoint marker {marker}", proc=proc)
     return int(text)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +26,7 @@ for folder in (HERE, TESTS):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from helpers import copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
+from helpers import World, copy_built_folder, doc, ranked, serve, verdict, write_corpus, write_log  # noqa: E402
 
 from goldenset.records import normalise_task, query_id  # noqa: E402
 
@@ -138,20 +137,6 @@ def scorer_config(scores: dict[str, float | list[float]] | None = None) -> str:
     return json.dumps({"scores": {TEXT[d]: s for d, s in table.items()}})
 
 
-@dataclass
-class World:
-    """The files and warehouse of one world."""
-
-    root: Path
-    logs: Path
-    corpus: Path
-    labels: Path
-    db: Path
-
-    def args(self) -> list[str]:
-        return ["--db", str(self.db)]
-
-
 def write_world_logs(logs: Path) -> None:
     write_log(
         logs,
@@ -216,7 +201,7 @@ def build_world(tmp: Path, lines: list[dict] | None = None) -> World:
     from goldenset.warehouse import connect
 
     tmp.mkdir(parents=True, exist_ok=True)
-    world = World(tmp, tmp / "logs", tmp / "corpus.jsonl", tmp / "labels", tmp / "goldenset.duckdb")
+    world = World(tmp)
     write_world_logs(world.logs)
     write_corpus(world.corpus, [doc(d, text=TEXT[d], title=None) for d in DOCS])
     con = connect(world.db)
@@ -247,7 +232,7 @@ def pool_world(world: World) -> None:
 
 def copy_world(template: World, root: Path) -> World:
     """The world build_world would have made at `root`, copied from `template` in milliseconds."""
-    world = World(root, root / "logs", root / "corpus.jsonl", root / "labels", root / "goldenset.duckdb")
+    world = World(root)
     copy_built_folder(template.root, root, world.db, template.corpus, world.corpus)
     return world
 
