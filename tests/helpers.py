@@ -494,6 +494,6 @@ def press_keys(driver, keys: str) -> None:
     driver.find_element(By.TAG_NAME, "body").send_keys(keys)
 
 
-def element_text(driver, element_id: str) -> str:
+def element_text(driver, element_id: str) -> str | None:
     """The text of the element with `element_id`, or None when there is none."""
     return driver.execute_script(f"const e = document.getElementById('{element_id}'); return e ? e.textContent : null;")

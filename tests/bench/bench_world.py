@@ -120,19 +120,17 @@ def build_golden(
     from goldenset.ingest import ingest_all
     from goldenset.snapshots import store_snapshot
 
+    world = World(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    corpus = write_corpus(tmp / "corpus.jsonl", docs, superseded=superseded)
-    logs = write_logs(tmp / "logs", queries)
-    db = tmp / "goldenset.duckdb"
-    con = warehouse.connect(db)
+    write_corpus(world.corpus, docs, superseded=superseded)
+    write_logs(world.logs, queries)
+    con = warehouse.connect(world.db)
     try:
-        ingest_all(con, logs)
-        store_snapshot(con, read_corpus(corpus), now=built_at)
+        ingest_all(con, world.logs)
+        store_snapshot(con, read_corpus(world.corpus), now=built_at)
         build_golden_set(con, now=built_at)
     finally:
         con.close()
-    world = World(tmp)
-    assert (world.db, world.corpus, world.logs) == (db, corpus, logs)
     return world
 
 

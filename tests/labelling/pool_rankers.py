@@ -208,14 +208,14 @@ def build_world(tmp: Path, *, labels: bool = True) -> World:
     from goldenset.ingest import ingest_all
     from goldenset.snapshots import store_snapshot
 
+    world = World(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    logs = write_world_logs(tmp / "logs")
-    corpus = write_corpus(tmp / "corpus.jsonl", CORPUS)
-    db = tmp / "goldenset.duckdb"
-    con = warehouse.connect(db)
+    write_world_logs(world.logs)
+    write_corpus(world.corpus, CORPUS)
+    con = warehouse.connect(world.db)
     try:
-        ingest_all(con, logs)
-        store_snapshot(con, read_corpus(corpus), now=BUILT_AT)
+        ingest_all(con, world.logs)
+        store_snapshot(con, read_corpus(world.corpus), now=BUILT_AT)
         build_golden_set(con, now=BUILT_AT)
         if labels:
             add_current_label(con, Q2, "e", "v1")  # e is retired, superseded by e2: a successor via a label
@@ -224,8 +224,6 @@ def build_world(tmp: Path, *, labels: bool = True) -> World:
             add_current_label(con, Q1, "p", "v1", line=4)  # p -> a, and (Q1, a) is golden: no successor
     finally:
         con.close()
-    world = World(tmp)
-    assert (world.db, world.logs, world.corpus) == (db, logs, corpus)
     return world
 
 
