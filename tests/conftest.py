@@ -152,3 +152,47 @@ def browser(tmp_path):
     finally:
         driver.quit()
         shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+# The order the files run in. Under `-n 2 --dist loadfile` each worker takes the next whole
+# file as it frees up, so a long file started last leaves the other core idle until it ends:
+# xdist's default order (most tests first) put the one-test scale benchmark smoke (80 s) at the
+# very end. The longest files go first instead (longest-first scheduling), measured in CPU
+# seconds including the processes they start (docs/contributing.md); the many short files fill
+# in behind them. A file missing from this list only runs later; nothing depends on the order.
+# `--no-loadscope-reorder` (pyproject.toml) keeps xdist from re-sorting.
+RUN_FIRST = (
+    "tests/reliability/test_crash_safety.py",
+    "tests/test_benchmark_smoke.py",
+    "tests/test_postgres_instance.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/reliability/test_changing_inputs.py",
+    "tests/test_demo.py",
+    "tests/test_ingest_edges.py",
+    "tests/reliability/test_corpus_snapshots.py",
+    "tests/test_staging.py",
+    "tests/test_cranfield_pooling.py",
+    "tests/test_cranfield_coverage.py",
+    "tests/labelling/test_rubrics_by_project.py",
+    "tests/test_properties.py",
+    "tests/reliability/test_hostile_input.py",
+    "tests/test_refusals.py",
+    # Not long, but they need the reference venvs `.ci/run` installs in the background while
+    # the tests run (tests.helpers.wait_for_venv): by now those installs have had minutes.
+    "tests/traces/test_phoenix.py",
+    "tests/bench/test_ppi.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = [path for path in RUN_FIRST if not (config.rootpath / path).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py RUN_FIRST names files that do not exist: {missing}")
+    rank = {path: i for i, path in enumerate(RUN_FIRST)}
+    position = {id(item): i for i, item in enumerate(items)}
+
+    def key(item):
+        path = item.nodeid.split("::", 1)[0]
+        return (rank.get(path, len(RUN_FIRST)), position[id(item)])
+
+    items.sort(key=key)

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,23 @@ def split_whitespace() -> str:
 def running_under_ci() -> bool:
     """True under CI (the CI variable set to 1, true or yes): the one way tests ask."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def wait_for_venv(venv: Path, timeout: float = 900.0) -> None:
+    """Return once no install of `venv` is under way: at once, unless `<venv>.installing` exists.
+
+    `.ci/run` installs the reference venvs (Phoenix, ppi-python) in the background while the
+    tests already run: it creates that marker before the install starts and removes it when the
+    install ends, whatever the outcome. The files that need a venv run after the longest ones
+    (RUN_FIRST in tests/conftest.py), so by then the install has usually ended. A venv made by
+    hand has no marker and is used as it is.
+    """
+    marker = venv.with_name(venv.name + ".installing")
+    deadline = time.monotonic() + timeout
+    while marker.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{venv} was still being installed after {timeout:.0f} s ({marker} is there)", pytrace=False)
+        time.sleep(1)
 
 
 def examples(n: int) -> int:

@@ -24,7 +24,7 @@ import pytest
 
 from goldenset.bench.ppi import ppi_mean
 from goldenset.errors import UsageError
-from tests.helpers import running_under_ci
+from tests.helpers import running_under_ci, wait_for_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_PPI_VENV"
@@ -232,6 +232,7 @@ def ppi_python(tmp_path_factory) -> dict:
     Module-scoped, so it reads GOLDENSET_PPI_VENV before each test's isolated_home clears it.
     """
     venv = ppi_python_venv()
+    wait_for_venv(venv)
     python = venv / "bin" / "python"
     if not python.exists():
         why = (

@@ -16,7 +16,7 @@ from goldenset.traces.importer import import_traces
 from goldenset.traces.mapping import Mapping
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import doc, running_under_ci, write_corpus
+from tests.helpers import doc, running_under_ci, wait_for_venv, write_corpus
 from tests.traces.phoenix_server import ENV_VENV, PhoenixServer, phoenix_venv
 from tests.traces.producers import Retrieval, retriever_span_ids, retriever_spans
 
@@ -37,6 +37,7 @@ query ($id: ID!) {
 def phoenix(tmp_path_factory):
     """One Phoenix server for the whole run (it takes 30-40 s to start)."""
     venv = phoenix_venv()
+    wait_for_venv(venv)
     if not (venv / "bin" / "phoenix").exists():
         why = f"no Phoenix venv at {venv}: create it with `python -m venv {venv} && {venv}/bin/pip install arize-phoenix` or set {ENV_VENV}"
         if running_under_ci():
