@@ -121,7 +121,7 @@ def running_under_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-def wait_for_venv(venv: Path, timeout: float = 900.0) -> None:
+def wait_for_venv(venv: Path, timeout: float = 900.0, poll: float = 1.0) -> None:
     """Return once no install of `venv` is under way: at once, unless `<venv>.installing` exists.
 
     `.ci/run` installs the reference venvs (Phoenix, ppi-python) in the background while the
@@ -134,8 +134,8 @@ def wait_for_venv(venv: Path, timeout: float = 900.0) -> None:
     deadline = time.monotonic() + timeout
     while marker.exists():
         if time.monotonic() > deadline:
-            pytest.fail(f"{venv} was still being installed after {timeout:.0f} s ({marker} is there)", pytrace=False)
-        time.sleep(1)
+            pytest.fail(f"{venv} was still being installed after {timeout:g} s ({marker} is there)", pytrace=False)
+        time.sleep(poll)
 
 
 def examples(n: int) -> int:

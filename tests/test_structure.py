@@ -307,3 +307,23 @@ def test_every_connection_parameter_in_the_library_is_a_connection():
         if (names := unannotated_connections(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+def test_a_test_needing_a_venv_waits_while_its_install_marker_stands_and_fails_past_the_bound(tmp_path):
+    """.ci/run installs the reference venvs while the tests run (tests.helpers.wait_for_venv)."""
+    import threading
+    import time
+
+    from tests.helpers import wait_for_venv
+
+    venv = tmp_path / "ref-venv"
+    wait_for_venv(venv, timeout=0.1, poll=0.01)  # no marker (a venv made by hand): at once
+    marker = tmp_path / "ref-venv.installing"
+    marker.touch()
+    threading.Timer(0.3, marker.unlink).start()
+    started = time.monotonic()
+    wait_for_venv(venv, timeout=5, poll=0.01)
+    assert 0.3 <= time.monotonic() - started < 5
+    marker.touch()
+    with pytest.raises(pytest.fail.Exception, match=r"ref-venv was still being installed after 0.2 s"):
+        wait_for_venv(venv, timeout=0.2, poll=0.01)
