@@ -11,7 +11,14 @@ from hypothesis import settings
 
 from goldenset.settings import VARIABLES
 from goldenset.warehouse import connect
-from tests.helpers import CHROMEDRIVER, CHROMIUM, isolated_settings, require_browser, running_under_ci
+from tests.helpers import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    isolated_settings,
+    made_once_per_run,
+    require_browser,
+    running_under_ci,
+)
 
 # Hypothesis profiles. `ci`: the same examples every run (a red CI then always means the same
 # input). `dev`, a developer's default: new examples each run. `thorough`: ten times the
@@ -88,19 +95,25 @@ def conformance_build(tmp_path_factory) -> Path:
     """A folder holding one `goldenset build` of the conformance logs and corpus (tests/data/conformance):
     `g.duckdb` and the `dagster` instance of the GOLDENSET_HOME it was built with.
 
-    Built once per session (per xdist worker) with the settings isolated_home gives a test; a test
-    starts from its own copy (tests.helpers.copy_build), never from this folder, which stays as built.
+    Built once per test run (tests.helpers.made_once_per_run: by the first xdist worker to ask)
+    with the settings isolated_home gives a test; a test starts from its own copy
+    (tests.helpers.copy_build), never from this folder, which stays as built.
     """
     from dagster._core.storage.defs_state.base import set_defs_state_storage
 
     from goldenset_dagster.cli import main
 
-    root = tmp_path_factory.mktemp("conformance-build")
-    with isolated_settings(root / "goldenset-home"), pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
-        mp.chdir(root)
-        args = ["--logs", str(CONFORMANCE / "logs"), "--corpus", str(CONFORMANCE / "corpus.jsonl")]
-        assert main(["build", *args, "--db", str(root / "g.duckdb")]) == 0
-    return root
+    def make(root: Path) -> None:
+        with (
+            isolated_settings(root / "goldenset-home"),
+            pytest.MonkeyPatch.context() as mp,
+            set_defs_state_storage(None),
+        ):
+            mp.chdir(root)
+            args = ["--logs", str(CONFORMANCE / "logs"), "--corpus", str(CONFORMANCE / "corpus.jsonl")]
+            assert main(["build", *args, "--db", str(root / "g.duckdb")]) == 0
+
+    return made_once_per_run(tmp_path_factory, "conformance-build", make)
 
 
 @pytest.fixture

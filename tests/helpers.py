@@ -5,12 +5,14 @@ modules import helpers from here, never from each other."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gzip
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +138,34 @@ def wait_for_venv(venv: Path, timeout: float = 900.0, poll: float = 1.0) -> None
         if time.monotonic() > deadline:
             pytest.fail(f"{venv} was still being installed after {timeout:g} s ({marker} is there)", pytrace=False)
         time.sleep(poll)
+
+
+def made_once_per_run(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `make(folder)` fills, made once per test run and shared by the xdist workers.
+
+    Each xdist worker is a process of its own with its own session fixtures, so a session
+    fixture that builds a world builds it once per worker: both workers paid for the
+    reliability tests' two `goldenset build` processes. Here the first worker to ask makes
+    the folder under the run's temporary root (the parent of every worker's basetemp),
+    holding a lock; a worker that asks meanwhile waits on the lock, then finds it made.
+    Without xdist it is made in the session's own temporary folder. A make that failed
+    leaves no `.made` marker, so the next worker to ask starts it again and fails the same way.
+    Callers treat the folder as read-only and copy it.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    root = tmp_path_factory.getbasetemp().parent
+    folder, made = root / name, root / f"{name}.made"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            made.touch()
+    return folder
 
 
 def examples(n: int) -> int:

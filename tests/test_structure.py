@@ -327,3 +327,54 @@ def test_a_test_needing_a_venv_waits_while_its_install_marker_stands_and_fails_p
     marker.touch()
     with pytest.raises(pytest.fail.Exception, match=r"ref-venv was still being installed after 0.2 s"):
         wait_for_venv(venv, timeout=0.2, poll=0.01)
+
+
+def test_a_folder_made_once_per_run_is_made_by_one_worker_while_the_others_wait_and_again_after_a_failure(
+    tmp_path, monkeypatch
+):
+    """Session worlds shared by the xdist workers (tests.helpers.made_once_per_run)."""
+    import threading
+    import time
+
+    from tests.helpers import made_once_per_run
+
+    class Factory:  # what the helper uses of pytest's tmp_path_factory, for a worker's basetemp
+        def getbasetemp(self):
+            return tmp_path / "popen-gw0"
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    makes = []
+
+    def make(folder):
+        makes.append(folder)
+        time.sleep(0.2)  # long enough for the other callers to reach the lock
+        (folder / "built").write_text("yes")
+
+    found = []
+    callers = [threading.Thread(target=lambda: found.append(made_once_per_run(Factory(), "w", make))) for _ in range(3)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert makes == [tmp_path / "w"] and found == [tmp_path / "w"] * 3
+    assert (tmp_path / "w" / "built").read_text() == "yes"
+
+    def fails(folder):
+        (folder / "half").write_text("")
+        raise RuntimeError("the build failed")
+
+    with pytest.raises(RuntimeError):
+        made_once_per_run(Factory(), "v", fails)
+    assert made_once_per_run(Factory(), "v", make) == tmp_path / "v"  # made again, from empty
+    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == ["built"]
+
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")  # no xdist: the session's own folder
+
+    class SessionFactory:
+        def mktemp(self, name):
+            folder = tmp_path / "session" / name
+            folder.mkdir(parents=True)
+            return folder
+
+    assert made_once_per_run(SessionFactory(), "w", make) == tmp_path / "session" / "w"
+    assert len(makes) == 3 and (tmp_path / "session" / "w" / "built").exists()

@@ -1,23 +1,28 @@
 """Worlds shared by the reliability tests: one clean build of stage A, and what stage B publishes.
 
 Building is the slow part (a real `goldenset build` subprocess, Dagster included), so
-stage A is built once per session and every test that needs it works on a copy.
+each world is built once per test run, whichever xdist worker asks first
+(tests.helpers.made_once_per_run), and every test that needs it works on a copy.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.helpers import made_once_per_run
 from tests.reliability.harness import BATCH, copy_world, make_world, ok, read_tables, write_stage_a, write_stage_b
 
 
 @pytest.fixture(scope="session")
 def built_a(tmp_path_factory):
     """A world after one clean build of stage A (two log days, corpus v1). Copy it; never change it."""
-    world = make_world(tmp_path_factory.mktemp("stage-a") / "world")
-    write_stage_a(world)
-    ok(world.build(batch_lines=BATCH))
-    return world
+
+    def make(folder):
+        world = make_world(folder / "world")
+        write_stage_a(world)
+        ok(world.build(batch_lines=BATCH))
+
+    return make_world(made_once_per_run(tmp_path_factory, "stage-a", make) / "world")
 
 
 @pytest.fixture(scope="session")
@@ -30,10 +35,13 @@ def tables_a(built_a):
 def built_b(built_a, tmp_path_factory):
     """A copy of stage A's world moved to stage B and built again, never killed (builds 1 and 2).
     Read it; never change it."""
-    world = copy_world(built_a, tmp_path_factory.mktemp("reference-b") / "world")
-    write_stage_b(world)
-    ok(world.build(batch_lines=BATCH))
-    return world
+
+    def make(folder):
+        world = copy_world(built_a, folder / "world")
+        write_stage_b(world)
+        ok(world.build(batch_lines=BATCH))
+
+    return make_world(made_once_per_run(tmp_path_factory, "reference-b", make) / "world")
 
 
 @pytest.fixture(scope="session")
