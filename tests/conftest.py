@@ -197,6 +197,21 @@ RUN_FIRST = (
 )
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--fresh-interpreters",
+        action="store_true",
+        help="start each goldenset command of the reliability harness in a fresh interpreter, "
+        "not as a child of the fork server (tests/forkserver.py)",
+    )
+
+
+def pytest_configure(config):
+    from tests.reliability import harness
+
+    harness.FRESH_INTERPRETERS = config.getoption("--fresh-interpreters")
+
+
 def pytest_collection_modifyitems(config, items):
     missing = [path for path in RUN_FIRST if not (config.rootpath / path).is_file()]
     if missing:

@@ -1,4 +1,8 @@
-"""The reliability tests' world: real `goldenset` subprocesses over real DuckDB files.
+"""The reliability tests' world: real `goldenset` processes over real DuckDB files.
+
+Each command is a process of its own, forked from a per-worker server that has already imported
+Dagster (tests/forkserver.py: what that saves and what differs from a fresh interpreter);
+`pytest --fresh-interpreters` starts each in a fresh interpreter instead.
 
 Every process gets the test's environment (its own GOLDENSET_HOME, hence its own
 Dagster instance, and GOLDENSET_LOCK_TIMEOUT=0 unless a test sets a wait), plus
@@ -24,7 +28,12 @@ from pathlib import Path
 
 import duckdb
 
+from tests.forkserver import ForkedProcess, ForkServer
 from tests.helpers import World, always, doc, ranked, serve, verdict, write_corpus, write_log
+
+# Commands run in children of a fork server (tests/forkserver.py says why and what differs);
+# `pytest --fresh-interpreters` (tests/conftest.py) starts each in a fresh interpreter instead.
+FRESH_INTERPRETERS = False
 
 # A hang becomes a failure after this long; a build of these inputs takes a few seconds.
 HANG_SECONDS = 180.0
@@ -52,12 +61,17 @@ BATCH = 1  # an ingest batch bound of one byte: every changed file is a batch (a
 NO_RETRY_WAIT = {"goldenset_dagster.assets.BUSY_RETRY_SECONDS": 0}
 
 
-def goldenset_argv(args: list[str], batch_lines: int | None = None, patches: dict | None = None) -> list[str]:
-    """The command line of `goldenset ARGS`; with `batch_lines`, one build ingests each changed file
-    in a batch (a transaction) of its own, so that a kill can land between two committed batches."""
+def _patches(batch_lines: int | None, patches: dict | None) -> dict:
+    """The constants to set (module.NAME: value); with `batch_lines`, one build ingests each changed
+    file in a batch (a transaction) of its own, so that a kill can land between two committed batches."""
     patches = dict(patches or {})
     if batch_lines is not None:
         patches["goldenset.ingest.BATCH_BYTES"] = batch_lines
+    return patches
+
+
+def goldenset_argv(args: list[str], patches: dict) -> list[str]:
+    """The command line of `goldenset ARGS` in a fresh interpreter, with `patches` set first."""
     if not patches:
         return [sys.executable, "-m", "goldenset", *args]
     return [sys.executable, "-c", _PATCHED, json.dumps(patches), *args]
@@ -111,8 +125,11 @@ class CliWorld(World):
         **env: str,
     ) -> subprocess.CompletedProcess:
         """Run `goldenset ARGS` to the end; a hang past `timeout` fails the test."""
+        patched = _patches(batch_lines, patches)
+        if not FRESH_INTERPRETERS:
+            return ForkServer.get().run(list(args), self.env(**env), self.root, patched, timeout=timeout)
         return subprocess.run(
-            goldenset_argv(list(args), batch_lines, patches),
+            goldenset_argv(list(args), patched),
             env=self.env(**env),
             cwd=self.root,
             capture_output=True,
@@ -134,15 +151,19 @@ class CliWorld(World):
         """Start `goldenset ARGS` and return at once; its stderr goes to a file a test can watch."""
         self._started += 1
         err = self.root / f"started-{self._started}.stderr"
+        patched = _patches(batch_lines, patches)
         with err.open("w") as fh:
-            proc = subprocess.Popen(
-                goldenset_argv(list(args), batch_lines, patches),
-                env=self.env(**env),
-                cwd=self.root,
-                stdout=subprocess.PIPE,
-                stderr=fh,
-                text=True,
-            )
+            if not FRESH_INTERPRETERS:
+                proc = ForkServer.get().spawn(list(args), self.env(**env), self.root, patched, stderr=fh.fileno())
+            else:
+                proc = subprocess.Popen(
+                    goldenset_argv(list(args), patched),
+                    env=self.env(**env),
+                    cwd=self.root,
+                    stdout=subprocess.PIPE,
+                    stderr=fh,
+                    text=True,
+                )
         return Started(proc, err)
 
     def start_build(
@@ -207,9 +228,10 @@ def wait_for(predicate, what: str, timeout: float = HANG_SECONDS, proc=None):
 
 @dataclass
 class Started:
-    """A process started in the background: the Popen, and the file its stderr goes to."""
+    """A process started in the background: the process (a Popen or a fork server's child), and the
+    file its stderr goes to."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen | ForkedProcess
     stderr_path: Path
 
     @property

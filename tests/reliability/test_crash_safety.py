@@ -12,7 +12,7 @@ Every world here starts as a copy of one built world (stage A: two log days and
 corpus v1, build 1), then moves to stage B (a log file grows, a day arrives, the
 corpus changes) and builds again; the reference is the same stage B build, not
 killed. Builds ingest each changed file in a batch of its own (see
-harness.goldenset_argv), so that a kill can fall between two committed batches.
+harness.CliWorld.run, `batch_lines`), so that a kill can fall between two committed batches.
 """
 
 from __future__ import annotations
