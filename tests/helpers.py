@@ -174,6 +174,12 @@ def examples(n: int) -> int:
     return max(1, n * settings().max_examples // 100)
 
 
+def thorough() -> bool:
+    """Whether the `thorough` Hypothesis profile is loaded (`make test-thorough`): the runs a
+    test leaves out to keep CI short are run too."""
+    return settings().max_examples > settings.get_profile("ci").max_examples
+
+
 @contextlib.contextmanager
 def isolated_settings(home: Path):
     """Inside the block, the environment a test gets from conftest's `isolated_home`: no
