@@ -48,5 +48,5 @@ def test_every_dependency_of_the_quick_start_is_pinned_within_its_range():
 def test_the_quick_start_and_ci_install_with_the_constraints():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "pip install -e '.[test]' -c constraints.txt" in readme
-    assert "pip install -e '.[test]' -c constraints.txt" in ci
+    assert "uv pip install --compile-bytecode -e '.[test]' -c constraints.txt" in readme
+    assert "uv pip install --compile-bytecode -e '.[test]' -c constraints.txt" in ci

@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 QUICK_START = [
-    "pip install torch==2.13.0 && pip install -e '.[test]' -c constraints.txt && python -m goldenset demo",
+    "pip install torch==2.13.0 uv==0.13.9 && python -m uv pip install --compile-bytecode -e '.[test]' -c constraints.txt && python -m goldenset demo",
     "python -m pytest -n 2 --dist loadfile",
 ]
 
