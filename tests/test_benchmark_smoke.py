@@ -59,9 +59,9 @@ def test_tiny_benchmark_prints_every_figure(tmp_path):
         ],
         capture_output=True,
         text=True,
-        # A guard against a hang, not a time bound: about 11 builds (9 without the staged ones), each a process paying Python's
-        # and Dagster's start-up (the data is tiny), took 100 s alone and over 900 s on two
-        # cores shared with five other jobs.
+        # A guard against a hang, not a time bound: about 11 builds (9 without the staged ones),
+        # each a process paying Python's and Dagster's start-up (the data is tiny), took 100 s
+        # alone and over 900 s on two cores shared with five other jobs.
         timeout=2400,
         cwd=tmp_path,
     )

@@ -31,9 +31,7 @@ import duckdb
 from tests.forkserver import ForkedProcess, ForkServer
 from tests.helpers import World, always, doc, ranked, serve, verdict, write_corpus, write_log
 
-# Commands run in children of a fork server (tests/forkserver.py says why and what differs);
-# `pytest --fresh-interpreters` (tests/conftest.py) starts each in a fresh interpreter instead.
-FRESH_INTERPRETERS = False
+FRESH_INTERPRETERS = False  # set by `pytest --fresh-interpreters` (tests/conftest.py)
 
 # A hang becomes a failure after this long; a build of these inputs takes a few seconds.
 HANG_SECONDS = 180.0
