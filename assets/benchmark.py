@@ -10,11 +10,11 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.bench import golden
-from goldenset.bench.retriever import REFERENCE
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 from goldenset.clock import utcnow
 from goldenset.errors import ComponentDown, GoldenSetTooOld, UsageError
+from goldenset.retrieval.retriever import REFERENCE
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
@@ -54,7 +54,7 @@ def _age_days(warehouse: WarehouseResource) -> float:
 
 def _options(text: str) -> dict:
     # Same rule as the CLI's --retriever-config: empty, or a JSON object.
-    from goldenset.bench.retriever import parse_retriever_config
+    from goldenset.retrieval.retriever import parse_retriever_config
 
     return parse_retriever_config(text, "retriever_config")
 

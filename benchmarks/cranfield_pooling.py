@@ -193,9 +193,9 @@ def prepare_workdir(workdir: Path) -> None:
 
 def convert(collection: cc.Collection, root: Path, served_depth: int) -> tuple[Inputs, dict, dict]:
     """Corpus, rubric, full qrels, and the serve log of what the lexical ranker served."""
-    from goldenset.bench.reference import HybridRetriever
-    from goldenset.bench.retriever import RetrieverContext
     from goldenset.corpus import read_corpus
+    from goldenset.retrieval.reference import HybridRetriever
+    from goldenset.retrieval.retriever import RetrieverContext
 
     root.mkdir(parents=True)
     inputs = Inputs(root, root / "corpus.jsonl", root / "rubric.yaml", root / "logs", root / "cranfield-qrels.trec")

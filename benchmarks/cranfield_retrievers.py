@@ -9,8 +9,8 @@ one list keeps the lexical order, so its run is exactly what `lexical` returns.
 
 from __future__ import annotations
 
-from goldenset.bench.reference import hybrid
-from goldenset.bench.retriever import RetrieverContext
+from goldenset.retrieval.reference import hybrid
+from goldenset.retrieval.retriever import RetrieverContext
 
 
 def lexical_only(ctx: RetrieverContext):

@@ -118,7 +118,8 @@ def stored_leave_one_out(
     (`bench list`'s config), named by that configuration (by run id when two given share one).
     """
     from goldenset.bench.golden import load_qrels
-    from goldenset.bench.runs import list_runs, load_rankings
+    from goldenset.bench.runs import list_runs
+    from goldenset.retrieval.rankings import load_rankings
 
     stored = list_runs(con)
     if run_ids:

@@ -36,7 +36,14 @@ from goldenset.bench import coverage, gates, golden
 from goldenset.bench import feedback as fb
 from goldenset.bench.estimate import run_estimates
 from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate, select_queries
-from goldenset.bench.retriever import (
+from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
+from goldenset.bench.trec import ranked_lists
+from goldenset.clock import utcnow
+from goldenset.connection import Connection
+from goldenset.corpus import CorpusSnapshot, active_signature, drift
+from goldenset.embeddings import Embedder
+from goldenset.errors import GoldensetError, UsageError
+from goldenset.retrieval.retriever import (
     REFERENCE,
     ComponentStatus,
     RetrieverContext,
@@ -46,13 +53,6 @@ from goldenset.bench.retriever import (
     load_factory,
     probe_all,
 )
-from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
-from goldenset.bench.trec import ranked_lists
-from goldenset.clock import utcnow
-from goldenset.connection import Connection
-from goldenset.corpus import CorpusSnapshot, active_signature, drift
-from goldenset.embeddings import Embedder
-from goldenset.errors import GoldensetError, UsageError
 
 DEFAULT_K = (5, 24)
 MIN_DEPTH = 100

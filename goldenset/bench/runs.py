@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from goldenset.bench.estimate import RunEstimates, load_estimates, store_estimates
 from goldenset.connection import Connection
-from goldenset.errors import GoldensetError, UsageError
+from goldenset.errors import UsageError
+from goldenset.retrieval.rankings import load_rankings, rankings_table
 from goldenset.warehouse import transaction
 
 ROWS = ("core", "+graph", "+graph+boosts", "+graph+boosts honest")
@@ -60,7 +61,7 @@ class BenchmarkRun:
 
     @property
     def config_summary(self) -> str:
-        """The retriever and the options it was given, short: `goldenset.bench.reference:hybrid rrf_k=10`."""
+        """The retriever and the options it was given, short: `goldenset.retrieval.reference:hybrid rrf_k=10`."""
         return config_summary(self.retriever, self.retriever_config.get("options") or {})
 
     @property
@@ -155,7 +156,8 @@ def store_run(con: Connection, run: BenchmarkRun) -> None:
             con.unregister("_goldenset_bench_values")
         if run.estimates is not None:
             store_estimates(con, run.run_id, run.estimates)
-        ranked = _rankings_table(run)
+        # Only the deciding row: it is what a comparison decides on, so what `pool --from-run` must fill.
+        ranked = rankings_table(run.run_id, run.ranked.get(DECIDING_ROW, {}))
         if ranked.num_rows:
             con.register("_goldenset_bench_ranked", ranked)
             try:
@@ -165,45 +167,6 @@ def store_run(con: Connection, run: BenchmarkRun) -> None:
                 )
             finally:
                 con.unregister("_goldenset_bench_ranked")
-
-
-def _rankings_table(run: BenchmarkRun) -> pa.Table:
-    # Only the deciding row: it is what a comparison decides on, so what `pool --from-run` must fill.
-    lists = run.ranked.get(DECIDING_ROW, {})
-    rows = [(q, i, d, s) for q, hits in sorted(lists.items()) for i, (d, s) in enumerate(hits, start=1)]
-    return pa.table(
-        {
-            "run_id": pa.array([run.run_id] * len(rows), pa.string()),
-            "query_id": pa.array([r[0] for r in rows], pa.string()),
-            "rank": pa.array([r[1] for r in rows], pa.int32()),
-            "doc_id": pa.array([r[2] for r in rows], pa.string()),
-            "score": pa.array([float(r[3]) for r in rows], pa.float64()),
-        }
-    )
-
-
-def load_rankings(con: Connection, run_id: str, depth: int | None = None) -> tuple[str, dict[str, list[str]]]:
-    """(retriever, {query_id: [doc_id, ...]}) of a stored run's deciding row, each cut to `depth`.
-
-    UsageError naming `bench list` for an unknown run; GoldensetError for a run stored
-    before its rankings were kept (run the benchmark again).
-    """
-    meta = con.execute("SELECT retriever FROM benchmark_runs WHERE run_id = ?", [run_id]).fetchone()
-    if meta is None:
-        raise UsageError(f"no benchmark run {run_id!r} in the warehouse; `goldenset bench list` shows the runs")
-    out: dict[str, list[str]] = {}
-    for qid, doc in con.execute(
-        "SELECT query_id, doc_id FROM benchmark_rankings WHERE run_id = ? AND (? IS NULL OR rank <= ?) "
-        "ORDER BY query_id, rank",
-        [run_id, depth, depth],
-    ).fetchall():
-        out.setdefault(qid, []).append(doc)
-    if not out:
-        raise GoldensetError(
-            f"benchmark run {run_id} has no stored ranking (it was stored before rankings were kept, "
-            "or measured no query); run `goldenset bench run` again and pool that run"
-        )
-    return meta[0], out
 
 
 # Runs stored before labels_build_id was kept: the build's own row still says which labels it

@@ -41,7 +41,7 @@ def run_cmd(
     corpus: CorpusOpt = None,
     retriever: Annotated[
         str, typer.Option(help="Retriever factory as module:factory.")
-    ] = "goldenset.bench.reference:hybrid",
+    ] = "goldenset.retrieval.reference:hybrid",
     retriever_config: Annotated[str | None, typer.Option(help="Options for the factory, a JSON object.")] = None,
     k: Annotated[
         list[int] | None,
@@ -82,9 +82,9 @@ def run_cmd(
     from goldenset.bench.coverage import Thresholds
     from goldenset.bench.estimate import check_estimate
     from goldenset.bench.report import console, print_run
-    from goldenset.bench.retriever import parse_retriever_config
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
     from goldenset.bench.service import run_and_store
+    from goldenset.retrieval.retriever import parse_retriever_config
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(

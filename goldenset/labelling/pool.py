@@ -62,7 +62,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from goldenset.bench.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
 from goldenset.build_record import BuildRecord, load_build
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
@@ -71,9 +70,10 @@ from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
 from goldenset.labelling import audit as audit_sample
 from goldenset.labelling import strategies
-from goldenset.labelling.from_run import load_run_rankers
 from goldenset.labelling.rubric import Rubric
 from goldenset.labelling.rubric_set import RubricSet
+from goldenset.retrieval.rankings import load_run_rankers
+from goldenset.retrieval.retriever import REFERENCE, Hit, RetrieverContext, build_retriever, check_hits, load_factory
 from goldenset.warehouse import transaction
 
 COMPONENTS = ("lexical", "dense")

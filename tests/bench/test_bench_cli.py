@@ -203,7 +203,7 @@ def test_compare_an_unknown_run_is_a_usage_error(golden):
 def test_degraded_runs_are_stamped_on_every_table(tmp_path, monkeypatch, goldens):
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
     g = goldens(tmp_path / "g")
-    result = bench(*run_args(g, "goldenset.bench.reference:hybrid", "--allow-degraded"))
+    result = bench(*run_args(g, "goldenset.retrieval.reference:hybrid", "--allow-degraded"))
     assert result.exit_code == 0, result.output
     assert result.output.startswith("DEGRADED: ran with dense down")
     assert "DEGRADED · benchmark " in result.output
@@ -219,7 +219,7 @@ def test_refusals_surface_as_typed_errors(tmp_path, monkeypatch, goldens):
     assert isinstance(bench(*run_args(g)).exception, GoldenSetTooOld)
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
     fresh = goldens(tmp_path / "fresh")
-    assert isinstance(bench(*run_args(fresh, "goldenset.bench.reference:hybrid")).exception, ComponentDown)
+    assert isinstance(bench(*run_args(fresh, "goldenset.retrieval.reference:hybrid")).exception, ComponentDown)
 
 
 def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch, capsys, goldens):
@@ -230,7 +230,7 @@ def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch,
     assert capsys.readouterr().err.startswith("Error: golden set build 1 is 60.0 days old")
     monkeypatch.setenv("GOLDENSET_DENSE_MODEL", str(tmp_path / "missing-model"))
     fresh = goldens(tmp_path / "fresh")
-    assert main(["bench", *[str(a) for a in run_args(fresh, "goldenset.bench.reference:hybrid")]]) == 4
+    assert main(["bench", *[str(a) for a in run_args(fresh, "goldenset.retrieval.reference:hybrid")]]) == 4
     err = capsys.readouterr().err
     assert err.startswith("COMPONENT DOWN: dense: dense model ")
     assert main(["bench", "run", "--k", "x"]) == 2

@@ -106,35 +106,35 @@ def test_the_labels_warning_falls_back_to_build_ids_when_the_labels_are_unknown(
 
 @pytest.mark.slow
 def test_list_and_compare_tell_rrf_k_60_from_rrf_k_10(golden, embedder):
-    default = _run(golden, embedder, "goldenset.bench.reference:hybrid")
-    tuned = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
-    assert default.config_summary == "goldenset.bench.reference:hybrid"
-    assert tuned.config_summary == "goldenset.bench.reference:hybrid rrf_k=10"
+    default = _run(golden, embedder, "goldenset.retrieval.reference:hybrid")
+    tuned = _run(golden, embedder, "goldenset.retrieval.reference:hybrid", rrf_k=10)
+    assert default.config_summary == "goldenset.retrieval.reference:hybrid"
+    assert tuned.config_summary == "goldenset.retrieval.reference:hybrid rrf_k=10"
 
     listed = bench("list", "--db", golden.db)
     assert listed.exit_code == 0, listed.output
     rows = {line.split()[1]: line for line in listed.output.splitlines() if line.startswith("│")}
-    assert "goldenset.bench.reference:hybrid rrf_k=10" in rows[tuned.run_id]
-    assert "goldenset.bench.reference:hybrid " in rows[default.run_id]
+    assert "goldenset.retrieval.reference:hybrid rrf_k=10" in rows[tuned.run_id]
+    assert "goldenset.retrieval.reference:hybrid " in rows[default.run_id]
     assert "rrf_k" not in rows[default.run_id]
 
     compared = bench("compare", default.run_id, tuned.run_id, "--db", golden.db, "--coverage-floor", "0")
     assert compared.exit_code == 0, compared.output
     lines = compared.output.splitlines()
     assert lines[:3] == [
-        f"A {default.run_id}: goldenset.bench.reference:hybrid · golden build 1",
-        f"B {tuned.run_id}: goldenset.bench.reference:hybrid rrf_k=10 · golden build 1",
+        f"A {default.run_id}: goldenset.retrieval.reference:hybrid · golden build 1",
+        f"B {tuned.run_id}: goldenset.retrieval.reference:hybrid rrf_k=10 · golden build 1",
         "config differs: retriever.rrf_k: 60 -> 10",
     ]
 
 
 @pytest.mark.slow
 def test_list_json_and_compare_json_carry_the_full_config(golden, embedder):
-    tuned = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
+    tuned = _run(golden, embedder, "goldenset.retrieval.reference:hybrid", rrf_k=10)
     other = _run(golden)
     listed = json.loads(bench("list", "--db", golden.db, "--json").output)
     by_id = {r["run_id"]: r for r in listed}
-    assert by_id[tuned.run_id]["config"] == "goldenset.bench.reference:hybrid rrf_k=10"
+    assert by_id[tuned.run_id]["config"] == "goldenset.retrieval.reference:hybrid rrf_k=10"
     assert by_id[tuned.run_id]["retriever_config"]["retriever"]["rrf_k"] == 10
     assert by_id[tuned.run_id]["retriever_config"]["options"] == {"rrf_k": 10}
     assert by_id[other.run_id]["config"] == "bench_plugins:keywords"
@@ -146,9 +146,9 @@ def test_list_json_and_compare_json_carry_the_full_config(golden, embedder):
 
 @pytest.mark.slow
 def test_the_run_report_shows_the_retriever_and_its_full_config(golden, embedder):
-    run = _run(golden, embedder, "goldenset.bench.reference:hybrid", rrf_k=10)
+    run = _run(golden, embedder, "goldenset.retrieval.reference:hybrid", rrf_k=10)
     md = (golden.root / "reports" / "1" / "report.md").read_text()
-    assert "- retriever: `goldenset.bench.reference:hybrid rrf_k=10`; depth 100; degraded: no" in md
+    assert "- retriever: `goldenset.retrieval.reference:hybrid rrf_k=10`; depth 100; degraded: no" in md
     config = json.loads(re.search(r"## Retriever configuration\n\n```json\n(.*?)\n```", md, re.S).group(1))
     assert config == run.retriever_config and config["retriever"]["rrf_k"] == 10
 

@@ -32,7 +32,7 @@ def _run(run_id: str, judged: list[float], recall: list[float]) -> BenchmarkRun:
         started_at=datetime(2026, 1, 1, 12, 0, 0),
         build_id=1,
         corpus_fingerprint="f" * 64,
-        retriever="goldenset.bench.reference:hybrid",
+        retriever="goldenset.retrieval.reference:hybrid",
         retriever_config={},
         degraded=False,
         warnings=[],

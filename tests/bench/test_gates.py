@@ -10,13 +10,13 @@ import pytest
 from bench_world import DOCS, QUERIES, build_golden, days_ago, write_corpus
 
 from goldenset import warehouse
-from goldenset.bench.reference import HybridRetriever
-from goldenset.bench.retriever import RetrieverContext, probe_component
 from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldensetError, GoldenSetTooOld, NoBuild, UsageError
+from goldenset.retrieval.reference import HybridRetriever
+from goldenset.retrieval.retriever import RetrieverContext, probe_component
 
 
 def _config(g, **kw):

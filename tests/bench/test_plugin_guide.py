@@ -41,8 +41,8 @@ def test_the_guides_retriever_runs_from_the_working_directory_without_pythonpath
 
 
 def test_a_plugin_that_is_nowhere_names_the_places_looked(tmp_path, monkeypatch):
-    from goldenset.bench.retriever import load_factory
     from goldenset.errors import UsageError
+    from goldenset.retrieval.retriever import load_factory
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError) as caught:

@@ -7,11 +7,11 @@ from bench_world import DOCS, write_corpus
 
 from goldenset import warehouse
 from goldenset.bench import feedback as fb
-from goldenset.bench.reference import HybridRetriever, hybrid
-from goldenset.bench.retriever import RetrieverContext
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder, EmbeddingModelError, embed_cached
 from goldenset.errors import UsageError
+from goldenset.retrieval.reference import HybridRetriever, hybrid
+from goldenset.retrieval.retriever import RetrieverContext
 
 
 @pytest.fixture
@@ -132,3 +132,16 @@ def test_boosts_lift_documents_that_helped_before():
 def test_rerank_without_features_keeps_the_list():
     hits = [("a", 3.0), ("b", 2.0)]
     assert fb.rerank(hits, fb.Feedback({}, ACTIVE), graph=False, boosts=False, depth=1) == [("a", 3.0)]
+
+
+def test_the_reference_loads_by_its_name_before_the_retrieval_package_and_by_its_own():
+    """`--retriever goldenset.bench.reference:hybrid` (scripts and plug-ins written against 0.2)
+    still loads the one reference, and a plug-in's `from goldenset.bench.retriever import
+    RetrieverContext` still gets the class the benchmark passes."""
+    from goldenset.bench.retriever import RetrieverContext as OldContext
+    from goldenset.retrieval.retriever import REFERENCE, load_factory
+
+    assert REFERENCE == "goldenset.retrieval.reference:hybrid"
+    assert load_factory("goldenset.bench.reference:hybrid") is hybrid
+    assert load_factory(REFERENCE) is hybrid
+    assert OldContext is RetrieverContext

@@ -379,9 +379,9 @@ def test_the_builds_snapshot_passed_in_is_accepted(world):
 def test_reference_rankers_pool_their_own_top_documents(tmp_path, embedder):
     from bench_world import build_golden
 
-    from goldenset.bench.reference import HybridRetriever
-    from goldenset.bench.retriever import RetrieverContext
     from goldenset.corpus import read_corpus
+    from goldenset.retrieval.reference import HybridRetriever
+    from goldenset.retrieval.retriever import RetrieverContext
 
     g = build_golden(tmp_path / "g")
     con = warehouse.connect(g.db)
