@@ -45,15 +45,16 @@ from pathlib import Path
 
 import cranfield_collection as cc
 import cranfield_metrics as cm
-from cranfield_pooling import (
-    LEXICAL_ONLY,
+from cranfield_pooling import LEXICAL_ONLY, answer_queue, convert, golden_state
+from cranfield_study import (
     Home,
     PipelineError,
-    answer_queue,
-    convert,
     full_qrels,
-    golden_state,
+    mean_interval,
+    pct,
+    pipeline_arguments,
     prepare_workdir,
+    study_main,
 )
 
 DENSE_ONLY = "cranfield_retrievers:dense_only"
@@ -64,26 +65,9 @@ RANKERS = ("lexical", "dense", "core")
 
 
 def t_interval(diffs: list[float]) -> tuple[float, float, float]:
-    """Mean and 95% Student t interval of paired differences (scipy's t quantile)."""
-    from scipy.stats import t
-
-    n = len(diffs)
-    mean = sum(diffs) / n
-    if n < 2:
-        return mean, math.nan, math.nan
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    half = t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def rankings(home: Home, run_id: str) -> dict[str, list[str]]:
-    rows = home.query(
-        "SELECT query_id, doc_id FROM benchmark_rankings WHERE run_id = ? ORDER BY query_id, rank", [run_id]
-    )
-    out: dict[str, list[str]] = {}
-    for q, d in rows:
-        out.setdefault(q, []).append(d)
-    return out
+    """Mean and 95% Student t interval of paired differences."""
+    m = mean_interval(diffs)
+    return m["mean"], m["lo"], m["hi"]
 
 
 def compare_summary(cmp: dict) -> dict:
@@ -124,7 +108,7 @@ def bias_section(home: Home, collection: cc.Collection, truth: cm.Qrels) -> dict
     home.build()
     core2, lexical2 = home.bench_run(), home.bench_run(LEXICAL_ONLY)
     after = compare_summary(home.compare(lexical2, core2))
-    runs = {"core": rankings(home, core), "lexical": rankings(home, lexical), "dense": rankings(home, dense)}
+    runs = {"core": home.rankings(core), "lexical": home.rankings(lexical), "dense": home.rankings(dense)}
     truth_cmp = truth_comparison(runs["lexical"], runs["core"], truth, golden)
     return {
         "runs": {"core": core, "lexical": lexical, "dense": dense, "core_after": core2, "lexical_after": lexical2},
@@ -247,10 +231,6 @@ def loo_section(collection: cc.Collection, lists: dict, labels0: dict, golden: l
     return {m: leave_one_out(rankings, qrels, depth=depth, metric=m).to_json() for m in ("map", "ndcg@10", "recall@24")}
 
 
-def pct(x: float) -> str:
-    return f"{x:.0%}"
-
-
 def markdown(f: dict) -> str:
     b = f["bias"]
     lines = [
@@ -336,7 +316,7 @@ def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
     collection = cc.read_collection(Path(args.collection))
     workdir = Path(args.workdir).resolve()
-    prepare_workdir(workdir)
+    prepare_workdir(workdir, __file__)
     inputs, _, served = convert(collection, workdir / "input", 5)
     home = Home(workdir / "home", inputs, in_process=args.in_process)
     home.path.mkdir()
@@ -362,18 +342,10 @@ def run(args: argparse.Namespace) -> dict:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("collection", help="folder with cran.all.1400, cran.qry and cranqrel")
-    p.add_argument("--workdir", required=True, help="where inputs and the GOLDENSET_HOME go (emptied on rerun)")
-    p.add_argument("--report", help="Markdown report path (default WORKDIR/cranfield_coverage.md; JSON next to it)")
+    pipeline_arguments(p, __file__)
     p.add_argument("--budgets", default="5,10,20", help="mean judgments per query, comma-separated (default 5,10,20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bandit and feedback (default 0)")
     p.add_argument("--loo-depth", type=int, default=10, help="pool depth of the leave-one-out study (default 10)")
-    p.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run each goldenset command in this process through its entry point (the tests' shortcut); "
-        "default: one process per command, as a user runs them",
-    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -386,23 +358,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        figures = run(args)
-    except PipelineError as exc:
-        print(f"pipeline error: {exc}", file=sys.stderr)
-        return 1
-    except cc.CollectionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    text = markdown(figures)
-    out = Path(args.report) if args.report else Path(args.workdir) / "cranfield_coverage.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
-    print(text)
-    print(f"report: {out} (figures: {out.with_suffix('.json')})", file=sys.stderr)
-    return 0
+    return study_main(parse_args(argv), __file__, run, markdown)
 
 
 if __name__ == "__main__":

@@ -30,23 +30,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import cranfield_collection as cc
 import cranfield_metrics as cm
 import cranfield_report as report
-import duckdb
+from cranfield_study import (
+    Home,
+    Inputs,
+    PipelineError,
+    full_qrels,
+    pipeline_arguments,
+    prepare_workdir,
+    study_main,
+)
 
 HERE = Path(__file__).resolve().parent
-MARKER = ".cranfield_pooling"
 DEFAULT_RANKERS = ["lexical,dense,core", "lexical,dense", "lexical", "dense", "core"]
 LEXICAL_ONLY = "cranfield_retrievers:lexical_only"
 LOG_START = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
@@ -54,143 +58,7 @@ LOG_DAYS = 3
 LABEL_TS = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 
 
-class PipelineError(RuntimeError):
-    """A goldenset command that did not exit 0."""
-
-
-@dataclass
-class Inputs:
-    root: Path
-    corpus: Path
-    rubric: Path
-    logs: Path
-    full_qrels: Path
-
-
-@dataclass
-class Home:
-    """One GOLDENSET_HOME, driven through `python -m goldenset` in separate processes."""
-
-    path: Path
-    inputs: Inputs
-    commands: list[dict] = field(default_factory=list)
-    # Each command through goldenset's CLI entry point in this process (settings scoped to this
-    # home), not a new interpreter: the same commands and exit codes without paying Python's,
-    # Dagster's and torch's start-up once per command. For the tests; the studies' default is
-    # one process per command, as a user runs them.
-    in_process: bool = False
-
-    @property
-    def db(self) -> Path:
-        return self.path / "goldenset.duckdb"
-
-    @property
-    def labels(self) -> Path:
-        return self.path / "labels"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDENSET_") and k != "DAGSTER_HOME"}
-        env["GOLDENSET_HOME"] = str(self.path)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
-        env.setdefault("TOKENIZERS_PARALLELISM", "false")
-        return env
-
-    def run(self, *args: str | Path) -> str:
-        argv = [sys.executable, "-m", "goldenset", *map(str, args)]
-        shown = f"GOLDENSET_HOME={self.path} python -m goldenset " + " ".join(map(str, args))
-        print(f"$ {shown}", file=sys.stderr, flush=True)
-        t0 = time.monotonic()
-        if self.in_process:
-            proc = self._run_here(argv[3:])
-        else:
-            proc = subprocess.run(argv, env=self.env(), capture_output=True, text=True, cwd=self.path.parent)
-        seconds = time.monotonic() - t0
-        self.commands.append({"command": shown, "exit": proc.returncode, "seconds": round(seconds, 1)})
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
-            raise PipelineError(f"`{shown}` exited {proc.returncode}:\n{tail}")
-        return proc.stdout
-
-    def _run_here(self, args: list[str]) -> subprocess.CompletedProcess:
-        """`python -m goldenset ARGS` run by its entry point in this process, output captured."""
-        from contextlib import redirect_stderr, redirect_stdout
-        from io import StringIO
-
-        from goldenset.settings import scoped_environment
-        from goldenset_dagster.cli import main as goldenset_main
-
-        out, err = StringIO(), StringIO()
-        with scoped_environment(self.env()), redirect_stdout(out), redirect_stderr(err):
-            code = goldenset_main(args)
-        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
-
-    # ------------------------------------------------------------------ commands
-    def rubric_check(self) -> str:
-        return self.run("rubric", "check", self.inputs.rubric).strip()
-
-    def build(self) -> str:
-        return self.run(
-            "build",
-            "--logs",
-            self.inputs.logs,
-            "--corpus",
-            self.inputs.corpus,
-            "--labels",
-            self.labels,
-            "--rubric",
-            self.inputs.rubric,
-        )
-
-    def bench_run(self, retriever: str | None = None) -> str:
-        args: list[str | Path] = ["bench", "run", "--corpus", self.inputs.corpus]
-        if retriever:
-            args += ["--retriever", retriever]
-        out = self.run(*args)
-        last = [line for line in out.splitlines() if line.startswith("run_id: ")]
-        if not last:
-            raise PipelineError(f"bench run printed no `run_id:` line:\n{out[-2000:]}")
-        return last[-1].split(": ", 1)[1].strip()
-
-    def compare(self, a: str, b: str) -> dict:
-        return json.loads(self.run("bench", "compare", a, b, "--json"))
-
-    def eval_full(self, run_id: str) -> dict:
-        """The run's core row against every Cranfield judgment (trec_eval policy: queries in both)."""
-        run_file = self.path / "reports" / run_id / "core.run"
-        return json.loads(
-            self.run("bench", "eval", "--run", run_file, "--qrels", self.inputs.full_qrels, "--k", "5", "--json")
-        )
-
-    def pool(self, rankers: str, depth: int) -> dict:
-        return json.loads(self.run("pool", "--rankers", rankers, "--depth", str(depth), "--json"))
-
-    def pool_export(self, out: Path) -> list[dict]:
-        self.run("pool", "export", "--out", out, "--format", "jsonl", "--rubric", self.inputs.rubric)
-        return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-    # ------------------------------------------------------------------ reading the warehouse
-    def query(self, sql: str, params: list | None = None) -> list[tuple]:
-        con = duckdb.connect(str(self.db), read_only=True)
-        try:
-            return con.execute(sql, params or []).fetchall()
-        finally:
-            con.close()
-
-
 # ---------------------------------------------------------------------- steps
-def prepare_workdir(workdir: Path) -> None:
-    if workdir.exists() and any(workdir.iterdir()):
-        if not (workdir / MARKER).exists():
-            raise SystemExit(
-                f"error: {workdir} is not empty and was not made by this script; give an empty or new --workdir"
-            )
-        for child in workdir.iterdir():
-            if child.name != MARKER:
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / MARKER).write_text("made by benchmarks/cranfield_pooling.py; rerunning it empties this folder\n")
-
-
 def convert(collection: cc.Collection, root: Path, served_depth: int) -> tuple[Inputs, dict, dict]:
     """Corpus, rubric, full qrels, and the serve log of what the lexical ranker served."""
     from goldenset.corpus import read_corpus
@@ -309,14 +177,6 @@ def log_qrels(collection: cc.Collection, served: dict, golden_ids: list[str]) ->
     return out
 
 
-def full_qrels(collection: cc.Collection) -> cm.Qrels:
-    by_number = {q.number: q for q in collection.queries}
-    out: cm.Qrels = {}
-    for (q, d), code in collection.codes.items():
-        out.setdefault(by_number[q].query_id, {})[cc.doc_id(d)] = cc.GRADE_OF_CODE[code]
-    return out
-
-
 def with_answers(collection: cc.Collection, qrels: cm.Qrels, queue: list[dict]) -> cm.Qrels:
     by_id = {q.query_id: q for q in collection.queries}
     out = {q: dict(v) for q, v in qrels.items()}
@@ -334,7 +194,7 @@ def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
     collection = cc.read_collection(Path(args.collection))
     workdir = Path(args.workdir).resolve()
-    prepare_workdir(workdir)
+    prepare_workdir(workdir, __file__)
     inputs, log_counts, served = convert(collection, workdir / "input", args.served_depth)
 
     base = Home(workdir / "base", inputs, in_process=args.in_process)
@@ -412,9 +272,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("collection", help="folder with cran.all.1400, cran.qry and cranqrel")
-    p.add_argument("--workdir", required=True, help="where inputs and every GOLDENSET_HOME go (emptied on rerun)")
-    p.add_argument("--report", help="Markdown report path (default WORKDIR/cranfield_pooling.md; JSON next to it)")
+    pipeline_arguments(p, __file__)
     p.add_argument(
         "--rankers",
         action="append",
@@ -434,12 +292,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="label, rebuild and benchmark after every pool (all, the default) or only the main one; "
         "the others are then counted from their queue and cranqrel",
     )
-    p.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run each goldenset command in this process through its entry point (the tests' shortcut); "
-        "default: one process per command, as a user runs them",
-    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.rankers = args.rankers or DEFAULT_RANKERS
@@ -456,23 +308,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        figures = run(args)
-    except PipelineError as exc:
-        print(f"pipeline error: {exc}", file=sys.stderr)
-        return 1
-    except cc.CollectionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    text = report.markdown(figures)
-    out = Path(args.report) if args.report else Path(args.workdir) / "cranfield_pooling.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
-    print(text)
-    print(f"report: {out} (figures: {out.with_suffix('.json')})", file=sys.stderr)
-    return 0
+    return study_main(parse_args(argv), __file__, run, report.markdown)
 
 
 if __name__ == "__main__":

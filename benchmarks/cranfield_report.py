@@ -10,47 +10,12 @@ sd of the differences / sqrt(n), for core against the lexical ranker alone.
 
 from __future__ import annotations
 
-import math
-
 import cranfield_collection as cc
-from scipy import stats
+from cranfield_study import fmt as _f
+from cranfield_study import mean_interval, paired_t
+from cranfield_study import table as _table
 
 METRICS = ["recall@5", "ndcg@10", "mrr", "map"]
-
-
-def mean_interval(values: list[float]) -> dict:
-    n = len(values)
-    mean = sum(values) / n if n else math.nan
-    if n < 2:
-        return {"n": n, "mean": mean, "lo": -math.inf, "hi": math.inf}
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    if sd == 0.0:
-        return {"n": n, "mean": mean, "lo": mean, "hi": mean}
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return {"n": n, "mean": mean, "lo": mean - half, "hi": mean + half}
-
-
-def paired_t(a: dict[str, float], b: dict[str, float]) -> dict:
-    """B - A on the common queries: mean, 95% Student's t interval, MDE (80% power), as bench compare."""
-    common = sorted(set(a) & set(b))
-    diffs = [b[q] - a[q] for q in common]
-    n = len(diffs)
-    mean = sum(diffs) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
-    if n < 2 or sd == 0.0:
-        return {
-            "n": n,
-            "diff": mean,
-            "lo": mean,
-            "hi": mean,
-            "mde": None,
-            "verdict": "indistinguishable" if mean == 0 or n < 2 else ("better" if mean > 0 else "worse"),
-        }
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    lo, hi = mean - half, mean + half
-    mde = (float(stats.t.ppf(0.975, n - 1)) + float(stats.t.ppf(0.80, n - 1))) * sd / math.sqrt(n)
-    verdict = "indistinguishable" if lo <= 0.0 <= hi else ("better" if lo > 0 else "worse")
-    return {"n": n, "diff": mean, "lo": lo, "hi": hi, "mde": mde, "verdict": verdict}
 
 
 def _compared(comparison: dict) -> dict[str, dict]:
@@ -215,12 +180,6 @@ def _checks(summary: dict, before_state: dict, before: dict, pools: list[dict]) 
 
 
 # ---------------------------------------------------------------------- Markdown
-def _f(x: float | None, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:.{digits}f}"
-
-
 def _n(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -235,10 +194,20 @@ def _diff(fig: dict | None) -> str:
     return f"{fig['diff']:+.4f} [{fig['lo']:+.4f}, {fig['hi']:+.4f}] {fig['verdict']}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
+def _before_after(fig: dict, m: dict, ranker: str, change: str) -> list[str]:
+    """The table of one ranker's means before and after the pool's labels, the change, and the truth."""
+    before = fig["before"]
+    rows = [
+        [
+            metric,
+            _ci(before[ranker][metric]),
+            _ci(m[ranker][metric]),
+            _diff(m[change].get(metric)),
+            _f(before[f"truth_{ranker}"][metric]),
+        ]
+        for metric in fig["metrics"]
+    ]
+    return _table(["metric", "log only", "with the labels", "change (95% CI)", "all Cranfield judgments"], rows)
 
 
 def markdown(fig: dict) -> str:
@@ -308,18 +277,7 @@ def markdown(fig: dict) -> str:
         "(`bench eval`).",
         "",
     ]
-    rows = []
-    for metric in fig["metrics"]:
-        rows.append(
-            [
-                metric,
-                _ci(before["core"][metric]),
-                _ci(m["core"][metric]),
-                _diff(m["before_vs_after"].get(metric)),
-                _f(before["truth_core"][metric]),
-            ]
-        )
-    out += _table(["metric", "log only", "with the labels", "change (95% CI)", "all Cranfield judgments"], rows)
+    out += _before_after(fig, m, "core", "before_vs_after")
     out += [
         "",
         f"Labels from the log weigh grade 1 whatever Cranfield's grade (contract 7.3: a `helped` is grade 1), "
@@ -330,18 +288,7 @@ def markdown(fig: dict) -> str:
         f"The same for the lexical ranker alone (the ranker that served the log), {m['name']}:",
         "",
     ]
-    rows = []
-    for metric in fig["metrics"]:
-        rows.append(
-            [
-                metric,
-                _ci(before["lexical"][metric]),
-                _ci(m["lexical"][metric]),
-                _diff(m["lexical_before_vs_after"].get(metric)),
-                _f(before["truth_lexical"][metric]),
-            ]
-        )
-    out += _table(["metric", "log only", "with the labels", "change (95% CI)", "all Cranfield judgments"], rows)
+    out += _before_after(fig, m, "lexical", "lexical_before_vs_after")
     out += [""]
 
     out += [

@@ -55,108 +55,11 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import cranfield_collection as cc  # noqa: E402
+import cranfield_study as study  # noqa: E402
 
 from goldenset.bench.ppi import ppi_mean  # noqa: E402
 
 DEFAULT_COLLECTION = HERE.parent / "tests" / "data" / "cranfield-mini"
-
-
-# --------------------------------------------------------------------------- rankers and pool
-
-
-def rankings(collection: cc.Collection, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-`depth` document indices per query for BM25 and dense, and the query x document cosine matrix."""
-    import bm25s
-
-    from goldenset.embeddings import Embedder
-
-    texts = [f"{d.title} {d.text}".strip() for d in collection.docs]
-    queries = [q.text for q in collection.queries]
-    k = min(depth, len(texts))
-    bm25 = bm25s.BM25()
-    bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-    scores = np.zeros((len(queries), len(texts)))
-    for i, q in enumerate(queries):
-        tokens = bm25s.tokenize([q], stopwords="en", return_ids=False, show_progress=False)[0]
-        scores[i] = bm25.get_scores(tokens)
-    embedder = Embedder()
-    cosine = embedder.embed(queries) @ embedder.embed(texts).T
-    # Ties broken by document position, so the lists are reproducible.
-    top_bm25 = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    top_dense = np.argsort(-cosine, axis=1, kind="stable")[:, :k]
-    return top_bm25, top_dense, cosine
-
-
-def truth_matrix(collection: cc.Collection) -> np.ndarray:
-    """Query x document binary relevance: Cranfield codes 1-4."""
-    index = {d.number: i for i, d in enumerate(collection.docs)}
-    rel = np.zeros((len(collection.queries), len(collection.docs)), dtype=np.int8)
-    for (q, d), code in collection.codes.items():
-        if cc.GRADE_OF_CODE[code] >= 1:
-            rel[q - 1, index[d]] = 1
-    return rel
-
-
-def ndcg(top: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """nDCG@k per query with binary gains, the ideal ordering taken over the pooled labels of the query."""
-    k = top.shape[1]
-    discount = 1.0 / np.log2(np.arange(2, k + 2))
-    gains = np.take_along_axis(labels, top, axis=1)
-    dcg = (gains * discount).sum(axis=1)
-    pooled_relevant = labels.sum(axis=1)
-    ideal = np.array([discount[: min(int(r), k)].sum() for r in pooled_relevant])
-    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
-
-
-# --------------------------------------------------------------------------- judges
-
-
-def kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two binary label vectors (contract 7.5's formula)."""
-    po = float(np.mean(a == b))
-    pa, pb = float(np.mean(a)), float(np.mean(b))
-    pe = pa * pb + (1 - pa) * (1 - pb)
-    return (po - pe) / (1 - pe) if pe < 1 else math.nan
-
-
-def accuracy_for_kappa(prevalence: float, target: float) -> float:
-    """The symmetric accuracy whose expected kappa against labels of this prevalence is `target` (bisection)."""
-
-    def expected(acc: float) -> float:
-        p = prevalence
-        q = p * acc + (1 - p) * (1 - acc)
-        po = acc
-        pe = p * q + (1 - p) * (1 - q)
-        return (po - pe) / (1 - pe)
-
-    lo, hi = 0.5, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if expected(mid) < target else (lo, mid)
-    return (lo + hi) / 2
-
-
-def calibrated_cut(scores: np.ndarray, truth: np.ndarray) -> float:
-    """The cut minimising R x false passes + false fails with R = relevant / irrelevant pairs (contract 8.2's
-    `single` at that cost ratio: the false-pass rate plus the false-fail rate, Youden's J); ties to the higher cut.
-
-    R = 1 would pass nothing here (a fifth of the pooled pairs are relevant, so calling every pair
-    irrelevant has the fewest errors), a judge that says nothing; equal weight to the two error
-    rates is the calibration a judge of relevance needs.
-    """
-    positives, negatives = int(truth.sum()), int((truth == 0).sum())
-    order = np.argsort(-scores, kind="stable")
-    s, t = scores[order], truth[order]
-    # Passing the top i pairs (score >= s[i-1]): false passes = negatives among them, false fails = the rest.
-    fp = np.cumsum(t == 0)
-    fn = positives - np.cumsum(t == 1)
-    cost = fp / max(negatives, 1) + fn / max(positives, 1)
-    last_of_score = np.r_[s[1:] != s[:-1], True]  # a cut passes every pair of its score
-    candidates = np.flatnonzero(last_of_score)
-    # The lowest cost; on a tie the higher cut (fewer pairs passing), i.e. the earliest candidate.
-    costs = cost[candidates]
-    best = candidates[int(np.flatnonzero(costs == costs.min())[0])]
-    return float(s[best])
 
 
 # --------------------------------------------------------------------------- the audits
@@ -212,32 +115,30 @@ def audits(f: np.ndarray, y: np.ndarray, n: int, draws: np.ndarray) -> dict:
 def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
     collection = cc.read_collection(Path(args.collection))
-    top_bm25, top_dense, cosine = rankings(collection, args.depth)
-    rel = truth_matrix(collection)
+    cosine = study.dense_scores(collection)
+    top_bm25, top_dense = study.top(study.bm25_scores(collection), args.depth), study.top(cosine, args.depth)
+    rel = study.truth_matrix(collection)
     n_q, n_d = rel.shape
-    pooled = np.zeros_like(rel, dtype=bool)
-    rows = np.arange(n_q)[:, None]
-    pooled[rows, top_bm25] = True
-    pooled[rows, top_dense] = True
+    pooled = study.pooled(rel.shape, top_bm25, top_dense)
     truth = np.where(pooled, rel, 0)
     prevalence = float(truth[pooled].mean())
     rng = np.random.default_rng(args.seed)
 
     judges: dict[str, np.ndarray] = {}
     for target in args.kappas:
-        acc = accuracy_for_kappa(prevalence, target)
+        acc = study.accuracy_for_kappa(prevalence, target)
         flip = rng.random(truth.shape) >= acc
         judges[f"simulated kappa {target:g}"] = np.where(pooled, truth ^ flip, 0)
-    cut = calibrated_cut(cosine[pooled], truth[pooled])
+    cut = study.calibrated_cut(cosine[pooled], truth[pooled])
     judges["dense score >= calibrated cut"] = np.where(pooled, (cosine >= cut).astype(np.int8), 0)
 
-    y_a, y_b = ndcg(top_bm25, truth), ndcg(top_dense, truth)
+    y_a, y_b = study.ndcg(top_bm25, truth), study.ndcg(top_dense, truth)
     sizes = [n for n in args.sizes if 2 <= n < n_q] or [max(2, n_q - 1)]
     draws = {n: np.argsort(rng.random((args.samples, n_q)), axis=1)[:, :n] for n in sizes}
     results = []
     for name, labels in judges.items():
-        f_a, f_b = ndcg(top_bm25, labels), ndcg(top_dense, labels)
-        k = kappa(labels[pooled], truth[pooled])
+        f_a, f_b = study.ndcg(top_bm25, labels), study.ndcg(top_dense, labels)
+        k = study.kappa(labels[pooled], truth[pooled])
         for n in sizes:
             results.append(
                 {
@@ -265,14 +166,10 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
 def markdown(out: dict) -> str:
     lines = [
         f"{out['queries']} queries, {out['documents']} documents, pool depth {out['depth']} "
-        f"({out['pooled_pairs']} pooled pairs, {_pct(out['pooled_relevant_share'])} relevant); "
+        f"({out['pooled_pairs']} pooled pairs, {study.pct(out['pooled_relevant_share'], 1)} relevant); "
         f"{out['samples']} audits per row, seed {out['seed']}; metric {out['metric']}. Coverage of the "
         "95% intervals; width: the PPI interval's width over the human-only one's on the same audit; ESS "
         "gain: mean human-only variance / mean PPI variance; rho: the correlation of the judge's per-query "
@@ -293,17 +190,13 @@ def markdown(out: dict) -> str:
             m = r[part]
             a, b = m["ppi"], m["ppi++"]
             lines.append(
-                f"| {r['judge']} | {r['kappa']:.2f} | {_f(m['correlation'])} | {_f(m['width_bound'])} "
-                f"| {r['n']} | {_pct(m['coverage_human'])} "
-                f"| {_pct(a['coverage'])} | {_f(a['width_ratio'])} | {_f(a['ess_gain'])} "
-                f"| {_pct(b['coverage'])} | {_f(b['width_ratio'])} | {_f(b['ess_gain'])} |"
+                f"| {r['judge']} | {r['kappa']:.2f} | {study.fmt(m['correlation'], 2)} | {study.fmt(m['width_bound'], 2)} "
+                f"| {r['n']} | {study.pct(m['coverage_human'], 1)} "
+                f"| {study.pct(a['coverage'], 1)} | {study.fmt(a['width_ratio'], 2)} | {study.fmt(a['ess_gain'], 2)} "
+                f"| {study.pct(b['coverage'], 1)} | {study.fmt(b['width_ratio'], 2)} | {study.fmt(b['ess_gain'], 2)} |"
             )
         lines.append("")
     return "\n".join(lines)
-
-
-def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
