@@ -194,6 +194,7 @@ RUN_FIRST = (
     # the tests run (tests.helpers.wait_for_venv): by now those installs have had minutes.
     "tests/traces/test_phoenix.py",
     "tests/bench/test_ppi.py",
+    "tests/labelling/test_judge_agreement.py",
 )
 
 
