@@ -12,7 +12,7 @@ from goldenset.build_record import FunnelStep, load_build
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
 from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
-from goldenset.labelling.merge import JudgeGate
+from goldenset.labelling.judge_gate import JudgeGate, deprecated_settings
 from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD, plan_merges, query_map
 from goldenset.scoring.judge_health import judge_health
 from goldenset.status import drift_between_builds, rejected_count, rejected_sample, relabel_summary
@@ -44,12 +44,18 @@ class GoldenSetConfig(dg.Config):
     )
     judge_min_pairs: int = Field(
         default_factory=lambda: JudgeGate.from_environment().min_pairs,
-        description="A judge's labels count only with at least this many pairs shared "
-        "with the human label (GOLDENSET_JUDGE_MIN_PAIRS, default 50).",
+        description="A judge's labels count only with at least this many pairs measured against "
+        "the human label on the audit (GOLDENSET_JUDGE_MIN_PAIRS, default 50).",
     )
     judge_min_kappa: float = Field(
         default_factory=lambda: JudgeGate.from_environment().min_kappa,
-        description="... and a Cohen's kappa against it of at least this (GOLDENSET_JUDGE_MIN_KAPPA, default 0.6).",
+        description="... and the lower bound of its Cohen's kappa's 95% interval at least this "
+        "(GOLDENSET_JUDGE_MIN_KAPPA, default 0.6).",
+    )
+    judge_audits: int = Field(
+        default_factory=lambda: JudgeGate.from_environment().audits,
+        description="The judge's gate reads the latest this many audits; 0 reads every audit "
+        "(GOLDENSET_JUDGE_AUDITS, default 0).",
     )
 
 
@@ -85,9 +91,9 @@ def _metadata_value(key: str, value):
             JUDGE_HEALTH_CHECK,
             asset="golden_set",
             blocking=False,
-            description="Every judge's kappa over its latest window of human-labelled pairs meets the gate, and its "
-            "latest run's hallucinated-span rate is at most 5% and moved at most 5 points since its previous run "
-            "(contract 13.3).",
+            description="Every judge was measured on the audit (a random sample) and the lower bound of its "
+            "kappa's interval meets the gate, and its latest run's hallucinated-span rate is at most 5% and moved "
+            "at most 5 points since its previous run (contract 13.3).",
         ),
     ],
 )
@@ -111,6 +117,8 @@ def golden_set(
         raise dg.Failure(
             description=f"trigger {config.trigger!r} is not one of {', '.join(TRIGGERS)}", allow_retries=False
         )
+    for warning in deprecated_settings():
+        context.log.warning(warning)
     try:
         con = warehouse.connect()
         try:
@@ -127,9 +135,7 @@ def golden_set(
                 trigger=config.trigger,
                 checks=BuildChecks(config.warn_rejected_share, config.block_rejected_share),
                 query_map=query_map(merges),
-                judge_gate=JudgeGate(
-                    config.judge_min_pairs, config.judge_min_kappa, JudgeGate.from_environment().window
-                ),
+                judge_gate=JudgeGate(config.judge_min_pairs, config.judge_min_kappa, config.judge_audits),
                 rubric_sha256=rubric.content_sha256 if rubric is not None else None,
                 rubric_text=labels.rubric_text(rubric) if rubric is not None else None,
             )
@@ -161,7 +167,9 @@ def golden_set(
         severity=dg.AssetCheckSeverity.WARN,
         description="; ".join(warnings) if warnings else f"{len(health)} judge(s) healthy",
         metadata={
-            "expected": dg.MetadataValue.text("window kappa >= the gate; hallucinated spans <= 5%, moved <= 5 points"),
+            "expected": dg.MetadataValue.text(
+                "measured on the audit; kappa's lower bound >= the gate; hallucinated spans <= 5%, moved <= 5 points"
+            ),
             "judges": dg.MetadataValue.json([h.to_json() for h in health]),
         },
     )

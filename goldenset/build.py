@@ -20,7 +20,8 @@ from goldenset.connection import Connection
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.history import HistoryChange
 from goldenset.labelling.ingest import labels_signature
-from goldenset.labelling.merge import JudgeGate, merge_labels
+from goldenset.labelling.judge_gate import JudgeGate, audit_signature
+from goldenset.labelling.merge import merge_labels
 from goldenset.schema import (
     ACCEPTED_LINE,
     LABEL_ROW_COLUMNS,
@@ -437,7 +438,11 @@ def input_signature(
     labels: str = "",
     gate: JudgeGate | None = None,
 ) -> str:
-    """What a build's result depends on: every ingested file's content, the snapshot, the merges, the labels."""
+    """What a build's result depends on: every ingested file's content, the snapshot, the merges, the labels.
+
+    With labels, also every setting of the judge's gate and every audit (the gate's sample, contract 13.2):
+    a build with another gate setting, or after a new audit, is never a repeat.
+    """
     files = con.execute(
         "SELECT coalesce(md5(string_agg(source_file || chr(31) || coalesce(content_sha256, 'unreadable'), "
         "chr(30) ORDER BY source_file)), '') FROM log_files"
@@ -446,8 +451,7 @@ def input_signature(
     parts = [files, content_sha, *("\x1f".join(row) for row in sorted(query_map))]
     if labels:
         # Known versions decide which label lines count: a new snapshot changes content_sha anyway.
-        g = gate or JudgeGate()
-        parts += ["labels", labels, f"{g.min_pairs}\x1f{g.min_kappa!r}"]
+        parts += ["labels", labels, (gate or JudgeGate()).signature(), audit_signature(con)]
     for part in parts:
         h.update(part.encode("utf-8") + b"\x1e")
     return h.hexdigest()

@@ -149,12 +149,30 @@ def _audit_estimates_judge_health(con: Connection) -> None:
     add_columns(schema.BUILD_JUDGES, "window_pairs")(con)
 
 
+_GATE_COLUMNS = (
+    "sample",
+    "audits",
+    "queries",
+    "kappa_lo",
+    "kappa_hi",
+    "po",
+    "pe",
+    "prevalence",
+    "ac1",
+    "audit_window",
+    "bootstrap_resamples",
+    "bootstrap_seed",
+)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_catalogue_tables", _catalogue_tables),
     Migration("0002_catalogue_columns", _catalogue_columns),
     Migration("0003_build_labels_held_by_runs", _build_labels_held_by_runs),
     Migration("0004_closed_label_rows_apart", _closed_label_rows_apart),
     Migration("0005_audit_estimates_judge_health", _audit_estimates_judge_health),
+    # Issue 37: the judge's gate reads the audit and reports kappa's interval, prevalence and AC1.
+    Migration("0006_judge_gate_on_the_audit", add_columns(schema.BUILD_JUDGES, *_GATE_COLUMNS)),
 )
 
 

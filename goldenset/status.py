@@ -39,7 +39,10 @@ class Status:
     relabel_queue_by_reason: dict[str, int]
     labelling_queue_by_reason: dict[str, int] = field(default_factory=dict)
     judges_held_back: list[dict] = field(default_factory=list)
-    # Judge health (contract 13.3): per judge its latest runs' figures, window kappa and warnings.
+    # The judges the gate admitted, each as the line `status` prints (`annotator`, `figures`): not in the JSON,
+    # where judge_health carries every judge's figures.
+    judges_admitted: list[dict] = field(default_factory=list)
+    # Judge health (contract 13.3): per judge its latest runs' figures, the gate's figures and warnings.
     judge_health: list[dict] = field(default_factory=list)
     rubric_name: str | None = None  # the rubric the build's labels were checked against (contract 9.3)
     roots: dict[str, str] = field(default_factory=dict)  # the recorded LOGS and LABELS roots (contract 9.1)
@@ -124,23 +127,13 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
             )
     rejected = rejected_counts(con, build)
     relabel = relabel_counts(con)
+    from goldenset.labelling.judge_gate import gate_rows
+
+    gates = gate_rows(con, build.labels_build_id)
     judges = [
-        {
-            "annotator": a,
-            "n": n,
-            "kappa": k,
-            "min_pairs": mp,
-            "min_kappa": mk,
-            "labels": labels,
-            "why": f"kappa {'n/a' if k is None else f'{k:.4f}'} on {n} shared pairs "
-            f"(needs >= {mk:g} on >= {mp} pairs); {labels} labels held back",
-        }
-        for a, n, k, mp, mk, labels in con.execute(
-            "SELECT annotator, n, kappa, min_pairs, min_kappa, labels FROM build_judges "
-            "WHERE build_id = ? AND NOT passed ORDER BY annotator",
-            [build.labels_build_id],
-        ).fetchall()
+        {"annotator": g.annotator, **g.to_json(), "labels": g.labels, "why": g.why()} for g in gates if not g.passed
     ]
+    admitted = [{"annotator": g.annotator, "figures": g.admitted()} for g in gates if g.passed]
     health = []
     if _has_tables(con, "judge_runs"):  # (a warehouse from before contract 13, opened read-only)
         from goldenset.scoring.judge_health import judge_health
@@ -158,6 +151,7 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
         rubric_name=rubric[0] if rubric else None,
         roots=roots,
         judges_held_back=judges,
+        judges_admitted=admitted,
         judge_health=health,
         labelling_queue_by_reason=queue,
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),

@@ -21,7 +21,7 @@ from goldenset.cli.app import main as run_app
 from goldenset.cli.golden import print_status
 from goldenset.cli.options import CorpusOpt, DbOpt, LabelsOpt, LogsOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import err, out
-from goldenset.labelling.merge import JudgeGate
+from goldenset.labelling.judge_gate import JudgeGate, deprecated_settings
 from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD
 from goldenset.settings import Settings
 
@@ -42,14 +42,22 @@ def build(
     judge_min_pairs: Annotated[
         int | None,
         typer.Option(
-            help="A judge's labels count only with at least this many pairs shared with the human label "
-            "(else GOLDENSET_JUDGE_MIN_PAIRS, else 50)."
+            help="A judge's labels count only with at least this many pairs measured against the human label "
+            "on the audit (else GOLDENSET_JUDGE_MIN_PAIRS, else 50)."
         ),
     ] = None,
     judge_min_kappa: Annotated[
         float | None,
         typer.Option(
-            help="... and a Cohen's kappa against it of at least this (else GOLDENSET_JUDGE_MIN_KAPPA, else 0.6)."
+            help="... and the lower bound of its Cohen's kappa's 95% interval at least this "
+            "(else GOLDENSET_JUDGE_MIN_KAPPA, else 0.6)."
+        ),
+    ] = None,
+    judge_audits: Annotated[
+        int | None,
+        typer.Option(
+            help="The judge's gate reads the latest this many audits (pool --audit); 0 reads every audit "
+            "(else GOLDENSET_JUDGE_AUDITS, else 0)."
         ),
     ] = None,
     workers: Annotated[
@@ -83,7 +91,9 @@ def build(
     resolved = Settings.resolve(
         logs=logs, corpus=corpus, db=db, labels=labels, rubric=rubric, lock_timeout=wait, ingest_workers=workers
     )
-    gate = JudgeGate.from_environment(judge_min_pairs, judge_min_kappa)
+    gate = JudgeGate.from_environment(judge_min_pairs, judge_min_kappa, judge_audits)
+    for warning in deprecated_settings():
+        err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)
     result = run_refresh(
         resolved,
         trigger=trigger,
@@ -93,6 +103,7 @@ def build(
             "block_rejected_share": block_rejected_share,
             "judge_min_pairs": gate.min_pairs,
             "judge_min_kappa": gate.min_kappa,
+            "judge_audits": gate.audits,
         },
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
         new_source=new_source,

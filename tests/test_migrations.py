@@ -21,6 +21,7 @@ NAMES = [
     "0003_build_labels_held_by_runs",
     "0004_closed_label_rows_apart",
     "0005_audit_estimates_judge_health",
+    "0006_judge_gate_on_the_audit",
 ]
 
 
@@ -100,6 +101,19 @@ def test_a_warehouse_from_before_issue_24_gains_its_tables_and_columns(tmp_path)
     con.close()
     con = connect(path)
     assert applied(con)[-1] == "0005_audit_estimates_judge_health"
+    assert _columns(con) == _catalogue()
+
+
+def test_a_warehouse_from_before_issue_37_gains_the_gates_columns(tmp_path):
+    path = tmp_path / "g.duckdb"
+    con = connect(path)
+    gate = ["sample", "audits", "queries", "kappa_lo", "kappa_hi", "po", "pe", "prevalence", "ac1"]
+    for column in [*gate, "audit_window", "bootstrap_resamples", "bootstrap_seed"]:
+        con.execute(f"ALTER TABLE build_judges DROP COLUMN {column}")
+    con.execute("DELETE FROM schema_migrations WHERE name = '0006_judge_gate_on_the_audit'")
+    con.close()
+    con = connect(path)
+    assert applied(con)[-1] == "0006_judge_gate_on_the_audit"
     assert _columns(con) == _catalogue()
 
 

@@ -175,6 +175,8 @@ def print_status(st, title: str) -> None:
         )
     if b.n_judge_labels or b.judge_labels_held_back:
         t.add_row("judge labels (held back)", f"{b.n_judge_labels} ({b.judge_labels_held_back})")
+    for j in st.judges_admitted:
+        t.add_row(f"judge {j['annotator']}", f"admitted: {j['figures']}")
     for j in st.judges_held_back:
         t.add_row(f"judge {j['annotator']}", f"held back: {j['why']}")
     for h in st.judge_health:

@@ -13,11 +13,10 @@ what the merge leaves in `_merged` and `_replaced_log_pairs`:
    that latest voting line.
 3. It replaces the log label of the pair unless it is stale and the log label is not.
    Replaced log labels (`_replaced_log_pairs`) stay in `build_labels`, flagged `overridden`.
-4. A judge annotator takes part only while its kappa against the human label, on at
-   least `min_pairs` shared pairs at the same version, is at least `min_kappa`; then
-   it votes (as in 2) on the pairs no human current label covers. The kappa reads the
-   judge's latest `window` shared pairs (default 200, contract 13.2), so a judge whose
-   recent labels drift from the humans' is held back at the next build.
+4. A judge annotator takes part only while it passes the gate of goldenset.labelling.judge_gate
+   (kappa against the human label on the audited pairs, contract 13.2: at least `min_pairs`
+   pairs and the lower bound of kappa's interval at least `min_kappa`); then it votes (as
+   in 2) on the pairs no human current label covers.
 
 The no_positive filter is not applied again: a query whose positives were all
 overruled stays in the set.
@@ -25,68 +24,11 @@ overruled stays in the set.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from fractions import Fraction
 
 from goldenset.connection import Connection
-from goldenset.errors import UsageError
-from goldenset.labelling.agreement import cohen_kappa
+from goldenset.labelling.judge_gate import BUILD_JUDGE_COLUMNS, JudgeGate, JudgeOutcome, gate_judges, outcome_row
 from goldenset.schema import CURRENT_LABEL, active_documents, stale_reason
-
-ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
-ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
-ENV_WINDOW = "GOLDENSET_JUDGE_WINDOW"
-
-
-@dataclass(frozen=True)
-class JudgeGate:
-    """When a judge's labels may join the golden set (contract 8.3)."""
-
-    min_pairs: int = 50
-    min_kappa: float = 0.6
-    # Agreement is re-checked on a rolling sample (contract 13.2): the judge's latest `window`
-    # pairs shared with a human label, by the judge line's (ts, dt, file name, line).
-    window: int = 200
-
-    @classmethod
-    def from_environment(
-        cls, min_pairs: int | None = None, min_kappa: float | None = None, window: int | None = None
-    ) -> JudgeGate:
-        """Flags if given, else GOLDENSET_JUDGE_MIN_PAIRS / _MIN_KAPPA / _WINDOW, else 50, 0.6 and 200."""
-
-        def read(value, env, cast, default):
-            if value is not None:
-                return value
-            text = os.environ.get(env)
-            if not text:
-                return default
-            try:
-                return cast(text)
-            except ValueError:
-                raise UsageError(f"{env} must be a number, got {text!r}") from None
-
-        gate = cls(
-            read(min_pairs, ENV_MIN_PAIRS, int, cls.min_pairs),
-            read(min_kappa, ENV_MIN_KAPPA, float, cls.min_kappa),
-            read(window, ENV_WINDOW, int, cls.window),
-        )
-        if gate.min_pairs < 0:
-            raise UsageError(f"--judge-min-pairs must be 0 or more, got {gate.min_pairs}")
-        if gate.window < 1:
-            raise UsageError(f"the judge window must be 1 or more pairs, got {gate.window}")
-        return gate
-
-
-@dataclass(frozen=True)
-class JudgeOutcome:
-    """One judge annotator at the gate."""
-
-    annotator: str
-    n: int
-    kappa: float | None
-    passed: bool
-    labels: int
 
 
 @dataclass(frozen=True)
@@ -161,6 +103,8 @@ _WRITE = (
               m.stale_reason, m.source, m.label, m.grade, m.decided_by, m.annotators, NULL::TIMESTAMP AS serve_ts
        FROM _mall m JOIN _mgq g USING (query_id) WHERE m.in_golden_set""",
 )
+__all__ = ["JudgeGate", "JudgeOutcome", "MergeCounts", "merge_labels"]  # JudgeGate: where callers found it
+
 _TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
 
 
@@ -181,7 +125,7 @@ def merge_labels(
             con.execute(stmt, {k: v for k, v in params.items() if "$" + k in stmt})
         con.execute("CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart WHERE kind = 'human'")
         con.execute(_VOTE.format(out="_mhl", stale=stale_reason("l")))
-        judges = _gate_judges(con, gate)
+        judges = gate_judges(con, gate, content_sha)
         passing = [j.annotator for j in judges if j.passed]
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart p WHERE kind = 'judge' "
@@ -202,22 +146,9 @@ def merge_labels(
         )
         if judges:
             con.executemany(
-                "INSERT INTO build_judges (build_id, annotator, n, kappa, passed, labels, min_pairs, min_kappa, "
-                "window_pairs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        build_id,
-                        j.annotator,
-                        j.n,
-                        j.kappa,
-                        j.passed,
-                        j.labels,
-                        gate.min_pairs,
-                        gate.min_kappa,
-                        gate.window,
-                    ]
-                    for j in judges
-                ],
+                f"INSERT INTO build_judges ({', '.join(BUILD_JUDGE_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in BUILD_JUDGE_COLUMNS)})",
+                [outcome_row(build_id, j, gate) for j in judges],
             )
         (human, judge, overridden, unused, held) = con.execute(
             """SELECT (SELECT count(*) FROM _mall WHERE in_golden_set AND source = 'human'),
@@ -232,30 +163,3 @@ def merge_labels(
         for t in _TEMPS:
             con.execute("DROP TABLE IF EXISTS " + t)
     return MergeCounts(human, judge, unused, overridden, held, tuple(judges))
-
-
-def _gate_judges(con: Connection, gate: JudgeGate) -> list[JudgeOutcome]:
-    """Each judge's kappa against the human label (from human lines alone), at the same version, over its
-    latest `gate.window` such pairs."""
-    names = [
-        r[0]
-        for r in con.execute("SELECT DISTINCT annotator FROM _mcur WHERE kind = 'judge' ORDER BY annotator").fetchall()
-    ]
-    out = []
-    for name in names:
-        pairs = con.execute(
-            "SELECT j.label, h.label FROM _mpart j JOIN _mhl h ON h.query_id = j.query_id AND h.doc_id = j.doc_id "
-            "AND h.doc_version = j.doc_version WHERE j.kind = 'judge' AND j.annotator = ? "
-            "ORDER BY j.ts DESC, j.dt DESC, j.file_name DESC, j.line DESC LIMIT ?",
-            [name, gate.window],
-        ).fetchall()
-        labels = con.execute("SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]).fetchall()[0][
-            0
-        ]
-        kappa: Fraction | None = None
-        if pairs:
-            kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]).kappa
-        # Compared exactly: a kappa of 0.6 passes a 0.6 gate, whatever floats make of it.
-        passed = len(pairs) >= gate.min_pairs and kappa is not None and kappa >= Fraction(str(gate.min_kappa))
-        out.append(JudgeOutcome(name, len(pairs), None if kappa is None else float(kappa), passed, labels))
-    return out

@@ -1,4 +1,4 @@
-"""Judge health over time (contract 13): each `judge label` run's figures, the window kappa, the warnings.
+"""Judge health over time (contract 13): each `judge label` run's figures, the gate's figures, the warnings.
 
 Agreement must be re-checked on rolling samples, not certified once, and the rate of
 unsupported citations (a supporting span that is not in the passage) is the most useful
@@ -7,8 +7,9 @@ health signal. So:
 - every `judge label` run records its figures in `judge_runs` (answers by kind through
   the invalid reasons, the hallucinated-span rate, transport errors, the scorer version:
   model and prompt version), whether or not it ends incomplete;
-- the build's gate reads each judge's kappa over its latest window of pairs a human also
-  labelled (goldenset.labelling.merge, default 200), stored per build in `build_judges`;
+- the build's gate measures each judge on the audited pairs (goldenset.labelling.judge_gate:
+  kappa with its bootstrap interval over queries, the prevalence of relevant pairs, Gwet's
+  AC1), stored per build in `build_judges`;
 - `judge_health` turns the latest build's gate and the latest two runs of each judge into
   warnings, which `goldenset status` prints and the `judge_health` asset check reports.
 
@@ -18,9 +19,11 @@ Decisions
   asked exceeds `max_unusable` (default 0.5; strictly above, so exactly half is
   complete). A run that asked nothing is complete. The usable lines are written and the
   run recorded before the command exits 6: it fails on policy, never on missing data.
-- **Warnings**, each one line naming the judge: window kappa below the gate's minimum
-  (only when the window holds at least the gate's minimum pairs; fewer is the gate's
-  ordinary "not enough pairs yet", which status already names); the latest run's
+- **Warnings**, each one line naming the judge: the gate read a sample that is not random
+  (no audited pair carries its label: it read the pairs it shares with humans); kappa's lower
+  bound below the gate's minimum (only when the sample holds at least the gate's minimum
+  pairs; fewer is the gate's ordinary "not enough pairs yet", which status already names,
+  with every figure); the latest run's
   hallucinated-span rate above `max_hallucinated` (default 0.05, strictly above); its
   change since the judge's previous run above `max_change` in absolute value (default
   0.05, strictly above). Rates compare exactly as stored (doubles).
@@ -35,6 +38,7 @@ from typing import Any
 
 from goldenset.connection import Connection
 from goldenset.errors import JudgeRunIncomplete, UsageError
+from goldenset.labelling.judge_gate import GATE_JSON_KEYS, SAMPLE_SHARED, GateRow, gate_rows
 from goldenset.warehouse import transaction
 
 DEFAULT_MAX_UNUSABLE = 0.5
@@ -139,7 +143,7 @@ def raise_if_incomplete(run: JudgeRun, max_unusable: float = DEFAULT_MAX_UNUSABL
 
 @dataclass
 class JudgeHealth:
-    """One judge's health: its latest runs, the latest build's window kappa, and the warnings."""
+    """One judge's health: its latest runs, the latest build's gate, and the warnings."""
 
     annotator: str
     runs: int = 0
@@ -147,12 +151,7 @@ class JudgeHealth:
     scorer_version: str | None = None
     hallucinated_span_rate: float | None = None
     previous_rate: float | None = None
-    window_n: int | None = None
-    window_kappa: float | None = None
-    window: int | None = None
-    min_kappa: float | None = None
-    min_pairs: int | None = None
-    held_back: bool | None = None
+    gate: GateRow | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -161,7 +160,12 @@ class JudgeHealth:
             return None
         return self.hallucinated_span_rate - self.previous_rate
 
+    @property
+    def held_back(self) -> bool | None:
+        return None if self.gate is None else not self.gate.passed
+
     def to_json(self) -> dict[str, Any]:
+        gate = self.gate.to_json() if self.gate is not None else dict.fromkeys(GATE_JSON_KEYS)
         return {
             "annotator": self.annotator,
             "runs": self.runs,
@@ -170,11 +174,7 @@ class JudgeHealth:
             "hallucinated_span_rate": _r(self.hallucinated_span_rate),
             "previous_rate": _r(self.previous_rate),
             "rate_change": _r(self.rate_change),
-            "window_n": self.window_n,
-            "window_kappa": _r(self.window_kappa),
-            "window": self.window,
-            "min_kappa": self.min_kappa,
-            "min_pairs": self.min_pairs,
+            **gate,
             "held_back": self.held_back,
             "warnings": list(self.warnings),
         }
@@ -203,14 +203,9 @@ def judge_health(
             h.latest_run, h.scorer_version, h.hallucinated_span_rate = int(run_id), version, float(rate)
         else:
             h.previous_rate = float(rate)
-    gates = con.execute(
-        "SELECT annotator, n, kappa, passed, min_pairs, min_kappa, window_pairs FROM build_judges "
-        "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
-    ).fetchall()
-    for annotator, n, kappa, passed, min_pairs, min_kappa, window in gates:
-        h = out.setdefault(annotator, JudgeHealth(annotator))
-        h.window_n, h.window_kappa, h.held_back = int(n), kappa, not passed
-        h.min_pairs, h.min_kappa, h.window = int(min_pairs), float(min_kappa), window
+    build = con.execute("SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1").fetchone()
+    for row in gate_rows(con, build[0]) if build is not None else []:
+        out.setdefault(row.annotator, JudgeHealth(row.annotator)).gate = row
     for h in out.values():
         h.warnings = _warnings(h, max_hallucinated, max_change)
     return [out[a] for a in sorted(out)]
@@ -218,17 +213,30 @@ def judge_health(
 
 def _warnings(h: JudgeHealth, max_hallucinated: float, max_change: float) -> list[str]:
     w = []
-    if (
-        h.window_n is not None
-        and h.min_pairs is not None
-        and h.min_kappa is not None
-        and h.window_n >= h.min_pairs
-        and (h.window_kappa is None or h.window_kappa < h.min_kappa)
-    ):
-        kappa = "n/a" if h.window_kappa is None else f"{h.window_kappa:.4f}"
+    g = h.gate
+    if g is not None and g.sample == SAMPLE_SHARED and g.n:
+        why = (
+            "no audit drawn yet"
+            if not g.audits
+            else "none of its labels is on a pair of an audited query yet (at the human label's version)"
+        )
+        what = (
+            "draw one (goldenset pool --audit 40) and label its pairs"
+            if not g.audits
+            else "label the audit's pairs, and let the judge label them (goldenset judge label)"
+        )
         w.append(
-            f"judge {h.annotator}: kappa {kappa} over its latest {h.window_n} pairs shared with humans is below the "
-            f"gate's {h.min_kappa:g}; its labels are held back from the golden set"
+            f"judge {h.annotator}: {why}, so the gate read the {g.n} pairs it shares with humans "
+            f"({g.queries} queries), not a random sample; {what}"
+        )
+    if g is not None and not g.passed and g.n >= g.min_pairs:
+        if g.sample is None:  # a build from before contract v5: its point kappa decided
+            bound = " is below"
+        else:
+            bound = ": its lower bound is below" if g.kappa_lo is not None else ": it has no interval to clear"
+        w.append(
+            f"judge {h.annotator}: {g.measured()}{bound} the gate's {g.min_kappa:g}; its labels are held back "
+            "from the golden set"
         )
     if h.hallucinated_span_rate is not None and h.hallucinated_span_rate > max_hallucinated:
         w.append(

@@ -15,7 +15,8 @@ from tests.helpers import isolated_settings
 @pytest.fixture(scope="session")
 def worlds(tmp_path_factory):
     """`worlds(root, lines)`: what `build_world(root, lines)` makes, at the cost of a copy;
-    with pooled=True, also pooled by `pool_world` (the 12 pairs of fixed_rankers.py queued).
+    with pooled=True, also pooled by `pool_world` (the 12 pairs of fixed_rankers.py queued);
+    with audits=[(N, seed), ...], pooled once per audit, in that order, each drawing it.
 
     Each distinct list of label lines is built once per session (per xdist worker) into a
     template under tmp_path_factory, with the settings a test gets (tests.helpers), and
@@ -23,14 +24,16 @@ def worlds(tmp_path_factory):
     """
     templates: dict[str, World] = {}
 
-    def make(root, lines: list[dict] | None = None, pooled: bool = False) -> World:
-        key = json.dumps([lines or [], pooled], sort_keys=True)
+    def make(root, lines: list[dict] | None = None, pooled: bool = False, audits=()) -> World:
+        key = json.dumps([lines or [], pooled, list(audits)], sort_keys=True)
         if key not in templates:
             base = tmp_path_factory.mktemp("world-template")
             with isolated_settings(base / "home"):
                 world = build_world(base / "w", lines)
-                if pooled:
+                if pooled and not audits:
                     pool_world(world)
+                for audit in audits:
+                    pool_world(world, audit)
             templates[key] = world
         return copy_world(templates[key], root)
 

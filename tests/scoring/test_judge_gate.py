@@ -10,6 +10,12 @@ The queue holds 12 pairs (test_judge_label.py). ana labels five of them; the jud
 Kappa on the five shared pairs, by hand: po = 4/5; ana's shares rel 2/5, part 1/5,
 irr 2/5; the judge's rel 3/5, part 1/5, irr 1/5; pe = (2x3 + 1x1 + 2x1)/25 = 9/25;
 kappa = (20/25 - 9/25) / (16/25) = 11/16 = 0.6875.
+
+No audit was drawn, so the gate reads these five shared pairs (contract 13.2), flagged as not a
+random sample. Its interval, bootstrapped over the two queries: Q1 alone (d1 d2 d3) has kappa
+1, Q2 alone (d5 d6: ana irr irr, the judge irr rel; po 1/2, pe 1/2) kappa 0, so the 95%
+interval is [0, 1] (test_judge_agreement.py) and only a gate of 0 admits the judge. Relevant
+share 3/5; AC1 49/69 = 0.7101 (test_judge_agreement.py works it out).
 """
 
 from __future__ import annotations
@@ -35,12 +41,16 @@ from world import (
     status_json,
 )
 
-from goldenset.labelling.merge import JudgeGate
+from goldenset.labelling.judge_gate import JudgeGate
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import isolated_settings
 
-HELD_BACK_WHY = "kappa 0.6875 on 5 shared pairs (needs >= {k:g} on >= {n} pairs); 12 labels held back"
+HELD_BACK_WHY = (
+    "kappa 0.6875 (95% interval 0.0000 to 1.0000) on 5 shared pairs of 2 queries, not a random sample "
+    "(agreement 0.8000 at chance 0.3600, relevant share 0.6000, AC1 0.7101); needs a lower bound >= {k:g} "
+    "on >= {n} pairs; 12 labels held back"
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +135,19 @@ def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_name
     assert status_json(judged, capsys)["judges_held_back"] == [
         {
             "annotator": "qwen",
+            "sample": "shared",
+            "audits": 0,
             "n": 5,
+            "queries": 2,
             "kappa": 0.6875,
-            "min_pairs": 50,
+            "kappa_lo": 0.0,
+            "kappa_hi": 1.0,
+            "po": 0.8,
+            "pe": 0.36,
+            "prevalence": 0.6,
+            "ac1": 0.7101,
             "min_kappa": 0.6,
+            "min_pairs": 50,
             "labels": 12,
             "why": HELD_BACK_WHY.format(k=0.6, n=50),
         }
@@ -140,12 +159,13 @@ def test_below_the_minimum_pairs_the_judges_labels_are_held_back_and_status_name
 
 @pytest.mark.slow
 def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, capsys, monkeypatch):
-    # The build's asset config reads its default gate from the environment.
+    # The build's asset config reads its default gate from the environment; the lower bound is 0.
     monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "5")
+    monkeypatch.setenv("GOLDENSET_JUDGE_MIN_KAPPA", "0")
     assert cli_build(judged) == 0
     build, rows, judges = latest(judged)
     assert build == (5, 7, 0)
-    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.6)]
+    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.0)]
     # ana's five pairs keep her labels, d6 included (the judge says relevant, and its line is later).
     assert rows == {
         **{pair: ("human", lab, GRADE[lab]) for pair, lab in ANA.items()},
@@ -157,6 +177,8 @@ def test_above_the_gate_judge_labels_join_only_where_no_human_label_is(judged, c
 @pytest.mark.slow
 def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monkeypatch):
     monkeypatch.setenv("GOLDENSET_JUDGE_MIN_PAIRS", "500")
+    monkeypatch.setenv("GOLDENSET_JUDGE_MIN_KAPPA", "0.9")
+    monkeypatch.setenv("GOLDENSET_JUDGE_AUDITS", "3")
     assert (
         main(
             [
@@ -174,14 +196,21 @@ def test_the_build_flags_set_the_gate_and_win_over_the_environment(judged, monke
                 "--judge-min-pairs",
                 "5",
                 "--judge-min-kappa",
-                "0.68",
+                "0",
+                "--judge-audits",
+                "2",
             ]
         )
         == 0
     )
     build, _, judges = latest(judged)
     assert build == (5, 7, 0)
-    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.68)]
+    assert judges == [("qwen", 5, 0.6875, True, 12, 5, 0.0)]
+    con = connect(judged.db, read_only=True)
+    try:
+        assert con.execute("SELECT DISTINCT audit_window FROM build_judges ORDER BY 1").fetchall()[-1] == (2,)
+    finally:
+        con.close()
 
 
 @pytest.mark.slow
@@ -193,9 +222,9 @@ def test_a_judge_whose_kappa_is_below_the_minimum_is_held_back_by_the_librarys_g
     assert status_json(judged, capsys)["judges_held_back"][0]["why"] == HELD_BACK_WHY.format(k=0.7, n=5)
 
 
-def test_a_gate_the_judge_meets_exactly_lets_it_in(judged):
-    # kappa 11/16 is exactly 0.6875: "at least" admits it.
+def test_the_point_kappa_no_longer_decides_the_lower_bound_does(judged):
+    # kappa 11/16 is exactly 0.6875, but its interval's lower bound is 0: a gate of 0.6875 holds it back.
     rebuild(judged, judge_gate=JudgeGate(min_pairs=5, min_kappa=0.6875))
     build, rows, judges = latest(judged)
-    assert build == (5, 7, 0)
-    assert judges[0][3] is True
+    assert build == (5, 0, 12)
+    assert judges[0][2:4] == (0.6875, False)

@@ -9,6 +9,11 @@ current labels on ana's pairs are all irrelevant:
     ana    rel rel part irr irr      judge (run 2)   irr irr irr irr irr
     po = 2/5; pe = (2/5)(5/5) = 2/5 (only irr is shared); kappa = (2/5 - 2/5) / (3/5) = 0
 
+No audit was drawn: the gate reads the five shared pairs (not a random sample). Run 1's interval
+is [1, 1] (Q2 alone has one label for both, no kappa: left out; Q1 alone and both have kappa 1);
+run 2's is [0, 0] (Q1 alone: po 0, pe 0). Run 2's AC1: the labels used are rel, part, irr; pi =
+2/10, 1/10, 7/10; pe1 = (0.16 + 0.09 + 0.21) / 2 = 0.23; AC1 = (0.4 - 0.23) / 0.77 = 17/77.
+
 Its hallucinated-span rate goes from 0/12 to 7/12.
 """
 
@@ -34,7 +39,7 @@ from world import (
     status_json,
 )
 
-from goldenset.labelling.merge import JudgeGate
+from goldenset.labelling.judge_gate import JudgeGate
 from goldenset.scoring.judge_health import judge_health
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
@@ -93,7 +98,7 @@ def gate_row(world):
     con = connect(world.db, read_only=True)
     try:
         return con.execute(
-            "SELECT annotator, n, kappa, passed, window_pairs FROM build_judges "
+            "SELECT annotator, n, kappa, passed, kappa_lo, sample FROM build_judges "
             "WHERE build_id = (SELECT labels_build_id FROM golden_builds ORDER BY build_id DESC LIMIT 1)"
         ).fetchone()
     finally:
@@ -121,10 +126,10 @@ def test_every_run_records_its_figures(two_runs):
     assert rows[0][8:11] == (0.0, 0.0, False)
 
 
-def test_a_judge_whose_window_kappa_falls_below_the_gate_is_held_back_at_the_next_build(two_runs):
+def test_a_judge_whose_kappa_falls_below_the_gate_is_held_back_at_the_next_build(two_runs):
     world, first = two_runs
-    assert first == ("qwen", 5, 1.0, True, 200)
-    assert gate_row(world) == ("qwen", 5, 0.0, False, 200)
+    assert first == ("qwen", 5, 1.0, True, 1.0, "shared")
+    assert gate_row(world) == ("qwen", 5, 0.0, False, 0.0, "shared")
 
 
 def test_status_says_why_and_warns_of_kappa_rate_and_change(two_runs, capsys):
@@ -132,11 +137,15 @@ def test_status_says_why_and_warns_of_kappa_rate_and_change(two_runs, capsys):
     st = status_json(world, capsys)
     assert st["judges_held_back"][0]["annotator"] == "qwen"
     (health,) = st["judge_health"]
-    assert health["runs"] == 2 and health["window_kappa"] == 0.0 and health["held_back"] is True
+    assert health["runs"] == 2 and health["kappa"] == 0.0 and health["held_back"] is True
+    assert (health["sample"], health["kappa_lo"], health["kappa_hi"], health["ac1"]) == ("shared", 0.0, 0.0, 0.2208)
     assert health["hallucinated_span_rate"] == 0.5833 and health["rate_change"] == 0.5833
     assert health["warnings"] == [
-        "judge qwen: kappa 0.0000 over its latest 5 pairs shared with humans is below the gate's 0.6; "
-        "its labels are held back from the golden set",
+        "judge qwen: no audit drawn yet, so the gate read the 5 pairs it shares with humans (2 queries), not a "
+        "random sample; draw one (goldenset pool --audit 40) and label its pairs",
+        "judge qwen: kappa 0.0000 (95% interval 0.0000 to 0.0000) on 5 shared pairs of 2 queries, not a random "
+        "sample (agreement 0.4000 at chance 0.4000, relevant share 0.6000, AC1 0.2208): its lower bound is below "
+        "the gate's 0.6; its labels are held back from the golden set",
         "judge qwen: 58.3% hallucinated spans in run 2 (above 5%)",
         "judge qwen: hallucinated-span rate moved +58.3% since its previous run (0.0% to 58.3%; more than 5%)",
     ]
@@ -145,13 +154,14 @@ def test_status_says_why_and_warns_of_kappa_rate_and_change(two_runs, capsys):
     assert "judge health WARN judge qwen: 58.3% hallucinated spans in run 2 (above 5%)" in text
 
 
-def test_the_window_reads_only_the_judges_latest_shared_pairs(two_runs):
+def test_without_an_audit_the_gate_reads_every_shared_pair_not_the_latest_ones(two_runs, monkeypatch):
     world, _ = two_runs
-    rebuild(world, judge_gate=JudgeGate(min_pairs=1, window=3))
-    assert gate_row(world)[1] == 3 and gate_row(world)[4] == 3
+    monkeypatch.setenv("GOLDENSET_JUDGE_WINDOW", "3")  # the old rule's window: read no more
+    rebuild(world, judge_gate=JudgeGate.from_environment(min_pairs=1))
+    assert gate_row(world)[1] == 5
 
 
-def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys, worlds):
+def test_a_healthy_judge_without_an_audit_is_warned_only_of_its_sample(tmp_path, judge_stub, capsys, worlds):
     world = worlds(tmp_path / "w", pooled=True)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
     judge_stub.answer_by(honest)
@@ -162,7 +172,13 @@ def test_a_healthy_judge_has_no_warning(tmp_path, judge_stub, capsys, worlds):
         (h,) = judge_health(con)
     finally:
         con.close()
-    assert h.warnings == [] and h.window_kappa == 1.0 and h.held_back is False
+    # Admitted, and its runs are clean, but it was measured on shared pairs: that is the one warning
+    # (test_gate_audit.py has a judge measured on the audit, with none).
+    assert h.held_back is False and h.gate is not None and h.gate.kappa == 1.0
+    assert h.warnings == [
+        "judge qwen: no audit drawn yet, so the gate read the 5 pairs it shares with humans (2 queries), not a "
+        "random sample; draw one (goldenset pool --audit 40) and label its pairs"
+    ]
 
 
 def test_a_run_whose_answers_are_mostly_unusable_exits_6_after_writing_and_recording(

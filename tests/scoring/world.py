@@ -217,17 +217,21 @@ def build_world(tmp: Path, lines: list[dict] | None = None) -> World:
     return world
 
 
-def pool_world(world: World) -> None:
-    """`goldenset pool` with fixed_rankers.py: the queue holds its 12 pairs (checked here)."""
+def pool_world(world: World, audit: tuple[int, int] | None = None) -> None:
+    """`goldenset pool` with fixed_rankers.py: the queue holds its 12 pairs (checked here); with
+    `audit` (N, seed), `pool --audit N --seed seed` (contract 12.1), which also asks the log-labelled
+    pair of each drawn query (r1, a1, r3)."""
     import contextlib
     import io
 
     from goldenset_dagster.cli import main
 
     out = io.StringIO()
+    extra = ["--audit", str(audit[0]), "--seed", str(audit[1])] if audit else []
     with contextlib.redirect_stdout(out):
-        assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args(), "--json"]) == 0
-    assert json.loads(out.getvalue())["queue"]["total"] == 12
+        assert main(["pool", "--rankers", "fixed_rankers:ranker", *world.args(), *extra, "--json"]) == 0
+    report = json.loads(out.getvalue())
+    assert report["queue"]["total"] == 12 + (report["audit"]["sample_size"] if audit else 0)
 
 
 def copy_world(template: World, root: Path) -> World:
