@@ -392,3 +392,8 @@ def test_a_warehouse_from_before_v5_opened_read_only_reads_its_gate_rows_as_the_
         con.close()
     assert (row.sample, row.kappa_lo, row.n) == (None, None, 200)
     assert row.why() == "kappa 0.0000 on 200 shared pairs; needs 0.6 on >= 50 pairs; 12 labels held back"
+
+
+def test_build_refuses_a_negative_audit_window_with_exit_2(tmp_path, capsys):
+    assert main(["build", "--db", str(tmp_path / "g.duckdb"), "--judge-audits", "-1"]) == 2
+    assert "--judge-audits (GOLDENSET_JUDGE_AUDITS) must be a whole number >= 0, got -1" in capsys.readouterr().err
