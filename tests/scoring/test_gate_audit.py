@@ -44,7 +44,6 @@ from goldenset.labelling.judge_gate import (
     GATE_SETTINGS,
     JudgeGate,
     admits,
-    audit_signature,
     deprecated_settings,
 )
 from goldenset.scoring.judge_health import judge_health
@@ -296,13 +295,23 @@ def test_a_new_audit_is_part_of_the_builds_inputs(audited):
     def signature() -> str:
         con = connect(audited.db, read_only=True)
         try:
-            return audit_signature(con)
+            return input_signature(con, "sha", [], "labels", JudgeGate())
         finally:
             con.close()
 
     before = signature()
     pool_world(audited, (1, 3))
     assert signature() != before
+
+
+def test_the_gates_figures_round_half_away_from_zero_as_agreement_does():
+    # 1/32 = 0.03125 is a double exactly, a tie at the fifth decimal: 7.5 rounds it away from zero (0.0313)
+    # where Python's round goes to even (0.0312).
+    row = judge_gate.GateRow(
+        "qwen", 32, 0.03125, False, 32, 50, 0.6, "audit", 1, 4, -0.03125, 0.5, 0.96875, 0.0, 0.5, 0.9
+    )
+    figures = row.to_json()
+    assert (figures["kappa"], figures["kappa_lo"], figures["po"]) == (0.0313, -0.0313, 0.9688)
 
 
 @pytest.mark.parametrize(
