@@ -1,0 +1,287 @@
+"""The judge's gate on Cranfield's real judgments: the audit's lower bound against the latest-window rule.
+
+    python benchmarks/judge_gate_simulation.py [--collection DIR] [--samples 1000] [--size 40] \
+        [--deltas=-0.15,-0.1,-0.05,-0.025,0.025,0.05,0.1,0.15] [--window 200] [--depth 10] \
+        [--resamples 2000] [--seed 0] [--out FILE.json] [--markdown FILE.md]
+
+DIR holds cran.all.1400, cran.qry and cranqrel (default: tests/data/cranfield-mini, the
+fresh-clone smoke size; the full collection gives the table in docs/concepts/estimates.md).
+
+What it does, in order:
+
+1. The pool of `ppi_simulation.py`, from `cranfield_study`: BM25 and the packaged MiniLM's
+   cosine over the 1,400 abstracts, the union of their top `depth` documents per query. The
+   **human label** of a pooled pair is Cranfield's judgment, on the two labels relevant (codes
+   1-4) and not relevant, as a person labelling the audit would record it.
+2. Two **real imperfect judges** label every pooled pair: the dense cosine and the BM25 score,
+   each cut at its calibrated threshold (`cranfield_study.calibrated_cut`: the cut minimising
+   the false-pass rate plus the false-fail rate over the pooled pairs). A judge's **true
+   kappa** is its Cohen's kappa against the human labels over every pooled pair of every query.
+3. The **minimum kappa** is put on either side of each judge's true kappa: min = true kappa +
+   delta for each `--deltas` value. With delta > 0 the judge is below the minimum, and every
+   admission is a false admission; with delta < 0 it is above, and every hold-back is a false
+   hold-back. (The judges are not degraded: the minimum moves.)
+4. `--samples` audits per judge, each a uniform draw of `--size` queries without replacement;
+   people label every pooled pair of a drawn query. On each audit, three rules decide, all with
+   min pairs 50:
+   - **audit gate** (contract 13.2): the library's own figures
+     (`goldenset.labelling.agreement.judge_agreement`: kappa's percentile bootstrap over the
+     audit's queries, B = `--resamples`, seed 0, as the build runs it) and decision
+     (`goldenset.labelling.judge_gate.admits`: the lower bound >= min);
+   - **audit point kappa**: kappa on the audit's pairs >= min (the audit without the interval);
+   - **window rule** (contract 13.2 before v5): the judge answers the labelling queue in its
+     priority order (contract 7.4: best rank ascending, more rankers first, then query and
+     document), so its latest `--window` labels shared with people are the audit's last
+     `--window` pairs in that order; kappa on them >= min.
+   Reported per judge and delta: how often each rule admits; the false-admission rate (delta >
+   0) or the false-hold-back rate (delta < 0); and per judge the mean kappa each rule measured.
+
+Sizes at or above the number of queries are cut to one less (the mini collection has 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import cranfield_collection as cc  # noqa: E402
+import cranfield_study as study  # noqa: E402
+
+from goldenset.labelling.agreement import judge_agreement  # noqa: E402
+from goldenset.labelling.judge_gate import JudgeGate, admits  # noqa: E402
+
+DEFAULT_COLLECTION = HERE.parent / "tests" / "data" / "cranfield-mini"
+MIN_PAIRS = JudgeGate().min_pairs
+RULES = ("audit gate", "audit point kappa", "window rule")
+
+
+# --------------------------------------------------------------------------- the pool, the judges, the queue
+
+
+def queue_order(top_bm25: np.ndarray, top_dense: np.ndarray, pooled: np.ndarray, query_ids: list[str]) -> list:
+    """The pooled pairs (query index, document index) in the labelling queue's priority order (contract 7.4)."""
+    n_q, n_d = pooled.shape
+    best = np.full((n_q, n_d), np.iinfo(np.int32).max)
+    rankers = np.zeros((n_q, n_d), dtype=int)
+    rows = np.arange(n_q)[:, None]
+    ranks = np.arange(1, top_bm25.shape[1] + 1)[None, :]
+    for t in (top_bm25, top_dense):
+        best[rows, t] = np.minimum(best[rows, t], np.broadcast_to(ranks, t.shape))
+        rankers[rows, t] += 1
+    pairs = list(zip(*np.nonzero(pooled), strict=True))
+    return sorted(pairs, key=lambda p: (best[p], -rankers[p], query_ids[p[0]], cc.doc_id(p[1] + 1)))
+
+
+def calibrated_judge(scores: np.ndarray, truth: np.ndarray, pooled: np.ndarray) -> tuple[np.ndarray, float]:
+    """A real score cut at its calibrated threshold (cranfield_study.calibrated_cut) over the pooled pairs."""
+    cut = study.calibrated_cut(scores[pooled], truth[pooled])
+    return np.where(pooled, (scores >= cut).astype(np.int8), 0), cut
+
+
+# --------------------------------------------------------------------------- the audits
+
+
+def measure(judge: np.ndarray, truth: np.ndarray, queue: list, draws: np.ndarray, args) -> dict:
+    """Per audit: the gate's lower bound, the audit's kappa and the window's kappa (and their n)."""
+    position = {p: i for i, p in enumerate(queue)}
+    by_query: dict[int, list] = {}
+    for p in queue:
+        by_query.setdefault(int(p[0]), []).append(p)
+    out: dict[str, list] = {"lower": [], "audit_kappa": [], "audit_n": [], "window_kappa": [], "window_n": []}
+    for draw in draws:
+        pairs = [p for q in draw for p in by_query.get(int(q), [])]
+        rows = [(f"{p[0]:04d}", int(judge[p]), int(truth[p]), bool(truth[p])) for p in pairs]
+        a = judge_agreement(rows, args.resamples, 0)
+        out["lower"].append(a.kappa_lo)
+        out["audit_kappa"].append(None if a.kappa is None else float(a.kappa))
+        out["audit_n"].append(a.n)
+        window = sorted(pairs, key=position.__getitem__)[-args.window :]
+        w = study.kappa(np.array([judge[p] for p in window]), np.array([truth[p] for p in window]))
+        out["window_kappa"].append(None if np.isnan(w) else w)
+        out["window_n"].append(len(window))
+    return out
+
+
+def decisions(m: dict, min_kappa: float) -> dict[str, float]:
+    """The share of audits each rule admits at this minimum."""
+    gate = JudgeGate(min_pairs=MIN_PAIRS, min_kappa=min_kappa)
+
+    def share(flags: list[bool]) -> float:
+        return float(np.mean(flags))
+
+    return {
+        "audit gate": share([admits(n, lo, gate) for n, lo in zip(m["audit_n"], m["lower"], strict=True)]),
+        "audit point kappa": share([admits(n, k, gate) for n, k in zip(m["audit_n"], m["audit_kappa"], strict=True)]),
+        "window rule": share([admits(n, k, gate) for n, k in zip(m["window_n"], m["window_kappa"], strict=True)]),
+    }
+
+
+def _mean(values: list) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
+def run(args: argparse.Namespace) -> dict:
+    started = time.monotonic()
+    collection = cc.read_collection(Path(args.collection))
+    bm25, cosine = study.bm25_scores(collection), study.dense_scores(collection)
+    top_bm25, top_dense = study.top(bm25, args.depth), study.top(cosine, args.depth)
+    rel = study.truth_matrix(collection)
+    n_q = rel.shape[0]
+    pooled = study.pooled(rel.shape, top_bm25, top_dense)
+    truth = np.where(pooled, rel, 0)
+    queue = queue_order(top_bm25, top_dense, pooled, [q.query_id for q in collection.queries])
+    size = min(args.size, n_q - 1)
+    rng = np.random.default_rng(args.seed)
+    draws = np.argsort(rng.random((args.samples, n_q)), axis=1)[:, :size]
+    judges = {}
+    for name, scores in (("dense cosine >= calibrated cut", cosine), ("bm25 score >= calibrated cut", bm25)):
+        labels, cut = calibrated_judge(scores, truth, pooled)
+        true_kappa = study.kappa(labels[pooled], truth[pooled])
+        m = measure(labels, truth, queue, draws, args)
+        rows = []
+        for delta in args.deltas:
+            min_kappa = round(true_kappa + delta, 4)
+            admitted = decisions(m, min_kappa)
+            side = "below" if delta > 0 else "above"
+            errors = {r: admitted[r] if side == "below" else 1 - admitted[r] for r in RULES}
+            rows.append(
+                {"delta": delta, "min_kappa": min_kappa, "judge_is": side, "admitted": admitted, "error": errors}
+            )
+        judges[name] = {
+            "cut": cut,
+            "true_kappa": true_kappa,
+            "mean_kappa": {
+                "audit": _mean(m["audit_kappa"]),
+                "audit lower bound": _mean(m["lower"]),
+                "window": _mean(m["window_kappa"]),
+            },
+            "mean_pairs": {"audit": float(np.mean(m["audit_n"])), "window": float(np.mean(m["window_n"]))},
+            "window_relevant_share": _window_prevalence(truth, queue, draws, args.window),
+            "rows": rows,
+        }
+    return {
+        "collection": str(args.collection),
+        "queries": n_q,
+        "documents": rel.shape[1],
+        "depth": args.depth,
+        "pooled_pairs": int(pooled.sum()),
+        "pooled_relevant_share": float(truth[pooled].mean()),
+        "audit_size": size,
+        "window": args.window,
+        "min_pairs": MIN_PAIRS,
+        "samples": args.samples,
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "judges": judges,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def _window_prevalence(truth: np.ndarray, queue: list, draws: np.ndarray, window: int) -> float:
+    """The mean share of relevant pairs in the window the old rule read (the audit's share is the pool's)."""
+    drawn_sets = [set(int(q) for q in d) for d in draws]
+    shares = []
+    for drawn in drawn_sets:
+        tail = [p for p in queue if int(p[0]) in drawn][-window:]
+        shares.append(float(np.mean([truth[p] for p in tail])) if tail else 0.0)
+    return float(np.mean(shares))
+
+
+# --------------------------------------------------------------------------- report
+
+
+def markdown(out: dict) -> str:
+    lines = [
+        f"{out['queries']} queries, {out['documents']} documents, pool depth {out['depth']} "
+        f"({out['pooled_pairs']} pooled pairs, {study.pct(out['pooled_relevant_share'], 1)} relevant); "
+        f"{out['samples']} audits of {out['audit_size']} queries per judge, seed {out['seed']}; the gate's "
+        f"bootstrap B = {out['resamples']}; min pairs {out['min_pairs']}; the window rule reads the audit's "
+        f"last {out['window']} pairs in queue order. Error: for a judge below the minimum, the share of audits "
+        "that admit it; above, the share that hold it back.",
+        "",
+    ]
+    header = ["judge", "true kappa", "min kappa", "judge is", *(f"{r}: error" for r in RULES)]
+    rows = []
+    for name, j in out["judges"].items():
+        for r in j["rows"]:
+            rows.append(
+                [
+                    name,
+                    study.fmt(j["true_kappa"], 3),
+                    f"{r['min_kappa']:.3f} ({r['delta']:+g})",
+                    f"{r['judge_is']} the minimum",
+                    *(study.pct(r["error"][rule], 1) for rule in RULES),
+                ]
+            )
+    lines += study.table(header, rows) + [""]
+    header = [
+        "judge",
+        "true kappa",
+        "mean kappa on the audit",
+        "mean lower bound",
+        "mean kappa on the window",
+        "relevant share in the window",
+        "pairs: audit / window",
+    ]
+    rows = [
+        [
+            name,
+            study.fmt(j["true_kappa"], 3),
+            study.fmt(j["mean_kappa"]["audit"], 3),
+            study.fmt(j["mean_kappa"]["audit lower bound"], 3),
+            study.fmt(j["mean_kappa"]["window"], 3),
+            study.pct(j["window_relevant_share"], 1),
+            f"{j['mean_pairs']['audit']:.0f} / {j['mean_pairs']['window']:.0f}",
+        ]
+        for name, j in out["judges"].items()
+    ]
+    lines += study.table(header, rows)
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--collection", default=str(DEFAULT_COLLECTION), help="folder of cran.all.1400, cran.qry, cranqrel")
+    p.add_argument("--samples", type=int, default=1000, help="audits drawn per judge")
+    p.add_argument("--size", type=int, default=40, help="queries per audit")
+    p.add_argument("--deltas", default="-0.15,-0.1,-0.05,-0.025,0.025,0.05,0.1,0.15", help="min kappa - true kappa")
+    p.add_argument("--window", type=int, default=200, help="the old rule's window: the judge's latest shared pairs")
+    p.add_argument("--depth", type=int, default=10, help="pool depth per ranker")
+    p.add_argument("--resamples", type=int, default=JudgeGate().resamples, help="the gate's bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the audits' draws")
+    p.add_argument("--out", type=Path, help="write the JSON here")
+    p.add_argument("--markdown", type=Path, help="write the table here")
+    args = p.parse_args(argv)
+    args.deltas = [float(s) for s in args.deltas.split(",")]
+    if any(d == 0 for d in args.deltas):
+        p.error("--deltas: 0 puts the judge at the minimum, on neither side")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = run(args)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    table = markdown(out)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(table, encoding="utf-8")
+    print(table, end="")
+    print(f"({out['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
