@@ -25,7 +25,7 @@ What it does, in order:
    people label every pooled pair of a drawn query. On each audit, three rules decide, all with
    min pairs 50:
    - **audit gate** (contract 13.2): the library's own figures
-     (`goldenset.labelling.agreement.judge_agreement`: kappa's percentile bootstrap over the
+     (`goldenset.labelling.judge_agreement.judge_agreement`: kappa's percentile bootstrap over the
      audit's queries, B = `--resamples`, seed 0, as the build runs it) and decision
      (`goldenset.labelling.judge_gate.admits`: the lower bound >= min);
    - **audit point kappa**: kappa on the audit's pairs >= min (the audit without the interval);
@@ -56,7 +56,7 @@ if str(HERE) not in sys.path:
 import cranfield_collection as cc  # noqa: E402
 import cranfield_study as study  # noqa: E402
 
-from goldenset.labelling.agreement import judge_agreement  # noqa: E402
+from goldenset.labelling.judge_agreement import judge_agreement  # noqa: E402
 from goldenset.labelling.judge_gate import JudgeGate, admits  # noqa: E402
 
 DEFAULT_COLLECTION = HERE.parent / "tests" / "data" / "cranfield-mini"

@@ -22,7 +22,7 @@ Decisions
   (a non-random sample earns no more trust than a random one).
 - **The decision.** A judge takes part when n >= `min_pairs` and the lower bound of kappa's
   95% bootstrap interval over queries is >= `min_kappa` (floats compared as they are; the
-  bound comes from `goldenset.labelling.agreement.bootstrap_kappa`, B = `resamples` (2000)
+  bound comes from `goldenset.labelling.judge_agreement.bootstrap_kappa`, B = `resamples` (2000)
   with seed `seed` (0), so a rebuild on unchanged input decides the same). No interval (fewer
   than 2 queries, kappa undefined): held back.
 - **Every setting is a build input.** Each field of `JudgeGate` enters the build's input
@@ -46,7 +46,8 @@ from typing import Any
 
 from goldenset.connection import Connection
 from goldenset.errors import UsageError
-from goldenset.labelling.agreement import JudgeAgreement, judge_agreement, round_half_away
+from goldenset.labelling.agreement import round_half_away
+from goldenset.labelling.judge_agreement import JudgeAgreement, judge_agreement
 from goldenset.schema import active_documents
 
 ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"

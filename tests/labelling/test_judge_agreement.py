@@ -26,7 +26,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from goldenset.labelling.agreement import bootstrap_kappa, cohen_kappa, gwet_ac1, judge_agreement
+from goldenset.labelling.agreement import cohen_kappa, gwet_ac1
+from goldenset.labelling.judge_agreement import bootstrap_kappa, judge_agreement
 from tests.helpers import running_under_ci, wait_for_venv
 
 ROOT = Path(__file__).resolve().parents[2]
