@@ -1,8 +1,8 @@
 """Judge health over time (contract 13): each `judge label` run's figures, the gate's figures, the warnings.
 
-Agreement must be re-checked on rolling samples, not certified once, and the rate of
-unsupported citations (a supporting span that is not in the passage) is the most useful
-health signal. So:
+Agreement must be measured on a random sample (the audit) and re-checked at every build, not
+certified once, and the rate of unsupported citations (a supporting span that is not in the
+passage) is the most useful health signal. So:
 
 - every `judge label` run records its figures in `judge_runs` (answers by kind through
   the invalid reasons, the hallucinated-span rate, transport errors, the scorer version:
