@@ -9,7 +9,6 @@ annotator name) propagate as GoldensetError subclasses for goldenset.cli.app to 
 from __future__ import annotations
 
 import getpass
-import ipaddress
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,14 +18,13 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
-from goldenset.cli.shared import command_group
+from goldenset.cli.shared import LOOPBACK_NAMES, bind_socket, command_group, is_loopback
 from goldenset.errors import UsageError
 
 if TYPE_CHECKING:
     from goldenset.labelling.page import QueueItem
 
 DEFAULT_PORT = 8765
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 app = command_group(
     "label", "Label queued pairs in a local web page; it appends label lines to LABELS and never writes DuckDB."
@@ -46,25 +44,6 @@ def _default_annotator() -> str:
         raise UsageError("cannot tell who you are from the environment; pass --annotator NAME") from None
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening socket, bound before the URL is printed, so --port 0 prints the port it got."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as exc:
-        raise UsageError(f"--host {host!r} cannot be resolved ({exc.strerror}); use 127.0.0.1") from None
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pass another --port (0 picks a free one)"
-        ) from None
-    sock.listen(64)
-    return sock
-
-
 def _public_origin(url: str) -> str:
     """scheme://host[:port] of --public-url; UsageError (exit 2) for anything else."""
     parts = urlsplit(url)
@@ -74,15 +53,6 @@ def _public_origin(url: str) -> str:
             "no path: the page's links start at /)"
         )
     return f"{parts.scheme}://{parts.netloc}"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @app.command("serve")
@@ -180,7 +150,7 @@ def serve(
             f"{session.no_rubric} queued pairs left out: no rubric judges their project "
             "(add a rubric for it, or run `goldenset pool` again)"
         )
-    if not _is_loopback(host):
+    if not is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
     _run(create_app(session, allowed_hosts=allowed, public_origin=origin), sock)
     typer.echo(f"stopped: {len(session.done)} pairs labelled this session")
@@ -188,10 +158,10 @@ def serve(
 
 def _listen(host: str, port: int, public_url: str | None) -> tuple[socket.socket, list[str] | None, str | None, str]:
     """The bound socket, the Host names allowed, the public origin, and the URL to print."""
-    sock = _bind(host, port)
+    sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     # A Host header check closes the page to DNS rebinding while it listens on loopback only.
-    allowed = list(_LOOPBACK_NAMES) if host in _LOOPBACK_NAMES else None
+    allowed = list(LOOPBACK_NAMES) if host in LOOPBACK_NAMES else None
     origin = _public_origin(public_url) if public_url is not None else None
     if origin is not None and allowed is not None:
         allowed.append(urlsplit(origin).hostname or "")
@@ -266,7 +236,7 @@ def _serve_team(
         f"(--overlap {share:g}, seed {team.seed}); a pair opened is held {minutes:g} minutes; label lines go "
         f"to {labels_dir}/dt=<UTC day>/page-<name>.jsonl"
     )
-    if not _is_loopback(host):
+    if not is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels under any name", err=True)
     _run(TeamApp(page, allowed_hosts=allowed, public_origin=origin), sock)
     typer.echo(f"stopped: {sum(len(s.done) for s in page.sessions.values())} pairs labelled this session")

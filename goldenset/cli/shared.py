@@ -6,6 +6,8 @@ app can import the command modules without an import cycle.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +17,7 @@ import typer
 
 from goldenset import settings
 from goldenset.consoles import console
-from goldenset.errors import InputError
+from goldenset.errors import InputError, UsageError
 
 out = console()
 err = console(stderr=True)
@@ -64,3 +66,36 @@ def reading(db: Path, wait: float | None = None) -> Iterator:
         ) from None
     finally:
         con.close()
+
+
+# Names a page or receiver on loopback answers to: a Host header check on them closes it to DNS rebinding.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before the URL is printed, so --port 0 prints the port it got."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host!r} cannot be resolved ({exc.strerror}); use 127.0.0.1") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pass another --port (0 picks a free one)"
+        ) from None
+    sock.listen(64)
+    return sock
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (a page or receiver bound there is not reachable from others)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
