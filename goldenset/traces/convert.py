@@ -8,8 +8,11 @@ One retriever span is one serve. Decisions (contract section 14 holds them all):
   across re-imports.
 - Documents are read from flattened keys `retrieval.documents.<i>.document.<field>`,
   from a list at `retrieval.documents` (a JSON string or a list of objects), or from
-  `gen_ai.retrieval.documents` (a JSON array of objects with `id`, `score`); the
-  position in that order is the rank - 1.
+  `gen_ai.retrieval.documents` (a JSON array of objects with `id`, `score`). A
+  document's rank counts the ranked documents up to it: an `always` document takes no
+  rank, so the first ranked document after an injected one is rank 1. Positions (from 0,
+  every document counted) stay apart: they are what `document_position` annotations
+  address, kept per serve as `span_documents`.
 - An item whose version neither its metadata nor a snapshot gives is rejected alone
   (`unknown_document_version`); the serve keeps the others, and a serve left with
   none is rejected whole. A verdict on a rejected item is rejected with it.
@@ -141,6 +144,7 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
     positions: list[str | None] = []
     rejects: list[SpanRejected] = []
     seen: set[str] = set()
+    ranked = 0  # ranked documents so far: an `always` one takes no rank (contract 14.2)
     for pos, d in enumerate(docs):
         doc_id = d.get("id")
         if doc_id is None or doc_id == "":
@@ -152,6 +156,10 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
             raise SpanRejected("invalid_field", f"span {span.span_id}: document {doc_id!r} appears twice")
         seen.add(doc_id)
         meta = _metadata(d.get("metadata"), span.span_id, pos)
+        always = mapping.always is not None and meta.get(mapping.always.key) in mapping.always.values
+        # A ranked document rejected for its version keeps its rank: it was served there.
+        rank = None if always else ranked + 1
+        ranked += 0 if always else 1
         version = _text(meta.get(mapping.doc_version_key)) or lookup(doc_id, span.start)
         if version is None:
             rejects.append(
@@ -163,10 +171,9 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
             )
             positions.append(None)
             continue
-        always = mapping.always is not None and meta.get(mapping.always.key) in mapping.always.values
         score = d.get("score")
         score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-        items.append(SpanItem(doc_id, version, "always" if always else "ranked", None if always else pos + 1, score))
+        items.append(SpanItem(doc_id, version, "always" if always else "ranked", rank, score))
         positions.append(doc_id)
     if not items:
         raise SpanRejected("unknown_document_version", f"span {span.span_id}: no document has a known version")

@@ -240,7 +240,8 @@ def test_a_phoenix_span_table_and_its_document_annotations_become_serves_and_ver
     assert serve["ts"] == "2026-11-30T08:15:00.123456Z" and serve["project"] == "sales"
     assert serve["items"] == [
         {"doc_id": "plan-ent", "doc_version": "5", "channel": "always", "score": 0.8},
-        {"doc_id": "plan-pro", "doc_version": "3", "channel": "ranked", "rank": 2, "score": 0.6},
+        # Rank 1: the injected document before it takes no rank (contract 14.2).
+        {"doc_id": "plan-pro", "doc_version": "3", "channel": "ranked", "rank": 1, "score": 0.6},
     ]
     assert (verdict["doc_id"], verdict["verdict"], verdict["ts"]) == (
         "plan-ent",
@@ -381,3 +382,33 @@ def test_bad_rows_of_a_phoenix_span_table_are_quarantined_with_their_reasons(tmp
         (4, "invalid_field"),
         (5, "invalid_field"),
     ]
+
+
+def test_rank_counts_ranked_documents_only_and_positions_stay_positions(tmp_path, warehouse):
+    # Positions 0..3: a (ranked), b (injected), c (ranked, no version: rejected), d (ranked).
+    # By hand, contract 14.2: a is rank 1, b takes none, c would be rank 2 and keeps it
+    # though rejected, so d is rank 3; position 3 (an annotation's document_position) is d.
+    attrs = oi_docs(
+        ("a", {"version": "1"}), ("b", {"version": "1", "pinned": True}), ("c", {}), ("d", {"version": "4"})
+    )
+    f = write_jsonl(tmp_path / "in" / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
+    annotation = {
+        "span_id": "00f067aa0ba902b7",
+        "document_position": 3,
+        "name": "relevance",
+        "label": "relevant",
+        "annotator_kind": "HUMAN",
+        "updated_at": "2025-11-28T11:00:00Z",
+    }
+    write_jsonl(tmp_path / "in" / "annotations.jsonl", [annotation])
+    mapping = Mapping.model_validate({"always": {"key": "pinned", "values": [True]}})
+    result = import_traces(warehouse, tmp_path / "in", "otlp-json", mapping, tmp_path / "logs", now=NOW)
+    serve, verdict = lines(tmp_path / "logs")
+    assert [(i["doc_id"], i["channel"], i.get("rank")) for i in serve["items"]] == [
+        ("a", "ranked", 1),
+        ("b", "always", None),
+        ("d", "ranked", 3),
+    ]
+    assert serve["span_documents"] == ["a", "b", None, "d"]
+    assert (verdict["doc_id"], verdict["verdict"]) == ("d", "helped")
+    assert dict(result.rejected) == {"unknown_document_version": 1}

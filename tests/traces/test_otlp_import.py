@@ -100,7 +100,7 @@ def test_sdk_spans_build_the_same_golden_set_as_the_equivalent_contract_log(proj
                 sid1,
                 "2026-11-28T10:00:00.25Z",
                 TASK1,
-                [always("rule-17", "3"), ranked("dec-204", 2, "2"), ranked("dec-9", 3, "7")],
+                [always("rule-17", "3"), ranked("dec-204", 1, "2"), ranked("dec-9", 2, "7")],
             ),
             verdict(sid1, "rule-17", "helped", "2026-11-29T12:00:00Z"),
             verdict(sid1, "dec-204", "helped", "2026-11-29T12:00:00Z"),
