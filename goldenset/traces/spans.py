@@ -16,6 +16,7 @@ Decisions:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,7 +74,9 @@ class Record:
     item: Span | Annotation | Bad
 
 
-class _BadValue(Exception):
+class BadValue(Exception):
+    """A value that does not read: the contract's reject reason and what was wrong."""
+
     def __init__(self, reason: str, detail: str):
         super().__init__(detail)
         self.reason = reason
@@ -133,56 +136,145 @@ def _from_object(obj: dict, fmt: str) -> list[Span | Annotation | Bad]:
         if fmt == "otlp-json":
             return list(_otlp_request(obj))
         return [_phoenix_span(flatten(obj))]
-    except _BadValue as exc:
+    except BadValue as exc:
         return [Bad(exc.reason, exc.detail)]
 
 
 # --------------------------------------------------------------------------- OTLP JSON
 def _otlp_request(obj: dict) -> Iterator[Span | Bad]:
-    """The spans of one ExportTraceServiceRequest (camelCase, hex ids: the OTLP JSON encoding)."""
+    """The spans of one ExportTraceServiceRequest in a file (OTLP JSON: camelCase keys; hex or base64 ids)."""
     resource_spans = obj.get("resourceSpans")
     if not isinstance(resource_spans, list):
-        raise _BadValue("missing_field", "an OTLP JSON line holds resourceSpans (a list)")
+        raise BadValue("missing_field", "an OTLP JSON line holds resourceSpans (a list)")
     for rs in resource_spans:
         if not isinstance(rs, dict):
             yield Bad("invalid_field", "resourceSpans holds a value that is not an object")
             continue
         try:
-            resource = otlp_attributes((rs.get("resource") or {}).get("attributes"))
-        except _BadValue as exc:
+            resource = otlp_attributes(_object(rs.get("resource"), "resource").get("attributes"))
+            scopes = _objects(rs.get("scopeSpans"), "scopeSpans")
+        except BadValue as exc:
             yield Bad(exc.reason, "resource: " + exc.detail)
             continue
-        for ss in rs.get("scopeSpans") or []:
-            for sp in (ss or {}).get("spans") or []:
+        for ss in scopes:
+            try:
+                spans = _objects(ss.get("spans"), "spans")
+            except BadValue as exc:
+                yield Bad(exc.reason, exc.detail)
+                continue
+            for sp in spans:
                 try:
-                    yield _otlp_span(sp, resource)
-                except _BadValue as exc:
+                    yield otlp_span(sp, resource)
+                except BadValue as exc:
                     yield Bad(exc.reason, exc.detail)
 
 
-def _otlp_span(sp: Any, resource: dict[str, Any]) -> Span:
+def request_shape_error(obj: Any) -> str | None:
+    """Why `obj` is not shaped as an ExportTraceServiceRequest (lists of objects down to each span); None if it is.
+
+    The receiver answers 400 for such a body. Absent lists are empty (an empty request is valid).
+    """
+    if not isinstance(obj, dict):
+        return "the body is not a JSON object"
+    try:
+        for rs in _objects(obj.get("resourceSpans"), "resourceSpans"):
+            _object(rs.get("resource"), "resource")
+            for ss in _objects(rs.get("scopeSpans"), "scopeSpans"):
+                _objects(ss.get("spans"), "spans")
+    except BadValue as exc:
+        return exc.detail
+    return None
+
+
+def _objects(value: Any, name: str) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise BadValue("invalid_field", f"{name} is not a list of objects")
+    return value
+
+
+def _object(value: Any, name: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadValue("invalid_field", f"{name} is not an object")
+    return value
+
+
+def otlp_span(sp: Any, resource: dict[str, Any]) -> Span:
+    """One OTLP span as a Span; BadValue (a reject reason and detail) when it does not read."""
     if not isinstance(sp, dict):
-        raise _BadValue("invalid_field", "a span is not an object")
-    trace_id = _hex_id(sp.get("traceId"), "traceId", 32)
-    span_id = _hex_id(sp.get("spanId"), "spanId", 16)
+        raise BadValue("invalid_field", "a span is not an object")
+    trace_id = otlp_id(sp.get("traceId"), "traceId", TRACE_ID_BYTES)
+    span_id = otlp_id(sp.get("spanId"), "spanId", SPAN_ID_BYTES)
     nanos = sp.get("startTimeUnixNano")
     try:
         start = datetime.fromtimestamp(int(nanos) // 1000 / 1e6, tz=UTC) if nanos is not None else None
     except (TypeError, ValueError, OverflowError):
-        raise _BadValue("invalid_field", f"startTimeUnixNano {nanos!r} is not an integer") from None
+        raise BadValue("invalid_field", f"startTimeUnixNano {nanos!r} is not an integer") from None
     if start is None:
-        raise _BadValue("missing_field", f"span {span_id} has no startTimeUnixNano")
+        raise BadValue("missing_field", f"span {span_id} has no startTimeUnixNano")
     return Span(trace_id, span_id, start, otlp_attributes(sp.get("attributes")), resource)
 
 
-def _hex_id(value: Any, name: str, length: int) -> str:
+# Trace and span ids as the two encoders real tools use write them (contract 14.1): OTLP's
+# JSON encoding as hex, protobuf's standard JSON mapping (MessageToDict, MessageToJson) as
+# padded base64. The length decides which: 2n hex digits or the 4*ceil(n/3) characters of
+# base64 for n bytes differ for both ids (32/24, 16/12), so no string is read both ways.
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_STANDARD, _URL_SAFE = frozenset("+/"), frozenset("-_")
+
+
+def base64_length(size: int) -> int:
+    """Characters of padded base64 for `size` bytes."""
+    return 4 * -(-size // 3)
+
+
+def otlp_id(value: Any, name: str, size: int) -> str:
+    """An id of `size` bytes as lowercase hex: from 2*size hex digits, or from padded base64.
+
+    Base64 is standard (`+/`) or URL-safe (`-_`), not both, padded with `=` to
+    `base64_length(size)` characters, and canonical (the unused bits of its last digit are
+    zero), so each id has one spelling per encoding. An id of zero bytes only is invalid.
+    """
     if value is None or value == "":
-        raise _BadValue("missing_field", f"the span has no {name}")
-    if not isinstance(value, str) or len(value) != length or not all(c in "0123456789abcdefABCDEF" for c in value):
-        raise _BadValue("invalid_field", f"{name} {value!r} is not {length} hex digits")
-    if set(value) == {"0"}:
-        raise _BadValue("invalid_field", f"{name} is all zeros (an invalid id)")
-    return value.lower()
+        raise BadValue("missing_field", f"the span has no {name}")
+    hex_len, b64_len = 2 * size, base64_length(size)
+    raw = None
+    if isinstance(value, str) and len(value) == hex_len and _HEX_DIGITS.issuperset(value):
+        raw = bytes.fromhex(value)
+    elif isinstance(value, str) and len(value) == b64_len:
+        raw = _base64_id(value, size)
+    if raw is None:
+        raise BadValue(
+            "invalid_field",
+            f"{name} {value!r} is neither {hex_len} hex digits nor {b64_len} characters of padded base64",
+        )
+    if not any(raw):
+        raise BadValue("invalid_field", f"{name} is all zeros (an invalid id)")
+    return raw.hex()
+
+
+def _base64_id(value: str, size: int) -> bytes | None:
+    """The `size` bytes a padded, canonical base64 string encodes; None when it is not one."""
+    pad = (3 - size % 3) % 3
+    body = value[: len(value) - pad]
+    if value[len(body) :] != "=" * pad:
+        return None
+    extra = set(body) - _BASE64
+    url_safe = bool(extra & _URL_SAFE)
+    if not extra <= (_URL_SAFE if url_safe else _STANDARD):
+        return None
+    try:
+        raw = (base64.urlsafe_b64decode if url_safe else base64.b64decode)(value)
+    except ValueError:
+        return None
+    encoded = (base64.urlsafe_b64encode if url_safe else base64.b64encode)(raw).decode()
+    return raw if len(raw) == size and encoded == value else None
 
 
 def otlp_attributes(attrs: Any) -> dict[str, Any]:
@@ -190,11 +282,11 @@ def otlp_attributes(attrs: Any) -> dict[str, Any]:
     if attrs is None:
         return {}
     if not isinstance(attrs, list):
-        raise _BadValue("invalid_field", "attributes is not a list of key/value objects")
+        raise BadValue("invalid_field", "attributes is not a list of key/value objects")
     out = {}
     for kv in attrs:
         if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-            raise _BadValue("invalid_field", f"attribute {kv!r} has no string key")
+            raise BadValue("invalid_field", f"attribute {kv!r} has no string key")
         out[kv["key"]] = _any_value(kv.get("value"), kv["key"])
     return out
 
@@ -203,7 +295,7 @@ def _any_value(v: Any, key: str) -> Any:
     if v is None or v == {}:
         return None
     if not isinstance(v, dict) or len(v) != 1:
-        raise _BadValue("invalid_field", f"attribute {key} holds {v!r}, not one OTLP AnyValue")
+        raise BadValue("invalid_field", f"attribute {key} holds {v!r}, not one OTLP AnyValue")
     kind, value = next(iter(v.items()))
     try:
         if kind == "stringValue" and isinstance(value, str):
@@ -222,7 +314,7 @@ def _any_value(v: Any, key: str) -> Any:
             return value
     except (TypeError, ValueError, AttributeError):
         pass
-    raise _BadValue("invalid_field", f"attribute {key} holds {kind} {value!r}, which does not parse")
+    raise BadValue("invalid_field", f"attribute {key} holds {kind} {value!r}, which does not parse")
 
 
 # --------------------------------------------------------------------------- Phoenix tables
@@ -243,7 +335,7 @@ def _phoenix_span(row: dict[str, Any]) -> Span:
     trace_id = _id(row, ("context.trace_id", "trace_id"), "context.trace_id")
     start = parse_time(row.get("start_time"), "start_time")
     if start is None:
-        raise _BadValue("missing_field", f"span {span_id} has no start_time")
+        raise BadValue("missing_field", f"span {span_id} has no start_time")
     attributes = {k.removeprefix("attributes."): v for k, v in row.items() if k.startswith("attributes.")}
     if "span_kind" in row and "openinference.span.kind" not in attributes:
         attributes["openinference.span.kind"] = row["span_kind"]
@@ -256,9 +348,9 @@ def _id(row: dict[str, Any], keys: tuple[str, ...], name: str) -> str:
         v = row.get(k)
         if v not in (None, ""):
             if not isinstance(v, str):
-                raise _BadValue("invalid_field", f"{name} {v!r} is not a string")
+                raise BadValue("invalid_field", f"{name} {v!r} is not a string")
             return v
-    raise _BadValue("missing_field", f"the row has no {name}")
+    raise BadValue("missing_field", f"the row has no {name}")
 
 
 def parse_time(value: Any, name: str) -> datetime | None:
@@ -271,9 +363,9 @@ def parse_time(value: Any, name: str) -> datetime | None:
         try:
             dt = datetime.fromisoformat(value)
         except ValueError:
-            raise _BadValue("invalid_field", f"{name} {value!r} is not an ISO 8601 time") from None
+            raise BadValue("invalid_field", f"{name} {value!r} is not an ISO 8601 time") from None
     else:
-        raise _BadValue("invalid_field", f"{name} {value!r} is not a time")
+        raise BadValue("invalid_field", f"{name} {value!r} is not a time")
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
@@ -281,19 +373,19 @@ def _annotation(row: dict[str, Any]) -> Annotation:
     span_id = _id(row, ("context.span_id", "span_id", "span_rowid"), "span_id")
     name = row.get("name")
     if not isinstance(name, str) or not name:
-        raise _BadValue("missing_field", "the annotation has no name")
+        raise BadValue("missing_field", "the annotation has no name")
     kind = row.get("annotator_kind")
     if not isinstance(kind, str) or kind.upper() not in ("HUMAN", "LLM", "CODE"):
-        raise _BadValue("invalid_field", f"annotator_kind {kind!r} is not HUMAN, LLM or CODE")
+        raise BadValue("invalid_field", f"annotator_kind {kind!r} is not HUMAN, LLM or CODE")
     position = row.get("document_position")
     if position is not None and (isinstance(position, bool) or not isinstance(position, int) or position < 0):
-        raise _BadValue("invalid_field", f"document_position {position!r} is not an integer >= 0")
+        raise BadValue("invalid_field", f"document_position {position!r} is not an integer >= 0")
     label = row.get("result.label", row.get("label"))
     score = row.get("result.score", row.get("score"))
     if label is not None and not isinstance(label, str):
-        raise _BadValue("invalid_field", f"label {label!r} is not a string")
+        raise BadValue("invalid_field", f"label {label!r} is not a string")
     if score is not None and (isinstance(score, bool) or not isinstance(score, int | float) or score != score):
-        raise _BadValue("invalid_field", f"score {score!r} is not a number")
+        raise BadValue("invalid_field", f"score {score!r} is not a number")
     doc = row.get("metadata.document_id", row.get("document_id"))
     ts = parse_time(row.get("updated_at"), "updated_at") or parse_time(row.get("created_at"), "created_at")
     return Annotation(span_id, position, None if doc is None else str(doc), name, label, score, kind.upper(), ts)

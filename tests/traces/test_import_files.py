@@ -391,7 +391,7 @@ def test_rank_counts_ranked_documents_only_and_positions_stay_positions(tmp_path
     attrs = oi_docs(
         ("a", {"version": "1"}), ("b", {"version": "1", "pinned": True}), ("c", {}), ("d", {"version": "4"})
     )
-    f = write_jsonl(tmp_path / "in" / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
+    write_jsonl(tmp_path / "in" / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
     annotation = {
         "span_id": "00f067aa0ba902b7",
         "document_position": 3,
@@ -412,3 +412,15 @@ def test_rank_counts_ranked_documents_only_and_positions_stay_positions(tmp_path
     assert serve["span_documents"] == ["a", "b", None, "d"]
     assert (verdict["doc_id"], verdict["verdict"]) == ("d", "helped")
     assert dict(result.rejected) == {"unknown_document_version": 1}
+
+
+def test_otlp_lines_of_the_wrong_shape_are_rejected_not_a_crash(tmp_path, warehouse):
+    rows = [
+        {"resourceSpans": [{"scopeSpans": "spans"}]},
+        {"resourceSpans": [{"resource": [], "scopeSpans": []}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": {"traceId": TRACE}}]}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": ["span"]}]}]},
+    ]
+    f = write_jsonl(tmp_path / "shapes.jsonl", rows)
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert [(r.line, r.reason) for r in list_rejects(warehouse)[0]] == [(n, "invalid_field") for n in (1, 2, 3, 4)]
