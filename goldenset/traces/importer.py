@@ -32,7 +32,15 @@ import orjson
 from goldenset.connection import Connection
 from goldenset.errors import InputError, UsageError
 from goldenset.records import normalise_task, query_id
-from goldenset.traces.convert import SpanRejected, SpanServe, contract_ts, is_retriever, to_serve, verdict_of
+from goldenset.traces.convert import (
+    SpanRejected,
+    SpanServe,
+    VersionLookup,
+    contract_ts,
+    is_retriever,
+    to_serve,
+    verdict_of,
+)
 from goldenset.traces.mapping import Mapping
 from goldenset.traces.spans import Annotation, Bad, Record, Span, input_files, read_records
 from goldenset.warehouse import transaction
@@ -88,12 +96,15 @@ class TraceImport:
 
 
 @dataclass(frozen=True)
-class _RejectRow:
+class RejectRow:
+    """One row for trace_rejects: where it stood, why, and the raw line."""
+
     source_file: str
     line: int | None
     reason: str
     detail: str
     raw: str | None
+    at: datetime | None = None  # when it was rejected, if not when it is stored
 
 
 class SnapshotVersions:
@@ -143,21 +154,43 @@ def import_traces(
         raise InputError(f"no span files at {path}: give a .jsonl, .json or .parquet file, or a folder holding them")
     if mapping.judge is not None and labels is None:
         raise UsageError("the mapping has judge: rules, so give --labels for the judge label lines")
+    converted = convert_files(files, fmt, mapping, SnapshotVersions(con), Path(logs))
+    write_lines(converted, Path(logs), labels)
+    store_rejects(con, [name for name, _ in files], converted.rejects, now or datetime.now(UTC))
+    return converted.result
+
+
+@dataclass
+class Converted:
+    """What a batch of span files comes to before anything is written: counts, lines by key, rejects."""
+
+    result: TraceImport
+    log_lines: dict[tuple, tuple[str, dict]]
+    judge_lines: dict[tuple, tuple[str, dict]]
+    rejects: list[RejectRow]
+
+
+def convert_files(
+    files: list[tuple[str, Path]], fmt: str, mapping: Mapping, lookup: VersionLookup, logs: Path
+) -> Converted:
+    """Read and convert `files` (name, path) in order, the later copy of a span winning; write nothing.
+
+    `logs` is read for the serves earlier imports wrote, which annotations may name.
+    """
     result = TraceImport(files_read=len(files))
-    rejects: list[_RejectRow] = []
+    rejects: list[RejectRow] = []
     spans: dict[tuple[str, str], tuple[Record, Span]] = {}
     annotations: list[tuple[Record, Annotation]] = []
     for name, file in files:
         for rec in read_records(name, file, fmt):
             if isinstance(rec.item, Bad):
-                rejects.append(_RejectRow(name, rec.line, rec.item.reason, rec.item.detail, rec.raw))
+                rejects.append(RejectRow(name, rec.line, rec.item.reason, rec.item.detail, rec.raw))
             elif isinstance(rec.item, Span):
                 result.spans_read += 1
                 # A span re-sent later in the input replaces the earlier copy.
                 spans[(rec.item.trace_id, rec.item.span_id)] = (rec, rec.item)
             else:
                 annotations.append((rec, rec.item))
-    lookup = SnapshotVersions(con)
     serves: dict[str, SpanServe] = {}
     by_span: dict[str, list[SpanServe]] = {}
     non_retriever: set[str] = set()
@@ -169,17 +202,40 @@ def import_traces(
         try:
             serve, item_rejects = to_serve(span, mapping, lookup)
         except SpanRejected as r:
-            rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
+            rejects.append(RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
             continue
-        rejects += [_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw) for r in item_rejects]
+        rejects += [RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw) for r in item_rejects]
         serves[serve.serve_id] = serve
         by_span.setdefault(serve.span_id, []).append(serve)
+    verdict_lines, judge_lines, annotation_rejects = _annotation_lines(
+        annotations, serves, by_span, non_retriever, mapping, logs, result
+    )
+    rejects += annotation_rejects
+    result.serves = len(serves)
+    result.verdicts = len(verdict_lines)
+    result.judge_labels = len(judge_lines)
+    result.rejected = Counter(r.reason for r in rejects)
+    serve_lines = {("serve", s.serve_id): (s.ts.strftime("%Y-%m-%d"), s.line()) for s in serves.values()}
+    return Converted(result, {**serve_lines, **verdict_lines}, judge_lines, rejects)
+
+
+def _annotation_lines(
+    annotations: list[tuple[Record, Annotation]],
+    serves: dict[str, SpanServe],
+    by_span: dict[str, list[SpanServe]],
+    non_retriever: set[str],
+    mapping: Mapping,
+    logs: Path,
+    result: TraceImport,
+) -> tuple[dict[tuple, tuple[str, dict]], dict[tuple, tuple[str, dict]], list[RejectRow]]:
+    """Verdict and judge lines of the annotations, by key, and the annotations rejected."""
     verdict_lines: dict[tuple, tuple[str, dict]] = {}
     judge_lines: dict[tuple, tuple[str, dict]] = {}
+    rejects: list[RejectRow] = []
     if any(a.span_id not in by_span and a.span_id not in non_retriever for _, a in annotations):
         # Annotations often arrive after their spans were imported: look for those spans
         # among the serves already written (this import's own serves take precedence).
-        for serve in _written_serves(Path(logs)):
+        for serve in _written_serves(logs):
             if serve.serve_id in serves or serve.span_id in non_retriever:
                 continue
             known = by_span.setdefault(serve.span_id, [])
@@ -189,23 +245,22 @@ def import_traces(
         try:
             out = _annotation_line(ann, by_span, non_retriever, mapping)
         except SpanRejected as r:
-            rejects.append(_RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
+            rejects.append(RejectRow(rec.source_file, rec.line, r.reason, r.detail, rec.raw))
             continue
         if isinstance(out, str):
             result.annotations_skipped[out] += 1
             continue
         kind, day, key, line = out
         (verdict_lines if kind == "verdict" else judge_lines)[key] = (day, line)
-    result.serves = len(serves)
-    result.verdicts = len(verdict_lines)
-    result.judge_labels = len(judge_lines)
-    serve_lines = {("serve", s.serve_id): (s.ts.strftime("%Y-%m-%d"), s.line()) for s in serves.values()}
-    result.files_written += _merge(Path(logs), LOG_FILE, {**serve_lines, **verdict_lines})
-    if judge_lines and labels is not None:
-        result.files_written += _merge(Path(labels), JUDGE_FILE, judge_lines)
-    _store_rejects(con, [name for name, _ in files], rejects, now or datetime.now(UTC))
-    result.rejected = Counter(r.reason for r in rejects)
-    return result
+    return verdict_lines, judge_lines, rejects
+
+
+def write_lines(converted: Converted, logs: Path, labels: Path | None) -> None:
+    """Merge the converted lines into the day files (14.3), durably; record the files written."""
+    result = converted.result
+    result.files_written += _merge(Path(logs), LOG_FILE, converted.log_lines)
+    if converted.judge_lines and labels is not None:
+        result.files_written += _merge(Path(labels), JUDGE_FILE, converted.judge_lines)
 
 
 def _annotation_line(
@@ -344,25 +399,46 @@ def _merge(root: Path, file_name: str, lines: dict[tuple, tuple[str, dict]]) -> 
 
 
 def _write_atomically(target: Path, body: str) -> None:
-    """Write through a temporary file and a rename, so an ingest never reads half a file."""
+    """Write through a temporary file, fsync and a rename, so an ingest never reads half a file.
+
+    The file and its folder are fsynced: the receiver deletes a spooled request once its
+    lines are here, so they must outlive a crash of the machine, not only of the process.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".traces-", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_folder(target.parent)
 
 
-def _store_rejects(con: Connection, names: Iterable[str], rejects: list[_RejectRow], now: datetime) -> None:
+def fsync_folder(folder: Path) -> None:
+    """Make the names in `folder` (a rename, a new or deleted file) durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def store_rejects(con: Connection, names: Iterable[str], rejects: list[RejectRow], now: datetime) -> None:
     """Replace the quarantine rows of every input file read, in one transaction."""
-    at = now.astimezone(UTC).replace(tzinfo=None)
+    at = _naive(now)
     with transaction(con):
         con.execute("DELETE FROM trace_rejects WHERE list_contains(?, source_file)", [list(names)])
         if rejects:
             con.executemany(
                 "INSERT INTO trace_rejects (source_file, line, reason, detail, raw, rejected_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [[r.source_file, r.line, r.reason, r.detail, r.raw, at] for r in rejects],
+                [[r.source_file, r.line, r.reason, r.detail, r.raw, _naive(r.at) if r.at else at] for r in rejects],
             )
+
+
+def _naive(at: datetime) -> datetime:
+    """UTC without an offset, as the warehouse stores times."""
+    return at.astimezone(UTC).replace(tzinfo=None)
