@@ -1,8 +1,8 @@
-"""Span files dropped in the trace_export folder, imported as serve and verdict lines ahead of serve_log."""
+"""Span files dropped in the trace_export folder, and the receiver's spool, imported ahead of serve_log."""
 
 import dagster as dg
 
-from goldenset.traces.importer import import_traces
+from goldenset.traces.pipeline import import_folder_and_spool
 from goldenset_dagster.assets import raise_for
 from goldenset_dagster.resources import LabelSource, LogSource, TraceExportSource, WarehouseResource
 
@@ -15,43 +15,54 @@ def trace_export(
     labels: LabelSource,
     trace_export_source: TraceExportSource,
 ) -> dg.MaterializeResult:
-    """Retriever spans and their annotations in the trace_export folder, as lines under LOGS (contract 14).
+    """Retriever spans and their annotations in the trace_export folder, as lines under LOGS (contract 14);
+    then what `goldenset traces serve` left in its spool: segments not yet merged, and rejects (14.8).
 
     Every file of the folder is imported each time: the import merges by key and leaves a
     file whose lines did not change untouched, so serve_log re-reads only the days that
     gained or changed a line. Rejects go to the warehouse (`goldenset rejects`).
     """
-    root = trace_export_source.root
-    if trace_export_source.signature() is None:
-        return dg.MaterializeResult(metadata={"files_read": 0, "note": f"no span files in {root}"})
+    source = trace_export_source
+    if source.signature() is None:
+        return dg.MaterializeResult(
+            metadata={"files_read": 0, "note": f"no span files in {source.root} and nothing waiting in {source.spool}"}
+        )
     try:
-        mapping = trace_export_source.mapping()
+        mapping = source.mapping()
         con = warehouse.connect()
         try:
-            result = import_traces(
+            done = import_folder_and_spool(
                 con,
-                root,
-                trace_export_source.format,
+                source.root,
+                source.format,
+                source.spool,
                 mapping,
                 logs.root,
                 labels.root if mapping.judge is not None else None,
+                warehouse.lock_timeout,
             )
         finally:
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
-    summary = result.to_json()
-    days = sorted({f.split("/")[0].removeprefix("dt=") for f in result.files_written})
-    context.log.info("; ".join(result.summary()))
+    result, spool = done.folder, done.spool
+    written = [*(result.files_written if result else []), *spool.files_written]
+    days = sorted({f.split("/")[0].removeprefix("dt=") for f in written})
+    if result is not None:
+        context.log.info("; ".join(result.summary()))
+    summary = result.to_json() if result is not None else {"rejected": {}, "annotations_skipped": {}}
     return dg.MaterializeResult(
         metadata={
-            "files_read": result.files_read,
-            "serves": result.serves,
-            "verdicts": result.verdicts,
-            "judge_labels": result.judge_labels,
-            "rejected": sum(result.rejected.values()),
+            "files_read": result.files_read if result else 0,
+            "serves": result.serves if result else 0,
+            "verdicts": result.verdicts if result else 0,
+            "judge_labels": result.judge_labels if result else 0,
+            "rejected": sum(result.rejected.values()) if result else 0,
             "rejected_by_reason": dg.MetadataValue.json(summary["rejected"]),
             "annotations_skipped": dg.MetadataValue.json(summary["annotations_skipped"]),
+            "spool_segments_merged": spool.segments,
+            "spool_serves": spool.serves,
+            "spool_rejects_stored": spool.rejected + spool.rejects_flushed,
             "days_written": dg.MetadataValue.json(days),
         }
     )

@@ -27,6 +27,22 @@ class DatabaseBusy(GoldensetError):
     """Another process holds the DuckDB file."""
 
 
+class SpoolBusy(GoldensetError):
+    """Another `goldenset traces serve` holds the spool folder."""
+
+
+class SpoolFull(GoldensetError):
+    """The receiver's spool holds as many bytes as it may, or the disk refused a write: answered 503."""
+
+
+class RequestRefused(GoldensetError):
+    """An OTLP request the receiver refuses: the HTTP status it answers, and why (contract 14.8)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
 class BuildBlocked(GoldensetError):
     """A blocking check failed, so the build was not published."""
 

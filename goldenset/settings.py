@@ -53,6 +53,7 @@ class Variable:
     kind: Literal["home", "path", "seconds", "count", "text"]
     default: str
     help: str
+    flag: str = ""  # the command-line flag a bad value names beside the variable
 
 
 VARIABLES: tuple[Variable, ...] = (
@@ -79,6 +80,37 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("trace_export", "GOLDENSET_TRACE_EXPORT", "path", "trace_export", "Where trace exports are dropped."),
     Variable("trace_mapping", "GOLDENSET_TRACE_MAPPING", "path", "trace-mapping.yaml", "The trace import's mapping."),
     Variable(
+        "trace_spool",
+        "GOLDENSET_TRACE_SPOOL",
+        "path",
+        "trace_spool",
+        "Where `traces serve` keeps acknowledged spans until they are merged into LOGS.",
+    ),
+    Variable(
+        "trace_max_body",
+        "GOLDENSET_TRACE_MAX_BODY",
+        "count",
+        str(16 << 20),
+        "Largest OTLP request body `traces serve` takes, in bytes, as sent and decompressed (413 past it).",
+        "--max-body",
+    ),
+    Variable(
+        "trace_spool_limit",
+        "GOLDENSET_TRACE_SPOOL_LIMIT",
+        "count",
+        str(256 << 20),
+        "Bytes of spans `traces serve` holds waiting for the merge; past it, it answers 503.",
+        "--spool-limit",
+    ),
+    Variable(
+        "trace_token_file",
+        "GOLDENSET_TRACE_TOKEN_FILE",
+        "text",
+        "",
+        "A file holding the bearer token `traces serve` requires (empty: none).",
+        "--token-file",
+    ),
+    Variable(
         "lock_timeout",
         ENV_LOCK_TIMEOUT,
         "seconds",
@@ -91,6 +123,7 @@ VARIABLES: tuple[Variable, ...] = (
         "count",
         "0",
         "Processes that stage log days in parallel; 0 ingests straight into the warehouse.",
+        "--workers",
     ),
     Variable("nightly_cron", "GOLDENSET_NIGHTLY_CRON", "text", "0 2 * * *", "When the nightly schedules run (cron)."),
     Variable("schedule_tz", "GOLDENSET_SCHEDULE_TZ", "text", "UTC", "The time zone of the nightly cron."),
@@ -147,6 +180,10 @@ class Settings(BaseModel):
     staging: Path
     trace_export: Path
     trace_mapping: Path
+    trace_spool: Path
+    trace_max_body: int = 16 << 20
+    trace_spool_limit: int = 256 << 20
+    trace_token_file: str = ""
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     ingest_workers: int = 0
     nightly_cron: str = "0 2 * * *"
@@ -221,7 +258,8 @@ def _count(value: str | int | None, var: Variable) -> int:
     except ValueError:
         number = -1
     if number < 0:
-        raise UsageError(f"{var.env} (or --workers) must be a whole number >= 0, got {value!r}")
+        also = f" (or {var.flag})" if var.flag else ""
+        raise UsageError(f"{var.env}{also} must be a whole number >= 0, got {value!r}")
     return number
 
 
@@ -298,6 +336,20 @@ def ingest_workers(flag: int | None = None) -> int:
     """Processes that stage log days in parallel (GOLDENSET_INGEST_WORKERS); 0 ingests straight into the warehouse."""
     var = _BY_NAME["ingest_workers"]
     return _count(flag if flag is not None else environment().get(var.env), var)
+
+
+def count(name: str, flag: int | None = None) -> int:
+    """A whole-number setting: the flag if given, else its variable, else its default."""
+    var = _BY_NAME[name]
+    return _count(flag if flag is not None else environment().get(var.env), var)
+
+
+def text(name: str, flag: str | None = None) -> str:
+    """A text setting: the flag if given (even empty), else its variable, else its default."""
+    var = _BY_NAME[name]
+    if flag is not None:
+        return flag
+    return environment().get(var.env) or var.default
 
 
 ENV_COVERAGE_MAX_GAP = "GOLDENSET_COVERAGE_MAX_GAP"

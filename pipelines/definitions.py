@@ -84,7 +84,9 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             "corpus_source": CorpusSource(path=_path(settings, "corpus")),
             "labels": LabelSource(path=_path(settings, "labels"), rubric_path=_path(settings, "rubric")),
             "trace_export_source": TraceExportSource(
-                path=_path(settings, "trace_export"), mapping_path=_path(settings, "trace_mapping")
+                path=_path(settings, "trace_export"),
+                mapping_path=_path(settings, "trace_mapping"),
+                spool_path=_path(settings, "trace_spool"),
             ),
             "embedder": EmbedderResource(model_path=settings.dense_model),
         },

@@ -2,7 +2,9 @@
 
 Neither opens the DuckDB file (a build may be holding it): the reindex sensor stats
 the corpus file, and reads it to fingerprint only when size or mtime moved; the
-trace sensor stats the files of the trace_export folder.
+trace sensor stats the files of the trace_export folder and what waits in the
+receiver's spool (sealed segments, spooled rejects; open segments when no receiver
+runs). The trace sensor's first tick records what it finds and requests nothing.
 """
 
 import json
@@ -73,17 +75,29 @@ def corpus_reindex_sensor(
     )
 
 
+# The trace sensor's cursor before it has seen anything: a first tick records the state it
+# finds and requests nothing (issue 40: a sensor waits for a change).
+_NOTHING = "none"
+
+
 @dg.sensor(
     job=import_trace_export,
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Import the trace_export folder's span files when one appears or changes; "
-    "the nightly build then reads the lines.",
+    description="Import the trace_export folder's span files, and what `goldenset traces serve` left in its "
+    "spool, when either changes; the nightly build then reads the lines.",
 )
 def trace_export_sensor(context: dg.SensorEvaluationContext, trace_export_source: TraceExportSource):
-    signature = trace_export_source.signature()
-    if signature is None:
-        return dg.SkipReason(f"no span files in {trace_export_source.root}")
+    source = trace_export_source
+    signature = source.signature() or _NOTHING
+    if context.cursor is None:
+        return dg.SensorResult(
+            cursor=signature, skip_reason=dg.SkipReason("first tick: recorded the span files and spool as they are")
+        )
     if signature == context.cursor:
-        return dg.SkipReason("span files unchanged (names, sizes, mtimes)")
+        return dg.SkipReason("span files and spool unchanged (names, sizes, mtimes)")
+    if signature == _NOTHING:
+        return dg.SensorResult(
+            cursor=signature, skip_reason=dg.SkipReason(f"no span files in {source.root}, nothing in {source.spool}")
+        )
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"traces-{signature[:16]}")], cursor=signature)

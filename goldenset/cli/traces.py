@@ -16,15 +16,18 @@ import typer
 
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, LogsOpt, WaitOpt
-from goldenset.cli.shared import command_group, open_warehouse
+from goldenset.cli.shared import LOOPBACK_NAMES, bind_socket, command_group, is_loopback, open_warehouse
 from goldenset.errors import GoldensetError
 
-app = command_group("traces", "Import retrieval spans (OpenInference, OpenTelemetry GenAI) as serve and verdict lines.")
+app = command_group(
+    "traces",
+    "Import or receive retrieval spans (OpenInference, OpenTelemetry GenAI) as serve and verdict lines.",
+)
 
 
 @app.callback()
 def _group() -> None:
-    """Import retrieval spans as serve and verdict lines."""
+    """Import or receive retrieval spans as serve and verdict lines."""
     # A callback keeps `traces` a command group, so `import` stays a subcommand.
 
 
@@ -72,3 +75,91 @@ def import_cmd(
             f"nothing imported: all {sum(result.rejected.values())} records rejected; "
             "see `goldenset rejects --file 'traces/*'`"
         )
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; loopback by default, so only this machine can send.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on (OTLP/HTTP's 4318; 0 picks a free one).")
+    ] = 4318,
+    token_file: Annotated[
+        str | None,
+        typer.Option(
+            "--token-file",
+            metavar="FILE",
+            help="File holding a bearer token every request must carry (else GOLDENSET_TRACE_TOKEN_FILE; "
+            "none: no token).",
+        ),
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(
+            "--mapping",
+            metavar="FILE",
+            help="Mapping YAML (else GOLDENSET_TRACE_MAPPING when that file exists, else the defaults).",
+        ),
+    ] = None,
+    spool: Annotated[
+        str | None,
+        typer.Option(
+            "--spool", metavar="DIR", help="Spool folder (else GOLDENSET_TRACE_SPOOL, else HOME/trace_spool)."
+        ),
+    ] = None,
+    max_body: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body",
+            metavar="BYTES",
+            help="Largest request body, sent or decompressed (else GOLDENSET_TRACE_MAX_BODY, else 16 MiB).",
+        ),
+    ] = None,
+    spool_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--spool-limit",
+            metavar="BYTES",
+            help="Spool size past which requests get 503 (else GOLDENSET_TRACE_SPOOL_LIMIT, else 256 MiB).",
+        ),
+    ] = None,
+    logs: LogsOpt = None,
+    labels: LabelsOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Receive OTLP/HTTP spans at /v1/traces and write them as `traces import` would (contract 14.8)."""
+    from goldenset.traces.mapping import load_mapping
+    from goldenset.traces.receiver import PATH, Receiver, ReceiverConfig, read_token, serve
+
+    mapping_file = mapping if mapping is not None else settings.resolve("trace_mapping")
+    rules = load_mapping(mapping_file if mapping is not None or mapping_file.is_file() else None)
+    token_path = settings.text("trace_token_file", token_file)
+    config = ReceiverConfig(
+        spool=settings.resolve("trace_spool", spool),
+        logs=settings.resolve("logs", logs),
+        labels=settings.resolve("labels", labels) if rules.judge is not None else None,
+        db=settings.resolve("db", db),
+        mapping=rules,
+        max_body=settings.count("trace_max_body", max_body),
+        spool_limit=settings.count("trace_spool_limit", spool_limit),
+        token=read_token(Path(token_path)) if token_path else None,
+    )
+    receiver = Receiver(config, report=typer.echo)
+    sock = bind_socket(host, port)
+    try:
+        receiver.start()
+    except BaseException:
+        sock.close()
+        raise
+    shown = f"[{host}]" if ":" in host else host
+
+    def ready() -> None:
+        typer.echo(f"receiving OTLP/HTTP spans at http://{shown}:{sock.getsockname()[1]}{PATH}")
+        typer.echo(f"spool: {config.spool}; lines to {config.logs}/dt=<day>/traces.jsonl")
+        if not is_loopback(host):
+            who = "anyone who reaches it" if config.token is None else "anyone with the token who reaches it"
+            typer.echo(f"WARNING: listening on {host}: {who} can send spans", err=True)
+        typer.echo("Ctrl+C stops the receiver.")
+
+    serve(receiver, sock, list(LOOPBACK_NAMES) if host in LOOPBACK_NAMES else None, ready)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -34,14 +35,17 @@ def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_p
     folder = tmp_path / "trace_export"
     shutil.copytree(EXAMPLE / "export", folder)
     shutil.copy(EXAMPLE / "mapping.yaml", tmp_path / "mapping.yaml")
-    source = TraceExportSource(path=str(folder), mapping_path=str(tmp_path / "mapping.yaml"))
+    source = TraceExportSource(
+        path=str(folder), mapping_path=str(tmp_path / "mapping.yaml"), spool_path=str(tmp_path / "spool")
+    )
     defs = build_definitions(Settings.resolve())
     with dg.instance_for_test() as instance:
         with dg.build_sensor_context(
             instance=instance, resources={"trace_export_source": source}, definitions=defs
         ) as ctx:
             first = trace_export_sensor(ctx)
-        assert len(first.run_requests) == 1
+        # A first tick records what it finds and requests nothing (issue 40): it waits for a change.
+        assert first.run_requests == [] and first.cursor is not None
         with dg.build_sensor_context(
             instance=instance, resources={"trace_export_source": source}, cursor=first.cursor, definitions=defs
         ) as ctx:
@@ -51,7 +55,14 @@ def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_p
             instance=instance, resources={"trace_export_source": source}, cursor=first.cursor, definitions=defs
         ) as ctx:
             third = trace_export_sensor(ctx)
-        assert third.run_requests[0].run_key != first.run_requests[0].run_key
+        assert len(third.run_requests) == 1 and third.cursor != first.cursor
+        # What a receiver killed before its merge leaves: a sealed segment, an open one with a
+        # torn last line (never acknowledged) and spooled rejects. The sensor sees it.
+        spool = leave_a_spool(tmp_path / "spool")
+        with dg.build_sensor_context(
+            instance=instance, resources={"trace_export_source": source}, cursor=third.cursor, definitions=defs
+        ) as ctx:
+            assert len(trace_export_sensor(ctx).run_requests) == 1
 
         result = dg.materialize(
             [trace_export],
@@ -66,22 +77,67 @@ def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_p
     assert result.success
     meta = result.asset_materializations_for_node("trace_export")[0].metadata
     assert (meta["serves"].value, meta["verdicts"].value, meta["rejected"].value) == (2, 4, 1)
-    assert meta["days_written"].value == ["2026-11-28", "2026-11-29"]
+    # The spool: two segments, two serves, the bad span's reject and the one spooled before.
+    assert (meta["spool_segments_merged"].value, meta["spool_serves"].value) == (2, 2)
+    assert meta["spool_rejects_stored"].value == 2
+    assert meta["days_written"].value == ["2026-11-28", "2026-11-29", "2026-12-01"]
+    assert sorted(p.name for p in spool.rglob("*.jsonl")) == []
     assert sorted(p.parent.name for p in (tmp_path / "logs").rglob("traces.jsonl")) == [
         "dt=2026-11-28",
         "dt=2026-11-29",
+        "dt=2026-12-01",
     ]
     con = connect(tmp_path / "g.duckdb", read_only=True)
     try:
-        assert [r.reason for r in list_rejects(con)[0]] == ["unknown_document_version"]
+        assert sorted((r.source_file, r.reason) for r in list_rejects(con)[0]) == [
+            ("traces/spool/segment-000000000001.jsonl", "invalid_field"),
+            ("traces/spool/segment-000000000009.jsonl", "unknown_label"),
+            ("traces/traces.jsonl", "unknown_document_version"),
+        ]
     finally:
         con.close()
 
 
+def request(span_id: str, task: str) -> bytes:
+    """One OTLP JSON request holding one retriever span of 2026-12-01 with one versioned document."""
+    attrs = [
+        {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+        {"key": "input.value", "value": {"stringValue": task}},
+        {"key": "retrieval.documents.0.document.id", "value": {"stringValue": "dec-204"}},
+        {"key": "retrieval.documents.0.document.metadata", "value": {"stringValue": '{"version": "2"}'}},
+    ]
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": span_id,
+        "startTimeUnixNano": "1796119200000000000",
+        "attributes": attrs,
+    }
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "billing-api"}}]}
+    return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}).encode()
+
+
+def leave_a_spool(root: Path) -> Path:
+    """The spool a receiver killed before merging leaves (spool.py's layout), written by hand."""
+    (root / "rejects").mkdir(parents=True)
+    bad = request("zz", "bad id")
+    (root / "segment-000000000001.jsonl").write_bytes(request("00f067aa0ba902b7", "first") + b"\n" + bad + b"\n")
+    torn = request("00f067aa0ba902c0", "never acknowledged")[:40]
+    (root / "open-000000000002.jsonl").write_bytes(request("00f067aa0ba902b9", "second") + b"\n" + torn)
+    header = {"sources": ["spool/segment-000000000009.jsonl"], "rejected_at": "2026-12-01T10:00:00+00:00"}
+    row = {"source_file": "spool/segment-000000000009.jsonl", "line": 1, "reason": "unknown_label"}
+    row.update(detail="an earlier merge's reject", raw="{}")
+    (root / "rejects" / "segment-000000000009.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(row) + "\n")
+    return root
+
+
 def test_an_empty_folder_is_a_skip_not_an_error(tmp_path):
-    source = TraceExportSource(path=str(tmp_path / "none"), mapping_path=str(tmp_path / "none.yaml"))
-    with (
-        dg.instance_for_test() as instance,
-        dg.build_sensor_context(instance=instance, resources={"trace_export_source": source}) as ctx,
-    ):
-        assert "no span files" in trace_export_sensor(ctx).skip_message
+    source = TraceExportSource(
+        path=str(tmp_path / "none"), mapping_path=str(tmp_path / "none.yaml"), spool_path=str(tmp_path / "spool")
+    )
+    with dg.instance_for_test() as instance:
+        with dg.build_sensor_context(instance=instance, resources={"trace_export_source": source}) as ctx:
+            first = trace_export_sensor(ctx)
+        with dg.build_sensor_context(
+            instance=instance, resources={"trace_export_source": source}, cursor=first.cursor
+        ) as ctx:
+            assert "unchanged" in trace_export_sensor(ctx).skip_message
