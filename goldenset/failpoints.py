@@ -20,7 +20,10 @@ documents stored, its snapshot and load rows not yet), `ingest.mid_transaction`,
 `build.after_commit` (committed to the WAL, not yet checkpointed); an export passes
 `export.before_publish` (every file written, none moved into place yet); staged
 ingestion passes `staging.before_switch` (a day's new Parquet generation written, its
-links not switched yet) and `staging.mid_load` (inside the load's transaction).
+links not switched yet) and `staging.mid_load` (inside the load's transaction); the trace
+receiver passes `traces.mid_append` (half of a request's spool line written, nothing
+acknowledged) and `traces.before_merge` (in its merger thread, before it merges sealed
+segments: requests acknowledged, not yet in LOGS).
 """
 
 from __future__ import annotations

@@ -158,12 +158,13 @@ class Receiver:
 
     # ------------------------------------------------------------------ receiving
     def authorized(self, header: str | None) -> bool:
+        """Whether `Authorization` carries the token (`Bearer <token>`, the scheme in any case), when one is set."""
         token = self.config.token
         if token is None:
             return True
-        given = (header or "").encode()
-        # Constant-time: a wrong token takes as long as a right one of the same length.
-        return hmac.compare_digest(given, f"Bearer {token}".encode())
+        scheme, _, given = (header or "").partition(" ")
+        # Constant-time: a wrong token takes as long to refuse whatever its first wrong character.
+        return hmac.compare_digest(given.encode(), token.encode()) and scheme.lower() == "bearer"
 
     def accept(self, body: bytes, media: str, gzipped: bool) -> Receipt:
         """Decompress, decode and check one request, then spool it; RequestRefused or SpoolFull when it is not taken."""

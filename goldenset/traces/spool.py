@@ -322,7 +322,6 @@ def merge_segments(
     converted = convert_files(files, "otlp-json", mapping, lookup, logs)
     write_lines(converted, logs, labels)
     keep_rejects([name for name, _ in files], converted.rejects)
-    failpoints.hit("traces.before_delete")
     for path in batch:
         path.unlink()
     fsync_folder(root)
