@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import runpy
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,13 +25,7 @@ pytestmark = pytest.mark.phoenix
 PROJECT = "goldenset-phoenix-test"
 TASK1 = "Add retries to the webhook sender"
 TASK2 = "How are refunds issued?"
-DOCUMENT_EVALUATIONS = """
-query ($id: ID!) {
-  node(id: $id) {
-    ... on Span { spanId documentEvaluations { name label score annotatorKind documentPosition updatedAt } }
-  }
-}
-"""
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "traces" / "phoenix_export.py"
 
 
 @pytest.fixture(scope="session")
@@ -81,22 +76,13 @@ def stored_retriever_spans(client, n: int) -> list[dict]:
 
 
 def read_back(url: str, folder: Path, n_retrievers: int) -> list[dict]:
-    """Spans with Phoenix's client, document annotations through GraphQL; written as an openinference span table."""
+    """The guide's recipe (docs/examples/traces/phoenix_export.py), run once Phoenix has stored the spans."""
     from phoenix.client import Client
 
-    spans = stored_retriever_spans(Client(base_url=url), n_retrievers)
-    annotations = []
-    for span in spans:
-        r = httpx.post(
-            url + "/graphql", json={"query": DOCUMENT_EVALUATIONS, "variables": {"id": span["id"]}}, timeout=30
-        )
-        r.raise_for_status()
-        node = r.json()["data"]["node"]
-        annotations += [{"span_id": node["spanId"], **ev} for ev in node["documentEvaluations"]]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "spans.jsonl").write_text("".join(json.dumps(s, default=str) + "\n" for s in spans))
-    (folder / "document_annotations.jsonl").write_text("".join(json.dumps(a) + "\n" for a in annotations))
-    return annotations
+    stored_retriever_spans(Client(base_url=url), n_retrievers)
+    recipe = runpy.run_path(str(RECIPE))
+    assert recipe["export"](url, PROJECT, folder)[0] == n_retrievers
+    return [json.loads(x) for x in (folder / "document_annotations.jsonl").read_text().splitlines()]
 
 
 def test_spans_and_annotations_read_back_from_phoenix_build_the_annotated_golden_set(phoenix, tmp_path, monkeypatch):

@@ -342,3 +342,28 @@ def test_a_merge_that_needs_a_snapshot_waits_while_another_process_holds_the_war
     [line] = [json.loads(x) for x in (tmp_path / "logs" / "dt=2026-12-01" / "traces.jsonl").read_text().splitlines()]
     assert line["items"][0]["doc_version"] == "7"  # the snapshot in force at the span's start
     assert spooled_lines(tmp_path / "spool") == []
+
+
+def test_on_loopback_a_request_naming_another_host_is_refused(tmp_path):
+    from goldenset.cli.shared import LOOPBACK_NAMES
+
+    receiver = Receiver(
+        ReceiverConfig(tmp_path / "spool", tmp_path / "logs", None, tmp_path / "g.duckdb", Mapping(), 1 << 20, 1 << 20),
+        report=lambda message: None,
+    )
+    receiver.spool.claim()
+    try:
+        with TestClient(create_app(receiver, list(LOOPBACK_NAMES)), base_url="http://127.0.0.1:4318") as client:
+            content, headers = body(span("00f067aa0ba902b7", *RETRIEVER)), {"content-type": JSON}
+            # DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own name.
+            assert (
+                client.post("/v1/traces", content=content, headers={**headers, "host": "evil.example"}).status_code
+                == 400
+            )
+            assert (
+                client.post("/v1/traces", content=content, headers={**headers, "host": "localhost:4318"}).status_code
+                == 200
+            )
+    finally:
+        receiver.spool.release()
+    assert len(spooled_lines(tmp_path / "spool")) == 1
