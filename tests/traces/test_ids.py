@@ -44,6 +44,7 @@ TRACE = bytes(range(1, 17))
     [
         (TRACE.hex()[:-1], "invalid_field", 16),  # 31 hex digits
         (TRACE.hex() + "0", "invalid_field", 16),  # 33
+        (TRACE.hex() + "01", "invalid_field", 16),  # 34: whole bytes, one too many
         ("0123456789abcdef01234567", "invalid_field", 16),  # 24 hex digits: read as base64, no `==`
         (base64.b64encode(TRACE).decode().rstrip("="), "invalid_field", 16),  # unpadded base64
         (base64.b64encode(TRACE).decode()[:-3] + "B==", "invalid_field", 16),  # not canonical

@@ -266,6 +266,7 @@ def test_a_body_at_the_size_limit_is_taken_and_one_byte_more_is_413(tmp_path, si
         (b"{not json", JSON, None),
         (b"[1, 2]", JSON, None),
         (b'{"resourceSpans": 5}', JSON, None),
+        (b'{"resourceSpans": [{"scopeSpans": 5}]}', JSON, None),
         (b'{"resourceSpans": [{"scopeSpans": [{"spans": [1]}]}]}', JSON, None),
         (b'{"resourceSpans": [{"resource": [], "scopeSpans": []}]}', JSON, None),
         (b"not gzip at all", JSON, "gzip"),
