@@ -49,7 +49,7 @@ from typing import Any
 
 from goldenset import failpoints
 from goldenset.connection import Connection
-from goldenset.errors import DatabaseBusy, GoldensetError, InputError, RequestRefused, SpoolBusy, SpoolFull
+from goldenset.errors import DatabaseBusy, InputError, RequestRefused, SpoolBusy, SpoolFull
 from goldenset.traces.importer import SnapshotVersions, TraceImport
 from goldenset.traces.mapping import Mapping
 from goldenset.traces.otlp import (
@@ -211,8 +211,8 @@ class Receiver:
             self._last_problem = None
         except (DatabaseBusy, SpoolBusy) as exc:
             self._tell(f"merge waits: {exc}")
-        except (GoldensetError, OSError, ValueError) as exc:
-            self._tell(f"merge failed, will retry: {exc}")
+        except Exception as exc:  # the merger thread must outlive any failure: the spool keeps the requests
+            self._tell(f"merge failed, will retry: {type(exc).__name__}: {exc}")
         self.spool.refresh_size()
         return done
 

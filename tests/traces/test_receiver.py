@@ -368,3 +368,27 @@ def test_on_loopback_a_request_naming_another_host_is_refused(tmp_path):
     finally:
         receiver.spool.release()
     assert len(spooled_lines(tmp_path / "spool")) == 1
+
+
+def test_a_merge_that_fails_is_said_once_and_tried_again_with_nothing_lost(tmp_path):
+    said: list[str] = []
+    (tmp_path / "logs").write_text("not a folder")  # LOGS cannot hold day folders
+    receiver = Receiver(
+        ReceiverConfig(tmp_path / "spool", tmp_path / "logs", None, tmp_path / "g.duckdb", Mapping(), 1 << 20, 1 << 20),
+        report=said.append,
+    )
+    receiver.spool.claim()
+    try:
+        with TestClient(create_app(receiver)) as client:
+            answer = client.post(
+                "/v1/traces", content=body(span("00f067aa0ba902b7", *RETRIEVER)), headers={"content-type": JSON}
+            )
+            assert answer.status_code == 200
+            assert receiver.merge_now() == [] and receiver.merge_now() == []
+            assert len(said) == 1 and said[0].startswith("merge failed, will retry: ")
+            assert len(spooled_lines(tmp_path / "spool")) == 1
+            (tmp_path / "logs").unlink()
+            [result] = receiver.merge_now()
+    finally:
+        receiver.spool.release()
+    assert result.serves == 1 and spooled_lines(tmp_path / "spool") == []
