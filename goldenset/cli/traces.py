@@ -17,7 +17,7 @@ import typer
 from goldenset import settings
 from goldenset.cli.options import DbOpt, LabelsOpt, LogsOpt, WaitOpt
 from goldenset.cli.shared import LOOPBACK_NAMES, bind_socket, command_group, is_loopback, open_warehouse
-from goldenset.errors import GoldensetError
+from goldenset.errors import GoldensetError, UsageError
 
 app = command_group(
     "traces",
@@ -145,6 +145,9 @@ def serve_cmd(
         spool_limit=settings.count("trace_spool_limit", spool_limit),
         token=read_token(Path(token_path)) if token_path else None,
     )
+    for flag, value in (("--max-body", config.max_body), ("--spool-limit", config.spool_limit)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1 byte, got {value}")
     receiver = Receiver(config, report=typer.echo)
     sock = bind_socket(host, port)
     try:

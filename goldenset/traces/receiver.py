@@ -185,6 +185,13 @@ class Receiver:
             receipt = receive(decode(body, media), self.config.mapping)
             del body
             if receipt.line is not None:
+                if len(receipt.line) + 1 > self.config.spool_limit:
+                    # Never taken, however long the sender waits: not a 503 it would retry for ever.
+                    raise RequestRefused(
+                        413,
+                        f"this request alone needs {len(receipt.line) + 1} bytes of spool, more than its limit of "
+                        f"{self.config.spool_limit} (GOLDENSET_TRACE_SPOOL_LIMIT); send smaller batches",
+                    )
                 self.spool.append(receipt.line)
         return receipt
 

@@ -17,8 +17,8 @@ Contract 14.8. The folder (GOLDENSET_TRACE_SPOOL, default HOME/trace_spool) hold
 
 Decisions:
 
-- **Acknowledged means fsynced.** A line is written with one `write` and fsynced before
-  the receiver answers; a segment's name is fsynced in its folder when it is created and
+- **Acknowledged means fsynced.** A line is written and fsynced before the receiver
+  answers; a segment's name is fsynced in its folder when it is created and
   when it is sealed. A process killed mid-write leaves a last line without its newline:
   never acknowledged, so `recover` cuts it off rather than quarantining it.
 - **The merge is the import's.** `merge_segments` runs `convert_files` and `write_lines`

@@ -296,6 +296,9 @@ def test_a_full_spool_answers_503_with_retry_after_and_keeps_what_it_acknowledge
         assert full.status_code == 503 and full.headers["retry-after"] == "5"
         assert "past its limit" in full.json()["message"]
         assert len(spooled_lines(tmp_path / "spool")) == 1
+        # A request that could never fit is 413, not a 503 its sender would retry for ever.
+        huge = body(span("00f067aa0ba902b9", *RETRIEVER, kv("padding", "x" * room)))
+        assert client.post("/v1/traces", content=huge, headers={"content-type": JSON}).status_code == 413
         receiver.merge_now()  # the merge empties the spool: the retry is taken
         assert client.post("/v1/traces", content=second, headers={"content-type": JSON}).status_code == 200
         receiver.merge_now()
