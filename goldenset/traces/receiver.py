@@ -21,9 +21,11 @@ Decisions:
   write of a few rows, no wait), and the pipeline's import stores them when it runs.
   Until then they are on disk, never lost, and `goldenset rejects` shows them after.
 - **Merging is paced.** A tick every `MERGE_SECONDS` seals the open segment and merges what
-  is sealed; after a merge that took m seconds the next waits at least `MERGE_PACE` * m, so
-  merges (whose cost grows with the day files they rewrite) take at most a fifth of the
-  time and the requests the rest. Lines reach LOGS later under load; nothing is dropped.
+  is sealed; while requests keep coming, after a merge that took m seconds the next waits
+  `MERGE_PACE` * m, so merges (whose cost grows with the day files they rewrite) take at
+  most a fifth of the time and the requests the rest. Once requests stop for
+  `MERGE_SECONDS`, what the spool holds is merged. Lines reach LOGS later under load;
+  nothing is dropped.
 - **Bounded memory.** A body is read up to the size limit and refused past it; one
   request at a time is decoded and checked (`_decoding`); uvicorn takes at most
   `MAX_CONNECTIONS` connections and answers 503 past them; a merge reads at most
@@ -136,6 +138,7 @@ class Receiver:
         self._thread: threading.Thread | None = None
         self._decoding = threading.Lock()
         self._last_problem: str | None = None
+        self._last_request = 0.0  # time.monotonic() of the last request spooled
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -161,10 +164,18 @@ class Receiver:
             started = time.monotonic()
             self.merge_now()
             took = time.monotonic() - started
-            # A merge rewrites each day file it touches, so its cost grows with the day: waiting
-            # MERGE_PACE times as long as it took keeps merging under a fifth of the time, and the
-            # requests the rest; the next merge then takes a larger batch for the same rewrite.
-            self._wake.wait(max(self.config.merge_seconds, MERGE_PACE * took))
+            # A merge rewrites each day file it touches, so its cost grows with the day: while
+            # requests come, waiting MERGE_PACE times as long as it took keeps merging under a
+            # fifth of the time (the next merge takes a larger batch for the same rewrite). Once
+            # they stop, the spool is merged within merge_seconds of the last one.
+            paced_until = started + took + MERGE_PACE * took
+            self._wake.wait(self.config.merge_seconds)
+            while (
+                not self._stop.is_set()
+                and (now := time.monotonic()) < paced_until
+                and now - self._last_request < self.config.merge_seconds
+            ):
+                self._wake.wait(min(paced_until - now, self.config.merge_seconds))
             self._wake.clear()
 
     # ------------------------------------------------------------------ receiving
@@ -193,6 +204,7 @@ class Receiver:
                         f"{self.config.spool_limit} (GOLDENSET_TRACE_SPOOL_LIMIT); send smaller batches",
                     )
                 self.spool.append(receipt.line)
+                self._last_request = time.monotonic()
         return receipt
 
     # ------------------------------------------------------------------ merging
