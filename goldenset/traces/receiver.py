@@ -14,8 +14,9 @@ Decisions:
   builds run in the pool `duckdb`, so the receiver never writes it during a merge. It
   opens it read-only only when a document carries no version and a corpus snapshot must
   give one, for the conversion of one batch (at most `MERGE_BATCH_BYTES` of spool), and
-  closes it before writing LOGS. While a build holds the file, such a batch waits and
-  the spool fills (503 once full); batches whose documents carry their version merge on.
+  closes it before writing LOGS. While a build holds the file, such a batch, and the
+  batches after it (the oldest is always merged first), wait and the spool fills (503 once
+  full); while every document carries its version, merges go on.
 - **Rejects reach `rejected_records` through the spool.** A merge writes its reject rows
   to `rejects/` in the spool; the receiver stores them when the warehouse is free (a
   write of a few rows, no wait), and the pipeline's import stores them when it runs.
