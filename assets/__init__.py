@@ -48,11 +48,6 @@ def damaged_message(db_path: str | None, exc: Exception) -> str:
     )
 
 
-def percent(share: float) -> dg.MetadataValue:
-    """A share shown as a percentage, rounded for reading."""
-    return dg.MetadataValue.float(round(100.0 * share, 2))
-
-
 def short_fingerprint(fp: str | None) -> str:
     """The first 16 hex digits: enough to tell snapshots apart at a glance."""
     return (fp or "")[:16]

@@ -5,7 +5,7 @@ from datetime import UTC
 import dagster as dg
 
 from goldenset.snapshots import snapshot_corpus
-from goldenset_dagster.assets import percent, raise_for, short_fingerprint
+from goldenset_dagster.assets import raise_for, short_fingerprint
 from goldenset_dagster.assets.inputs import corpus_file
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
@@ -38,7 +38,8 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
             "active_docs": stored.active_docs,
             "retired_docs": stored.retired_docs,
             "new_fingerprint": stored.new_fingerprint,
-            "drift_from_previous_pct": percent(stored.drift_from_previous)
+            # A share in data is a fraction (docs/reference/counts.md, Units).
+            "drift_from_previous": dg.MetadataValue.float(stored.drift_from_previous)
             if stored.drift_from_previous is not None
             else dg.MetadataValue.text("first snapshot"),
             "source": dg.MetadataValue.path(corpus_source.path),

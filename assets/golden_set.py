@@ -10,13 +10,14 @@ from goldenset import settings
 from goldenset.build import TRIGGERS, BuildResult, build_golden_set
 from goldenset.build_record import FunnelStep, load_build
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
+from goldenset.counts import Counts, FunnelRow, golden_counts
 from goldenset.errors import BuildBlocked
 from goldenset.export import export_build
 from goldenset.labelling.judge_gate import JudgeGate, deprecated_settings
 from goldenset.neardup import NEAR_DUPLICATE_THRESHOLD, plan_merges, query_map
 from goldenset.scoring.judge_health import judge_health
-from goldenset.status import drift_between_builds, rejected_count, rejected_sample, relabel_summary
-from goldenset_dagster.assets import percent, raise_for, sample_caption, short_fingerprint, table_metadata
+from goldenset.status import drift_between_builds, rejected_sample, relabel_summary
+from goldenset_dagster.assets import raise_for, sample_caption, short_fingerprint, table_metadata
 from goldenset_dagster.assets.corpus import corpus_snapshot
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
@@ -73,7 +74,7 @@ JUDGE_HEALTH_CHECK = "judge_health"
 
 
 def _metadata_value(key: str, value):
-    # Shares come in percent already, named so (share_pct): one unit per check.
+    # Shares are fractions, like their thresholds (docs/reference/counts.md, Units).
     return dg.MetadataValue.json(value) if isinstance(value, dict) else value
 
 
@@ -145,7 +146,7 @@ def golden_set(
 
                 drift = drift_between_builds(con, load_build(con, result.build_id - 1), result.record)
             sample = rejected_sample(con, limit=10)
-            rejected_total = rejected_count(con)
+            counts = golden_counts(con, result.record, result.funnel)
             health = judge_health(con)
         finally:
             con.close()
@@ -174,15 +175,15 @@ def golden_set(
         },
     )
     yield dg.MaterializeResult(
-        metadata=_build_metadata(result, drift, merges, sample, rejected_total),
+        metadata=_build_metadata(result, drift, merges, sample, counts),
         check_results=[*(_check_result(o) for o in result.checks), health_check],
     )
 
 
-def _build_metadata(result: BuildResult, drift: float | None, merges, sample, rejected_total: int) -> dict:
+def _build_metadata(result: BuildResult, drift: float | None, merges, sample, counts: Counts) -> dict:
     r = result.record
-    counts = r.counts()
-    share = r.lines_rejected / r.lines_read if r.lines_read else 0.0
+    q = counts.quarantine
+    at_ingest = q.log_lines_rejected_at_ingest + q.label_lines_rejected_at_ingest
     return {
         "build_id": r.build_id,
         "built_at": dg.MetadataValue.timestamp(r.built_at.replace(tzinfo=UTC)),
@@ -190,12 +191,16 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample, re
         "computation": r.computation,
         "corpus_fingerprint": short_fingerprint(r.corpus_fingerprint),
         "corpus_active_docs": r.corpus_active_docs,
-        "corpus_drift_since_previous_build_pct": percent(drift)
+        # Shares are fractions in data (docs/reference/counts.md, Units).
+        "corpus_drift_since_previous_build": dg.MetadataValue.float(drift)
         if drift is not None
         else dg.MetadataValue.text("first build"),
-        "rejected_share_pct": percent(share),
+        "rejected_share": dg.MetadataValue.float(r.lines_rejected / r.lines_read if r.lines_read else 0.0),
         "funnel": _funnel_table(result.funnel),
-        **{k: v for k, v in counts.items()},
+        "full_funnel": _full_funnel_table(counts.funnel),
+        # Every count under its one name (goldenset.counts): the keys of `status --json`'s counts.
+        **counts.to_json(),
+        "rejected_by_source": dg.MetadataValue.json(q.by_source()),
         "history_versions_opened": result.history.versions_opened,
         "history_versions_closed": result.history.versions_closed,
         "queries_recomputed": result.recomputed_queries,
@@ -208,15 +213,50 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample, re
         ),
         "rejected_sample": dg.MetadataValue.md(
             "\n".join(
-                [sample_caption(len(sample), rejected_total, "lines rejected at ingest, newest first") + ":", ""]
+                [
+                    sample_caption(
+                        len(sample), at_ingest, "lines rejected at ingest (log and label files), newest first"
+                    )
+                    + f"; rejected_records {q.rejected_records} in all (`goldenset rejects` lists them):",
+                    "",
+                ]
                 + ["| file | line | reason |", "| --- | --- | --- |"]
                 + [f"| {f} | {'' if n is None else n} | {r} |" for f, n, r, _ in sample]
             )
             if sample
-            else "No rejected lines."
+            else f"No line rejected at ingest; rejected_records {q.rejected_records}."
         ),
-        **table_metadata("golden_set", r.n_labels),
+        **table_metadata("golden_set", counts.golden_rows),
     }
+
+
+def _full_funnel_table(rows: list[FunnelRow]) -> dg.MetadataValue:
+    """The funnel from lines read to golden rows (goldenset.counts.full_funnel), as a table."""
+    return dg.MetadataValue.table(
+        records=[
+            dg.TableRecord(
+                {
+                    "step": row.step,
+                    "unit": row.unit,
+                    "count": row.count,
+                    "left": row.left,
+                    "by_reason": ", ".join(f"{k} {v}" for k, v in (row.by_reason or {}).items()),
+                }
+            )
+            for row in rows
+        ],
+        schema=dg.TableSchema(
+            columns=[
+                dg.TableColumn("step", "string"),
+                dg.TableColumn("unit", "string"),
+                dg.TableColumn("count", "int"),
+                dg.TableColumn(
+                    "left", "int", description="judgments or rows left after the step (empty: a lines step)"
+                ),
+                dg.TableColumn("by_reason", "string"),
+            ]
+        ),
+    )
 
 
 def _funnel_table(funnel: list[FunnelStep]) -> dg.MetadataValue:
@@ -257,7 +297,7 @@ def relabel_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
             last = context.instance.get_latest_materialization_event(context.asset_key)
             meta = dict(last.asset_materialization.metadata) if last and last.asset_materialization else {}
             held = tuple(getattr(meta.get(k), "value", None) for k in ("labels_build_id", "labels_built_at"))
-            if held == key and {"queue_size", "by_reason", "sample"} <= set(meta):
+            if held == key and {"relabel_queue", "relabel_queue_by_reason", "sample"} <= set(meta):
                 return dg.MaterializeResult(metadata=meta)
             by_reason, sample = relabel_summary(con)
         finally:
@@ -274,8 +314,9 @@ def relabel_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in sample]
     return dg.MaterializeResult(
         metadata={
-            "queue_size": total,
-            "by_reason": dg.MetadataValue.json(by_reason),
+            # goldenset.counts' names: `status --json` says relabel_queue and relabel_queue_by_reason too.
+            "relabel_queue": total,
+            "relabel_queue_by_reason": dg.MetadataValue.json(by_reason),
             "sample": dg.MetadataValue.md("\n".join(lines) if sample else "The relabel queue is empty."),
             # The build whose labels the queue is of, as a reader says it: its id, and when it was built.
             "labels_build_id": dg.MetadataValue.int(key[0]),

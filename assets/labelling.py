@@ -53,15 +53,16 @@ def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: 
 def queue_metadata(summary: dict) -> dict:
     """What the UI shows of the queue and the pool that made it (`queue_summary`'s values), the asset's and the CLI's."""
     meta: dict = {
-        "queue_size": summary["queue_size"],
-        "by_reason": dg.MetadataValue.json(summary["by_reason"]),
+        # goldenset.counts' names: `status --json` says labelling_queue and labelling_queue_by_reason too.
+        "labelling_queue": summary["labelling_queue"],
+        "labelling_queue_by_reason": dg.MetadataValue.json(summary["labelling_queue_by_reason"]),
         "pool_id": summary["pool_id"],
         "build_id": summary["build_id"],
         "rankers": ", ".join(summary["rankers"] or []),
         # Text, not a number: a setting the UI would plot as a flat line run after run.
         "depth": dg.MetadataValue.text(str(summary["depth"])),
         "pool_report": dg.MetadataValue.md(pool_report_md(summary["report"])),
-        **table_metadata("labelling_queue", summary["queue_size"]),
+        **table_metadata("labelling_queue", summary["labelling_queue"]),
     }
     return meta
 

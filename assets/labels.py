@@ -27,8 +27,9 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     Read like the serve log: a file is read again when its bytes change, or when the
     rubric's content changed (every file is then checked again). Without a LABELS
     directory nothing is read, not even the rubric; with one, the rubric must be valid
-    and closed. Lines whose document version no build's snapshot holds yet are kept and
-    counted as `unknown_document_version` (not as labels, not as rejected) until one does.
+    and closed. Lines whose document version no build's snapshot holds yet are kept,
+    rejected as `unknown_document_version` and counted apart as held back
+    (`label_lines_held_back`, part of `label_lines_rejected`) until one does.
     """
     keys = list(context.partition_keys)
     if not labels.exists():
@@ -37,7 +38,7 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         # directory" stayed on every such day for good). The run's log says why.
         context.log.info(f"no LABELS directory at {labels.root}: no label file read")
         for dt in keys:
-            context.add_asset_metadata({"files": 0, "lines_read": 0, "labels": 0}, partition_key=dt)
+            context.add_asset_metadata({"files": 0, "label_lines_read": 0, "labels": 0}, partition_key=dt)
         return dg.MaterializeResult()
     try:
         rubric = labels.rubric()
@@ -45,7 +46,9 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         try:
             reports = {r.dt: r for r in ingest_labels(con, labels.root, rubric, keys)}
             stats = label_partition_stats(con, keys)
-            samples = partition_samples(con, [dt for dt in keys if stats[dt].rejected], labels=True)
+            samples = partition_samples(
+                con, [dt for dt in keys if stats[dt].label_lines_rejected_at_ingest], labels=True
+            )
         finally:
             con.close()
     except Exception as exc:
@@ -55,16 +58,21 @@ def human_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         context.add_asset_metadata(
             {
                 "files": st.files,
-                # lines_read = labels + unknown_document_version + rejected + blank_lines.
-                "lines_read": st.lines_read,
+                # The names of goldenset.counts, for one day: label_lines_read = labels +
+                # label_lines_rejected + blank_lines, where label_lines_rejected =
+                # label_lines_rejected_at_ingest + label_lines_held_back (unknown_document_version).
+                "label_lines_read": st.lines_read,
                 "labels": st.labels,
-                "unknown_document_version": st.unknown_document_version,
-                "rejected": st.rejected,
+                "label_lines_rejected": st.label_lines_rejected,
+                "label_lines_rejected_at_ingest": st.label_lines_rejected_at_ingest,
+                "label_lines_held_back": st.label_lines_held_back,
                 "blank_lines": st.blank_lines,
                 "label_lines_by_annotator": dg.MetadataValue.json(st.by_annotator),
-                "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.rejected)),
-                **table_metadata("human_labels", st.labels + st.unknown_document_version),
+                "rejected_by_reason": dg.MetadataValue.json(st.label_lines_rejected_by_reason()),
+                "rejected_sample": dg.MetadataValue.md(
+                    sample_md(samples.get(dt, []), st.label_lines_rejected_at_ingest)
+                ),
+                **table_metadata("human_labels", st.labels + st.label_lines_held_back),
                 "files_ingested_this_run": rep.files_ingested if rep else 0,
                 "files_unchanged_this_run": rep.files_unchanged if rep else 0,
                 "rubric": rubric.name,

@@ -51,7 +51,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
             else:
                 reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
             stats = partition_stats(con, keys)
-            samples = partition_samples(con, [dt for dt in keys if stats[dt].rejected])
+            samples = partition_samples(con, [dt for dt in keys if stats[dt].log_lines_rejected_at_ingest])
         finally:
             con.close()
     except Exception as exc:
@@ -61,14 +61,16 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
         context.add_asset_metadata(
             {
                 "files": st.files,
-                # lines_read = serves + verdicts + rejected + blank_lines: every line in one place.
-                "lines_read": st.lines_read,
+                # The names of goldenset.counts, for one day: log_lines_read = serves + verdicts +
+                # log_lines_rejected_at_ingest + blank_lines (conflicting duplicate serves are
+                # found at build, over every day: the golden_set asset counts them).
+                "log_lines_read": st.lines_read,
                 "serves": st.serves,
                 "verdicts": st.verdicts,
-                "rejected": st.rejected,
+                "log_lines_rejected_at_ingest": st.log_lines_rejected_at_ingest,
                 "blank_lines": st.blank_lines,
                 "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.rejected)),
+                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.log_lines_rejected_at_ingest)),
                 **table_metadata("log_serves", st.serves),
                 "files_ingested_this_run": rep.files_ingested if rep else 0,
                 "files_unchanged_this_run": rep.files_unchanged if rep else 0,
@@ -83,7 +85,7 @@ def sample_md(rows, total: int) -> str:
     if not rows:
         return "No rejected lines."
     out = [
-        sample_caption(len(rows), total, "rejected lines") + ":",
+        sample_caption(len(rows), total, "lines rejected at ingest") + ":",
         "",
         "| file | line | reason | raw |",
         "| --- | --- | --- | --- |",

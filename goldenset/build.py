@@ -17,6 +17,7 @@ from goldenset.build_record import BuildRecord, FunnelStep, latest_build_or_none
 from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
+from goldenset.counts import lines_read, quarantine
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.history import HistoryChange
 from goldenset.labelling.ingest import labels_signature
@@ -193,7 +194,6 @@ _NEW_LOG_LABELS = (
     + log_label_row("j", "q", stale_reason("j"))
     + " FROM _latest_judgments j JOIN _qtask q USING (query_id) WHERE q.positive"
 )
-_LINE_COUNTS = "SELECT (SELECT coalesce(sum(lines_total), 0) FROM log_files), (SELECT count(*) FROM log_rejects)"
 # Over all logs; an incremental build moves the previous build's by what its lines changed.
 _SIDE_COUNTS = """
 SELECT
@@ -560,7 +560,6 @@ def _compute(
     merged = merge_labels(con, build_id, content_sha, gate or JudgeGate(), "SELECT * FROM _agent", "_log")
     _store_labels(con, build_id, incremental=carry_from is not None)
     funnel, unjudged, unserved = _funnel(con)
-    lines_read, lines_rejected = con.execute(_LINE_COUNTS).fetchall()[0]
     side = None
     if previous is not None:
         side = delta.side_counts(con, previous.orphan_verdicts, previous.conflicting_serves)
@@ -571,8 +570,6 @@ def _compute(
         unjudged_items=unjudged,
         orphan_verdicts=orphans,
         unserved_item_verdicts=unserved,
-        lines_read=lines_read,
-        lines_rejected=lines_rejected,
         conflicting_serves=conflicts,
         n_human_labels=merged.n_human_labels,
         n_judge_labels=merged.n_judge_labels,
@@ -580,7 +577,7 @@ def _compute(
         log_labels_overridden=merged.log_labels_overridden,
         judge_labels_held_back=merged.judge_labels_held_back,
     )
-    counts.update(_label_line_counts(con, content_sha))
+    counts.update(_line_counts(con, content_sha, conflicts))
     return funnel, counts
 
 
@@ -666,33 +663,26 @@ def _rubric_name(text: str) -> str | None:
     return recorded_names(text)
 
 
-_UNKNOWN_VERSION_LINES = """SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (
-                     SELECT doc_id, version FROM corpus_documents
-                     WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
-                        OR content_sha256 = ?)"""
-
-
 def label_reject_reasons(con: Connection, content_sha: str) -> dict[str, int]:
     """Label lines rejected as a build on snapshot `content_sha` sees them, by reason (most first)."""
-    counts = dict(con.execute("SELECT reason, count(*) FROM label_rejects GROUP BY reason").fetchall())
-    unknown = con.execute(_UNKNOWN_VERSION_LINES, [content_sha]).fetchall()[0][0]
-    if unknown:
-        counts["unknown_document_version"] = counts.get("unknown_document_version", 0) + int(unknown)
-    return dict(sorted(((k, int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0])))
+    reasons = quarantine(con, None, conflicting=0, content_sha=content_sha).label
+    return dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _label_line_counts(con: Connection, content_sha: str) -> dict[str, int]:
-    """Label lines read, and rejected as this build sees them (unknown versions included)."""
-    read, rejected_at_ingest, unknown = con.execute(
-        """SELECT (SELECT coalesce(sum(lines_total), 0) FROM label_files),
-                  (SELECT count(*) FROM label_rejects),
-                  (SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN (
-                     SELECT doc_id, version FROM corpus_documents
-                     WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds)
-                        OR content_sha256 = ?))""",
-        [content_sha],
-    ).fetchall()[0]
-    return {"label_lines_read": int(read), "label_lines_rejected": int(rejected_at_ingest + unknown)}
+def _line_counts(con: Connection, content_sha: str, conflicts: int) -> dict[str, int]:
+    """Log and label lines read, and rejected as this build sees them (goldenset.counts, the one definition).
+
+    `lines_rejected` is the log lines rejected at ingest (the rejected share's numerator);
+    `label_lines_rejected` holds the lines held back for an unknown version too.
+    """
+    lines = lines_read(con)
+    q = quarantine(con, None, conflicting=conflicts, content_sha=content_sha)
+    return {
+        "lines_read": lines.log_lines_read,
+        "lines_rejected": q.log_lines_rejected_at_ingest,
+        "label_lines_read": lines.label_lines_read,
+        "label_lines_rejected": q.label_lines_rejected,
+    }
 
 
 def _merged_queries(query_map) -> int:

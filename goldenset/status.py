@@ -1,4 +1,4 @@
-"""How the golden set stands: age, drift, funnel, quarantine and relabel queue."""
+"""How the golden set stands: age, drift, its counts (goldenset.counts), the funnel, judges and roots."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from datetime import datetime
 from pathlib import Path
 
 from goldenset import build_marker
-from goldenset.build_record import BuildRecord, FunnelStep, load_build
+from goldenset.build_record import BuildRecord, load_build
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.corpus import active_signature, drift, read_corpus
+from goldenset.counts import Counts, golden_counts, relabel_queue_by_reason
 from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
 from goldenset.schema import KNOWN_VERSIONS_SQL
@@ -34,10 +35,8 @@ class Status:
     build: BuildRecord
     age_days: float
     corpus: CorpusStatus
-    funnel: list[dict]
-    rejected_by_reason: dict[str, int]
-    relabel_queue_by_reason: dict[str, int]
-    labelling_queue_by_reason: dict[str, int] = field(default_factory=dict)
+    funnel: list[dict]  # the build's filter_funnel rows (contract 3-4)
+    counts: Counts  # every count, by the name every screen shows (goldenset.counts)
     judges_held_back: list[dict] = field(default_factory=list)
     # The judges the gate admitted, each as the line `status` prints (`annotator`, `figures`): not in the JSON,
     # where judge_health carries every judge's figures.
@@ -48,15 +47,27 @@ class Status:
     roots: dict[str, str] = field(default_factory=dict)  # the recorded LOGS and LABELS roots (contract 9.1)
 
     @property
+    def rejected_by_reason(self) -> dict[str, int]:
+        return self.counts.quarantine.by_reason
+
+    @property
     def rejected_records(self) -> int:
-        return sum(self.rejected_by_reason.values())
+        return self.counts.quarantine.rejected_records
+
+    @property
+    def relabel_queue_by_reason(self) -> dict[str, int]:
+        return self.counts.relabel_queue_by_reason
 
     @property
     def relabel_queue(self) -> int:
-        return sum(self.relabel_queue_by_reason.values())
+        return self.counts.relabel_queue
+
+    @property
+    def labelling_queue_by_reason(self) -> dict[str, int]:
+        return self.counts.labelling_queue_by_reason
 
     def to_json(self) -> dict:
-        """The `status --json` object."""
+        """The `status --json` object: `counts` holds every count under its one key (docs/reference/counts.md)."""
         from goldenset.export import _iso
 
         return {
@@ -66,13 +77,17 @@ class Status:
             "computation": self.build.computation,
             "age_days": self.age_days,
             "corpus": asdict(self.corpus),
-            "counts": self.build.counts(),
+            "counts": self.counts.to_json(),
             "funnel": self.funnel,
+            "full_funnel": [row.to_json() for row in self.counts.funnel],
+            "ingested_since_build": self.counts.ingested_since_build,
             "rejected_records": self.rejected_records,
             "rejected_by_reason": self.rejected_by_reason,
+            "rejected_by_source": self.counts.quarantine.by_source(),
             "orphan_verdicts": self.build.orphan_verdicts,
             "relabel_queue": self.relabel_queue,
             "relabel_queue_by_reason": self.relabel_queue_by_reason,
+            "labelling_queue": self.counts.labelling_queue,
             "labelling_queue_by_reason": self.labelling_queue_by_reason,
             "judges_held_back": self.judges_held_back,
             "judge_health": self.judge_health,
@@ -125,8 +140,6 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
                 current.fingerprint,
                 drift(active_signature_of(con, build.corpus_content_sha256), active_signature(current)),
             )
-    rejected = rejected_counts(con, build)
-    relabel = relabel_counts(con)
     from goldenset.labelling.judge_gate import gate_rows
 
     gates = gate_rows(con, build.labels_build_id)
@@ -139,7 +152,6 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
         from goldenset.scoring.judge_health import judge_health
 
         health = [h.to_json() for h in judge_health(con)]
-    queue = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason ORDER BY reason").fetchall())
     rubric, roots = None, {}
     if _has_tables(con, "rubrics", "source_roots"):  # (a warehouse from before contract 9, opened read-only)
         rubric = con.execute("SELECT name FROM rubrics WHERE rubric_sha256 = ?", [build.rubric_sha256]).fetchone()
@@ -153,52 +165,11 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
         judges_held_back=judges,
         judges_admitted=admitted,
         judge_health=health,
-        labelling_queue_by_reason=queue,
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),
         corpus=corpus,
         funnel=manifest["funnel"],
-        rejected_by_reason=rejected,
-        relabel_queue_by_reason=relabel,
+        counts=golden_counts(con, build),
     )
-
-
-# rejected_records finds conflicting duplicate serves with a window over every serve
-# (0.5 s at four million serves, growing with the log). A build counts the same lines
-# (conflicting_serves) and empties log_dirty, and once a build is committed every change
-# to the log tables marks log_dirty: when it is empty, the latest build's count is current.
-# (A constant false filter: DuckDB then never plans the view's duplicate-serve branch.)
-_REJECTED = (
-    "SELECT reason, count(*) FROM rejected_records WHERE ? OR reason <> 'conflicting_duplicate_serve' "
-    "GROUP BY reason ORDER BY reason"
-)
-
-
-def rejected_counts(con: Connection, build: BuildRecord) -> dict[str, int]:
-    """rejected_records by reason, as the warehouse holds it now."""
-    ingested_since = con.execute("SELECT EXISTS (SELECT 1 FROM log_dirty)").fetchall()[0][0]
-    counts = dict(con.execute(_REJECTED, [ingested_since]).fetchall())
-    if not ingested_since and build.conflicting_serves:
-        counts["conflicting_duplicate_serve"] = build.conflicting_serves
-    return dict(sorted(counts.items()))
-
-
-def funnel_steps(con: Connection, build_id: int) -> list[FunnelStep]:
-    """The stored funnel of a build, step by step."""
-    return [
-        FunnelStep(*r)
-        for r in con.execute(
-            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-            "WHERE build_id = ? ORDER BY step_order",
-            [build_id],
-        ).fetchall()
-    ]
-
-
-def rejected_count(con: Connection) -> int:
-    """How many lines were quarantined at ingest, log and label files (what rejected_sample samples)."""
-    return con.execute("SELECT (SELECT count(*) FROM log_rejects) + (SELECT count(*) FROM label_rejects)").fetchall()[
-        0
-    ][0]
 
 
 def rejected_sample(con: Connection, limit: int = 20) -> list[tuple]:
@@ -216,22 +187,9 @@ def rejected_sample(con: Connection, limit: int = 20) -> list[tuple]:
     ).fetchall()
 
 
-# relabel_queue holds one row per stale label of the latest build, with its reason (its
-# joins with label_history only add when the label was first flagged), so its counts are
-# those of golden_set's stale rows, without ranking the history of each.
-_RELABEL_COUNTS = """
-SELECT stale_reason, count(*) FROM golden_set WHERE stale_reason IS NOT NULL GROUP BY stale_reason ORDER BY 1
-"""
-
-
-def relabel_counts(con: Connection) -> dict[str, int]:
-    """Size of relabel_queue by reason."""
-    return dict(con.execute(_RELABEL_COUNTS).fetchall())
-
-
 def relabel_summary(con: Connection, limit: int = 20) -> tuple[dict[str, int], list[tuple]]:
     """Queue size by reason, and its oldest-flagged rows (project and task first: what a person relabels)."""
-    by_reason = relabel_counts(con)
+    by_reason = relabel_queue_by_reason(con)
     sample = con.execute(
         "SELECT project, task, doc_id, judged_version, current_version, superseded_by, reason, "
         "first_flagged_build FROM relabel_queue ORDER BY first_flagged_build, query_id, doc_id LIMIT ?",
@@ -253,8 +211,10 @@ def drift_between_builds(con: Connection, older: BuildRecord, newer: BuildRecord
 class PartitionStats:
     """What the warehouse holds of one log day (whatever run ingested it).
 
-    The counts add up: lines_read = serves + verdicts + rejected + blank_lines, every
-    line read in exactly one of them (a blank line is skipped, not rejected).
+    The counts add up: log_lines_read = serves + verdicts + log_lines_rejected_at_ingest +
+    blank_lines, every line read in exactly one of them (a blank line is skipped, not
+    rejected). Lines of a conflicting duplicate serve are found at build, over every day, and
+    counted by goldenset.counts (`conflicting_duplicate_serves`); here they are serves.
     """
 
     dt: str
@@ -266,7 +226,7 @@ class PartitionStats:
     blank_lines: int = 0
 
     @property
-    def rejected(self) -> int:
+    def log_lines_rejected_at_ingest(self) -> int:
         return sum(self.rejected_by_reason.values())
 
 
@@ -333,9 +293,10 @@ def partition_samples(
 class LabelPartitionStats:
     """What the warehouse holds of one day of label files.
 
-    The counts add up: lines_read = labels + unknown_document_version + rejected +
-    blank_lines. A line held until a snapshot knows its document version is counted there
-    only (not also among the labels, nor among the rejected lines: it is not rejected).
+    The counts add up: label_lines_read = labels + label_lines_rejected + blank_lines, where
+    label_lines_rejected = label_lines_rejected_at_ingest + label_lines_held_back: a line held
+    back until a snapshot knows its document version (unknown_document_version) is a rejected
+    line (contract 7.2), named apart because it joins once one does; it is not a label.
     """
 
     dt: str
@@ -348,8 +309,23 @@ class LabelPartitionStats:
     blank_lines: int = 0
 
     @property
-    def rejected(self) -> int:
+    def label_lines_rejected_at_ingest(self) -> int:
         return sum(self.rejected_by_reason.values())
+
+    @property
+    def label_lines_held_back(self) -> int:
+        return self.unknown_document_version
+
+    @property
+    def label_lines_rejected(self) -> int:
+        return self.label_lines_rejected_at_ingest + self.label_lines_held_back
+
+    def label_lines_rejected_by_reason(self) -> dict[str, int]:
+        """Rejected at ingest by reason, with the held-back lines as unknown_document_version."""
+        out = dict(self.rejected_by_reason)
+        if self.unknown_document_version:
+            out["unknown_document_version"] = out.get("unknown_document_version", 0) + self.unknown_document_version
+        return dict(sorted(out.items()))
 
 
 def label_partition_stats(con: Connection, dts: list[str]) -> dict[str, LabelPartitionStats]:

@@ -15,6 +15,7 @@ from goldenset import build_marker, ingest, layout, progress, sources
 from goldenset.build import label_reject_reasons
 from goldenset.checks import empty_reason, label_rejects_line
 from goldenset.corpus import read_corpus, remembering_reads
+from goldenset.counts import filter_funnel
 from goldenset.errors import GoldensetError, InputError, InputMoved
 from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric_change import rubric_change
@@ -22,7 +23,7 @@ from goldenset.labelling.rubric_set import load_rubrics
 from goldenset.logfiles import list_partitions
 from goldenset.settings import DEFAULT_LOCK_TIMEOUT, PATH_NAMES, Paths, Settings
 from goldenset.snapshots import unchanged_load
-from goldenset.status import Status, funnel_steps, golden_status
+from goldenset.status import Status, golden_status
 from goldenset.warehouse import connect, require_folder
 from goldenset_dagster.assets import damaged_message
 from goldenset_dagster.instance import get_instance
@@ -185,7 +186,7 @@ def _run_refresh(
         status = golden_status(con, paths.corpus)
         warnings = []
         if status.build.n_labels == 0:
-            warnings.append(empty_reason(funnel_steps(con, status.build.build_id), status.build))
+            warnings.append(empty_reason(filter_funnel(con, status.build.build_id), status.build))
         if status.build.label_lines_rejected:
             reasons = label_reject_reasons(con, status.build.corpus_content_sha256)
             warnings.append(label_rejects_line(status.build.label_lines_rejected, reasons))

@@ -95,30 +95,55 @@ def test_rejected_share_shows_its_share_and_thresholds_in_one_named_unit(two_bui
     key = dg.AssetCheckKey(dg.AssetKey("golden_set"), "rejected_share_warning")
     meta = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)[0].event.dagster_event
     meta = meta.event_specific_data.metadata
-    # 2 lines rejected of the 13 + 7 the README lists over the two log days: 10%, above the 1% warning line.
-    assert meta["rejected"].value == 2 and meta["lines_read"].value == 20
-    assert meta["share_pct"].value == 10.0
-    assert meta["warn_above_pct"].value == 1.0
-    assert not any(k in meta for k in ("share", "warn_above"))
+    # 2 lines rejected of the 13 + 7 the README lists over the two log days: 0.1 (10%), above the
+    # 0.01 warning line; both fractions (docs/reference/counts.md, Units), no key in percent.
+    assert meta["log_lines_rejected_at_ingest"].value == 2 and meta["log_lines_read"].value == 20
+    assert meta["rejected_share"].value == 0.1
+    assert meta["warn_above"].value == 0.01
+    assert not any(k.endswith("_pct") for k in meta)
 
 
 def test_a_log_day_counts_every_line_once_blank_lines_included(two_builds):
     instance, _ = two_builds
     meta = _latest(instance, "serve_log", "2026-11-01")
     # The README: 13 lines, serves s1 and s2, verdicts on lines 2-5, 7, 8, 11, 12, rejected 9 and 10, blank 13.
-    got = {k: meta[k].value for k in ("lines_read", "serves", "verdicts", "rejected", "blank_lines")}
-    assert got == {"lines_read": 13, "serves": 2, "verdicts": 8, "rejected": 2, "blank_lines": 1}
-    assert "2 of 2 rejected lines" in meta["rejected_sample"].value
+    keys = ("log_lines_read", "serves", "verdicts", "log_lines_rejected_at_ingest", "blank_lines")
+    got = {k: meta[k].value for k in keys}
+    assert got == {
+        "log_lines_read": 13,
+        "serves": 2,
+        "verdicts": 8,
+        "log_lines_rejected_at_ingest": 2,
+        "blank_lines": 1,
+    }
+    assert "2 of 2 lines rejected at ingest" in meta["rejected_sample"].value
 
 
 def test_a_label_day_counts_a_line_of_unknown_version_once(two_builds):
     instance, _ = two_builds
     meta = _latest(instance, "human_labels", "2026-11-03")
-    # The README: 22 lines; 14 blank; 15 an unknown document version (kept, not rejected);
-    # 16-22 rejected; the other 13 are labels.
-    got = {k: meta[k].value for k in ("lines_read", "labels", "unknown_document_version", "rejected", "blank_lines")}
-    assert got == {"lines_read": 22, "labels": 13, "unknown_document_version": 1, "rejected": 7, "blank_lines": 1}
-    assert "unknown_document_version" not in meta["rejected_by_reason"].value
+    # The README: 22 lines; 14 blank; 15 an unknown document version (held back: a rejected line
+    # that joins once a snapshot holds its version); 16-22 rejected at ingest; the other 13 are labels.
+    keys = (
+        "label_lines_read",
+        "labels",
+        "label_lines_rejected",
+        "label_lines_held_back",
+        "label_lines_rejected_at_ingest",
+        "blank_lines",
+    )
+    got = {k: meta[k].value for k in keys}
+    assert got == {
+        "label_lines_read": 22,
+        "labels": 13,
+        "label_lines_rejected": 8,
+        "label_lines_held_back": 1,
+        "label_lines_rejected_at_ingest": 7,
+        "blank_lines": 1,
+    }
+    # The held-back line is a rejected line of its reason: the day's reasons add up to its rejected lines.
+    assert meta["rejected_by_reason"].value["unknown_document_version"] == 1
+    assert sum(meta["rejected_by_reason"].value.values()) == 8
     assert meta["dagster/row_count"].value == 14
 
 
@@ -126,7 +151,7 @@ def test_a_day_read_without_a_labels_folder_says_nothing_that_turns_false_later(
     with dg.instance_for_test() as instance:
         _build(instance, tmp_path, labels=False)
         meta = _latest(instance, "human_labels", "2026-11-01")
-    assert {k: v.value for k, v in meta.items()} == {"files": 0, "lines_read": 0, "labels": 0}
+    assert {k: v.value for k, v in meta.items()} == {"files": 0, "label_lines_read": 0, "labels": 0}
 
 
 def test_tables_carry_their_column_schema_and_row_count(two_builds):

@@ -116,7 +116,7 @@ def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
         f"new warehouse: {project_dir / 'g.duckdb'} (none was there before)",
-        "Error: build not published: 2 of 4 log lines rejected (50.0%), above the blocking share 10% "
+        "Error: build not published: 2 of 4 log lines rejected at ingest (50.0%), above the blocking share 10% "
         "(--block-rejected-share changes it); `goldenset rejects` lists them; no build has been published yet",
     ]
 

@@ -241,4 +241,4 @@ def test_the_pool_job_refreshes_the_labelling_queue_after_a_build_with_labels(cl
     assert ("stale", "d2") not in queue and ("stale", "d4") not in queue
     assert queue and {reason for reason, _ in queue} == {"pooled"}
     metadata = result.asset_materializations_for_node("labelling_queue")[0].metadata
-    assert metadata["queue_size"].value == len(queue)
+    assert metadata["labelling_queue"].value == len(queue)

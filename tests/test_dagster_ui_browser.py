@@ -97,12 +97,12 @@ def test_the_ui_lists_cli_runs_names_units_and_adds_up_counts(browser, ui_after_
         assert "You have not materialized any assets with this job yet" not in _body(browser)
         assert "goldenset/pid" not in _body(browser) and "goldenset/host" not in _body(browser)
 
-    # The rejected_share check: its share and threshold in one unit, named.
+    # The rejected_share check: its share and threshold in one unit (fractions), named.
     browser.get(url + "/assets/golden_set?view=checks&checkDetail=rejected_share")
-    browser_wait(browser, lambda d: "block_above_pct" in _body(d), "the check's metadata")
-    assert "share_pct" in _body(browser)
+    browser_wait(browser, lambda d: "block_above" in _body(d), "the check's metadata")
+    assert "rejected_share" in _body(browser) and "_pct" not in _body(browser)
 
     # A log day: 13 lines = 2 serves + 8 verdicts + 2 rejected + 1 blank (the conformance README).
     browser.get(url + "/assets/serve_log?view=partitions&partition=2026-11-01")
     browser_wait(browser, lambda d: "blank_lines" in _body(d), "the partition's metadata")
-    assert "2 of 2 rejected lines" in _body(browser)
+    assert "2 of 2 lines rejected at ingest" in _body(browser)

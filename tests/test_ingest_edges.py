@@ -418,7 +418,7 @@ def test_blank_lines_count_in_the_rejected_share(warehouse, log_root, tmp_path):
 def test_a_rejected_share_above_ten_percent_blocks_the_build(warehouse, log_root, tmp_path):
     write_log(log_root, DAY1, "part-0001.jsonl", [S1, V1, "bad", "worse"] + [""] * 6)
     ingest_all(warehouse, log_root)
-    with pytest.raises(BuildBlocked, match="2 of 10 log lines rejected"):
+    with pytest.raises(BuildBlocked, match="2 of 10 log lines rejected at ingest"):
         publish(warehouse, tmp_path, DOCS, checks=BuildChecks())
     assert rows(warehouse, "SELECT count(*) FROM golden_builds") == [(0,)]
     assert len(rejected(warehouse)) == 2

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from goldenset import delta
 from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
+from goldenset.counts import relabel_queue_by_reason as relabel_counts
 from goldenset.ingest import ingest_all
 from goldenset.labelling.ingest import ingest_labels
 from goldenset.labelling.rubric import load_rubric
 from goldenset.records import normalise_task, query_id
 from goldenset.snapshots import store_snapshot
-from goldenset.status import relabel_counts
 from goldenset.warehouse import connect
 from tests.helpers import (
     DAY_DOCS,

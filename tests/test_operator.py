@@ -109,7 +109,7 @@ def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
     capsys.readouterr()
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(db)) == 1
     err = _err(capsys)
-    assert "3 of 5 log lines rejected (60.0%), above the blocking share 10% (--block-rejected-share" in err
+    assert "3 of 5 log lines rejected at ingest (60.0%), above the blocking share 10% (--block-rejected-share" in err
     assert "`goldenset rejects` lists them; build 1 (built " in err and err.endswith("UTC) stays current")
 
 

@@ -128,9 +128,11 @@ def test_a_blocked_build_keeps_the_previous_build_current(tmp_path, resources):
         }
         blocked = evaluations["rejected_share"]
         assert not blocked.passed and blocked.severity == dg.AssetCheckSeverity.ERROR
-        assert blocked.metadata["rejected"].value == 12 and blocked.metadata["lines_read"].value == 30
-        # The share and its threshold in one unit, named: 12 of 30 lines is 40%, against 10%.
-        assert blocked.metadata["share_pct"].value == 40.0 and blocked.metadata["block_above_pct"].value == 10.0
+        meta = {k: v.value for k, v in blocked.metadata.items()}
+        assert meta["log_lines_rejected_at_ingest"] == 12 and meta["log_lines_read"] == 30
+        # The share and its threshold in one unit, fractions (docs/reference/counts.md): 12 of 30 lines
+        # is 0.4, against 0.1.
+        assert meta["rejected_share"] == 0.4 and meta["block_above"] == 0.1
         assert evaluations["funnel_adds_up"].passed
         assert failure.step_failure_data.error is None or "RetryRequested" not in str(failure.step_failure_data.error)
         assert not any(e.event_type_value == "STEP_UP_FOR_RETRY" for e in result.all_events)
@@ -155,7 +157,7 @@ def test_the_relabel_queue_of_a_repeat_is_said_again_and_a_new_build_counts_its_
             ).fetchone()
         finally:
             con.close()
-        return meta["queue_size"].value, n, str(meta["labels_build_id"].value), built
+        return meta["relabel_queue"].value, n, str(meta["labels_build_id"].value), built
 
     with dg.instance_for_test() as instance:
         first = queue(_materialize(instance, resources, tmp_path))

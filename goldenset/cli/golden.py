@@ -147,8 +147,12 @@ def forget(
 
 
 def print_status(st, title: str) -> None:
-    """The status table and the funnel, as `status` and `build` print them."""
-    b = st.build
+    """The status table and the funnel, as `status` and `build` print them.
+
+    Every count is `st.counts` (goldenset.counts), the figures `status --json` and the Dagster
+    metadata show under the same keys; shares print as percentages (docs/reference/counts.md).
+    """
+    b, c = st.build, st.counts
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
@@ -167,8 +171,9 @@ def print_status(st, title: str) -> None:
     if b.rubric_sha256:
         t.add_row("rubric", f"{st.rubric_name or '(name not recorded)'} ({b.rubric_sha256[:16]})")
     t.add_row("queries / projects", f"{b.n_queries} / {b.n_projects}")
+    t.add_row("golden rows", str(c.golden_rows))
     t.add_row("log labels helped / noise / wrong", f"{b.n_helped} / {b.n_noise} / {b.n_wrong}")
-    if b.n_human_labels or b.human_labels_unused or b.label_lines_read:
+    if b.n_human_labels or b.human_labels_unused or c.lines.label_lines_read:
         t.add_row(
             "human labels (unused / overriding a log label)",
             f"{b.n_human_labels} ({b.human_labels_unused} / {b.log_labels_overridden})",
@@ -182,25 +187,57 @@ def print_status(st, title: str) -> None:
     for h in st.judge_health:
         for w in h["warnings"]:
             t.add_row("judge health", f"WARN {w}")
-    rejected = f"{st.rejected_records}{_breakdown(st.rejected_by_reason)}"
-    if st.rejected_records:
-        rejected += "  (`goldenset rejects` lists them)"
-    t.add_row("rejected lines", rejected)
+    _rejected_rows(t, c)
     t.add_row("orphan verdicts", str(b.orphan_verdicts))
     t.add_row("verdicts on unserved items", str(b.unserved_item_verdicts))
     t.add_row("unjudged items", str(b.unjudged_items))
-    t.add_row("relabel queue", f"{st.relabel_queue}{_breakdown(st.relabel_queue_by_reason)}")
-    if st.labelling_queue_by_reason:
+    t.add_row("relabel queue", f"{c.relabel_queue}{_breakdown(c.relabel_queue_by_reason)}")
+    if c.labelling_queue:
+        t.add_row("labelling queue", f"{c.labelling_queue}{_breakdown(c.labelling_queue_by_reason)}")
+    if c.ingested_since_build:
         t.add_row(
-            "labelling queue", f"{sum(st.labelling_queue_by_reason.values())}{_breakdown(st.labelling_queue_by_reason)}"
+            "ingested since the build",
+            "[yellow]lines were ingested since this build: the lines' counts are the warehouse's now, the rest "
+            "this build's (`goldenset build` brings them together)[/yellow]",
         )
     out.print(t)
-    f = Table(title="filter funnel", title_justify="left")
-    for col in ("step", "dropped", "judgments left", "units left"):
-        f.add_column(col, justify="left" if col == "step" else "right")
-    for s in st.funnel:
-        f.add_row(s["step"], str(s["judgments_dropped"]), str(s["judgments_left"]), str(s["units_left"]))
+    f = Table(title="funnel: lines read to golden rows", title_justify="left")
+    for col in ("step", "unit", "count", "left", "units left"):
+        f.add_column(col, justify="left" if col in ("step", "unit") else "right")
+    for row in c.funnel:
+        f.add_row(
+            row.step,
+            row.unit,
+            str(row.count),
+            "" if row.left is None else str(row.left),
+            "" if row.units_left is None else str(row.units_left),
+        )
     out.print(f)
+
+
+def _rejected_rows(t: Table, c) -> None:
+    """Rejected lines: the total (`rejected_records`), then each source by reason."""
+    q = c.quarantine
+    by = q.by_source()
+    listed = "  (`goldenset rejects` lists them)" if q.rejected_records else ""
+    t.add_row(
+        "rejected lines",
+        f"{q.rejected_records} = log {q.log_lines_rejected} + label {q.label_lines_rejected} "
+        f"+ trace {q.trace_records_rejected}{listed}",
+    )
+    t.add_row("  log lines rejected", f"{q.log_lines_rejected} of {c.lines.log_lines_read} read{_breakdown(by['log'])}")
+    if c.lines.label_lines_read or q.label_lines_rejected:
+        held = (
+            f"; {q.label_lines_held_back} held back until a snapshot holds their version"
+            if q.label_lines_held_back
+            else ""
+        )
+        t.add_row(
+            "  label lines rejected",
+            f"{q.label_lines_rejected} of {c.lines.label_lines_read} read{_breakdown(by['label'])}{held}",
+        )
+    if q.trace_records_rejected:
+        t.add_row("  trace records rejected", f"{q.trace_records_rejected}{_breakdown(by['trace'])}")
 
 
 def _breakdown(counts: dict[str, int]) -> str:

@@ -129,6 +129,10 @@ class PoolReport:
     # Contract 9.5: pairs not queued because no rubric judges their query's project, by project
     # (None when the rubrics judge every project).
     no_rubric: dict[str, int] | None = None
+    # Queued pairs some ranker returned, by reason (stale and successor rows are queued whether a
+    # ranker returned them or not; `returned_stale` counts the returned ones before the rubrics
+    # and the budget): what the queue line names, so it cannot be read against the returned line.
+    queue_returned: dict[str, int] | None = None
 
     @property
     def returned_total(self) -> int:
@@ -158,6 +162,7 @@ class PoolReport:
             }
             | ({"audit": self.audit} if self.audit is not None else {})
             | ({"no_rubric": dict(self.no_rubric)} if self.no_rubric is not None else {})
+            | ({"queue_returned": dict(self.queue_returned)} if self.queue_returned is not None else {})
         )
 
     @classmethod
@@ -180,7 +185,14 @@ class PoolReport:
             pooled_never_judged=data["pooled_never_judged"],
             queue=queue,
             no_rubric=dict(data["no_rubric"]) if "no_rubric" in data else None,
+            queue_returned=dict(data["queue_returned"]) if "queue_returned" in data else None,
         )
+
+    def _returned_note(self, reason: str) -> str:
+        """For stale and successor rows of the queue: how many a ranker returned (the rest it did not)."""
+        if self.queue_returned is None or reason not in ("stale", "successor") or not self.queue.get(reason):
+            return ""
+        return f" ({self.queue_returned.get(reason, 0)} a ranker returned)"
 
     def lines(self) -> list[str]:
         """The arithmetic in words, one line per step."""
@@ -201,10 +213,12 @@ class PoolReport:
             f"distinct: {self.returned_total} - {self.returned_total - self.returned_distinct} duplicates "
             f"= {self.returned_distinct} pairs",
             f"of these: {self.already_labelled} already labelled (golden set row at the current version) "
-            f"+ {self.returned_stale} stale + {self.returned_successor} successor + {self.pooled} pooled "
-            f"= {self.returned_distinct}",
+            f"+ {self.returned_stale} queued as stale + {self.returned_successor} queued as successor "
+            f"+ {self.pooled} pooled = {self.returned_distinct}",
             f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
-            "queue: " + " + ".join(f"{n} {k}" for k, n in self.queue.items()) + f" = {sum(self.queue.values())} pairs",
+            "queue: "
+            + " + ".join(f"{n} {k}{self._returned_note(k)}" for k, n in self.queue.items())
+            + f" = {sum(self.queue.values())} pairs",
         ]
         if self.strategy is not None:
             s = self.strategy
@@ -611,6 +625,8 @@ def run_pool(
         )
         if design is not None:  # the strategy counts its own three reasons; the audit's rows stay as they were
             report = replace(report, queue={r: sum(1 for _, (x, _) in chosen if x == r) for r in ORDER})
+    queued_returned = [reason for pair, (reason, _) in chosen if pair in returned.pairs]
+    report = replace(report, queue_returned={r: queued_returned.count(r) for r in report.queue})
     pooled_at = now or utcnow()
     with transaction(con):
         pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchall()[0][0]
@@ -669,16 +685,21 @@ def _queue_table(rows: Iterable[QueueRow]) -> pa.Table:
 
 
 def queue_summary(con: Connection) -> dict[str, Any]:
-    """Queue size by reason and the latest pool's report, as JSON-ready values (for asset metadata)."""
-    counts = dict(con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY reason").fetchall())
-    by_reason = {r: int(counts.get(r, 0)) for r in ORDER if r in REASONS or counts.get(r)}
+    """Queue size by reason and the latest pool's report, as JSON-ready values (for asset metadata).
+
+    The sizes are goldenset.counts' `labelling_queue` and `labelling_queue_by_reason`, the
+    names `status --json` shows them under.
+    """
+    from goldenset.counts import labelling_queue_by_reason
+
+    by_reason = labelling_queue_by_reason(con)
     latest = con.execute("SELECT max(build_id) FROM golden_builds").fetchall()[0][0]
     row = con.execute(
         "SELECT pool_id, pooled_at, build_id, rankers, depth, report FROM pool_runs ORDER BY pool_id DESC LIMIT 1"
     ).fetchone()
     summary: dict[str, Any] = {
-        "queue_size": sum(by_reason.values()),
-        "by_reason": by_reason,
+        "labelling_queue": sum(by_reason.values()),
+        "labelling_queue_by_reason": by_reason,
         "pool_id": None,
         "pooled_at": None,
         "build_id": None,

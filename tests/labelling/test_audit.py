@@ -183,7 +183,7 @@ def test_a_later_pool_without_an_audit_keeps_the_audit_and_its_counts_name_no_au
     con = warehouse.connect(world.db, read_only=True)
     try:
         assert latest_audit(con).pool_id == first.pool_id
-        assert "audit" not in queue_summary(con)["by_reason"]
+        assert "audit" not in queue_summary(con)["labelling_queue_by_reason"]
     finally:
         con.close()
 

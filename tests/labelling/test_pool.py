@@ -221,6 +221,8 @@ def test_report_counts_the_pools_arithmetic(world):
         "pooled": 6,
         "pooled_never_judged": 4,
         "queue": {"stale": 1, "successor": 5, "pooled": 6, "total": 12},
+        # The queued pairs a ranker returned: the one stale pair, three of the five successors.
+        "queue_returned": {"stale": 1, "successor": 3, "pooled": 6},
     }
 
 
@@ -239,9 +241,11 @@ def test_report_lines_spell_out_the_arithmetic(world):
         f"returned: {FIRST} 9 + {SECOND} 9 = 18 pairs",
         f"left out as not active in the build's snapshot: 1 ({FIRST} 1)",
         "distinct: 18 - 5 duplicates = 13 pairs",
-        "of these: 3 already labelled (golden set row at the current version) + 1 stale + 3 successor + 6 pooled = 13",
+        "of these: 3 already labelled (golden set row at the current version) + 1 queued as stale "
+        "+ 3 queued as successor + 6 pooled = 13",
         "pooled pairs the log never judged: 4 of 6",
-        "queue: 1 stale + 5 successor + 6 pooled = 12 pairs",
+        # Two successors no ranker returned: queued all the same, and the line says which are which.
+        "queue: 1 stale (1 a ranker returned) + 5 successor (3 a ranker returned) + 6 pooled = 12 pairs",
     ]
 
 
@@ -261,8 +265,8 @@ def test_queue_summary_gives_the_queue_by_reason_and_the_latest_report(world):
     before = queue_summary(con)
     con.close()
     assert before == {
-        "queue_size": 0,
-        "by_reason": {"stale": 0, "successor": 0, "pooled": 0},
+        "labelling_queue": 0,
+        "labelling_queue_by_reason": {"stale": 0, "successor": 0, "pooled": 0},
         "pool_id": None,
         "pooled_at": None,
         "build_id": None,
@@ -276,8 +280,8 @@ def test_queue_summary_gives_the_queue_by_reason_and_the_latest_report(world):
     after = queue_summary(con)
     con.close()
     assert after == {
-        "queue_size": 12,
-        "by_reason": {"stale": 1, "successor": 5, "pooled": 6},
+        "labelling_queue": 12,
+        "labelling_queue_by_reason": {"stale": 1, "successor": 5, "pooled": 6},
         "pool_id": 1,
         "pooled_at": "2026-11-30T08:00:00Z",
         "build_id": 1,
@@ -444,7 +448,9 @@ def test_pool_command_alone_runs_the_pool_and_prints_the_arithmetic(world, capsy
     assert (code, err) == (0, "")
     assert "pool 1 over golden build 1" in out
     assert "distinct: 18 - 5 duplicates = 13 pairs" in out
-    assert out.rstrip().endswith("queue: 1 stale + 5 successor + 6 pooled = 12 pairs")
+    assert out.rstrip().endswith(
+        "queue: 1 stale (1 a ranker returned) + 5 successor (3 a ranker returned) + 6 pooled = 12 pairs"
+    )
     assert len(queue(world)) == 12
 
 

@@ -36,13 +36,15 @@ def test_a_recorded_pool_materializes_labelling_queue_with_its_table_and_report(
         assert event is not None and event.asset_materialization is not None
         meta = event.asset_materialization.metadata
     # test_pool.py's hand-derived queue for these rankers and depth: 1 stale + 5 successor + 6 pooled.
-    assert rows == 12 and meta["queue_size"].value == 12 and meta["dagster/row_count"].value == 12
-    assert meta["by_reason"].value == {"stale": 1, "successor": 5, "pooled": 6}
+    assert rows == 12 and meta["labelling_queue"].value == 12 and meta["dagster/row_count"].value == 12
+    assert meta["labelling_queue_by_reason"].value == {"stale": 1, "successor": 5, "pooled": 6}
     assert meta["recorded_from"].value == "goldenset pool"
     assert meta["pool_report"].value.startswith(
         f"| ranker | returned | outside snapshot | shared with {FIRST} | shared with {SECOND} |"
     )
-    assert "- queue: 1 stale + 5 successor + 6 pooled = 12 pairs" in meta["pool_report"].value
+    assert "- queue: 1 stale (1 a ranker returned) + 5 successor (3 a ranker returned) + 6 pooled = 12 pairs" in (
+        meta["pool_report"].value
+    )
 
 
 @pytest.mark.slow
@@ -57,7 +59,7 @@ def test_goldenset_pool_from_the_command_line_shows_on_the_asset(tmp_path, capsy
         event = instance.get_latest_materialization_event(dg.AssetKey("labelling_queue"))
         assert event is not None and event.asset_materialization is not None
         meta = event.asset_materialization.metadata
-    assert meta["queue_size"].value == 12 and meta["recorded_from"].value == "goldenset pool"
+    assert meta["labelling_queue"].value == 12 and meta["recorded_from"].value == "goldenset pool"
     assert "WARNING" not in capsys.readouterr().err
 
 
