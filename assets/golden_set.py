@@ -198,8 +198,9 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample, co
         "rejected_share": dg.MetadataValue.float(r.lines_rejected / r.lines_read if r.lines_read else 0.0),
         "funnel": _funnel_table(result.funnel),
         "full_funnel": _full_funnel_table(counts.funnel),
-        # Every count under its one name (goldenset.counts): the keys of `status --json`'s counts.
-        **counts.to_json(),
+        # Every count under its one name (goldenset.counts): the keys of `status --json`'s counts,
+        # but the labelling queue's, which the pool makes after the build (labelling_queue shows it).
+        **{k: v for k, v in counts.to_json().items() if k != "labelling_queue"},
         "rejected_by_source": dg.MetadataValue.json(q.by_source()),
         "history_versions_opened": result.history.versions_opened,
         "history_versions_closed": result.history.versions_closed,

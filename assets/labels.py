@@ -14,7 +14,9 @@ from goldenset_dagster.resources import LabelSource, WarehouseResource
 @dg.asset(
     # After the serves: a label line is checked against the rubric of its query's project,
     # which the ingested serves give (contract 9.5), so a first build with both reads logs first.
-    deps=[label_files, rubric_file, dg.AssetKey("serve_log")],
+    # And after the corpus snapshot: a line is held back until a snapshot holds its document
+    # version, and the day counts it against the snapshot the build of this run reads.
+    deps=[label_files, rubric_file, dg.AssetKey("serve_log"), dg.AssetKey("corpus_snapshot")],
     partitions_def=days,
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",

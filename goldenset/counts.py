@@ -41,12 +41,13 @@ HELD_BACK = "unknown_document_version"
 SOURCES = ("log", "label", "trace")
 
 # Label lines whose (doc_id, version) no snapshot of a committed build holds, nor (during a
-# build) the snapshot being built: held back until one does (contract 7.2).
-_HELD_BACK_SQL = (
-    "SELECT count(*) FROM human_labels h WHERE (h.doc_id, h.doc_version) NOT IN ("
-    "SELECT doc_id, version FROM corpus_documents "
+# build) the snapshot being built: held back until one does (contract 7.2). The one
+# definition, with `?` the snapshot a build is making (or, for a day's ingest, the current one).
+HELD_BACK_WHERE = (
+    "(h.doc_id, h.doc_version) NOT IN (SELECT doc_id, version FROM corpus_documents "
     "WHERE content_sha256 IN (SELECT corpus_content_sha256 FROM golden_builds) OR content_sha256 = ?)"
 )
+_HELD_BACK_SQL = "SELECT count(*) FROM human_labels h WHERE " + HELD_BACK_WHERE
 _CONFLICTS_SQL = f"SELECT count(*) FROM rejected_records WHERE reason = '{CONFLICTING}'"
 
 

@@ -11,11 +11,10 @@ from goldenset.build_record import BuildRecord, load_build
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.corpus import active_signature, drift, read_corpus
-from goldenset.counts import Counts, golden_counts, relabel_queue_by_reason
+from goldenset.counts import HELD_BACK_WHERE, Counts, golden_counts, relabel_queue_by_reason
 from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
-from goldenset.schema import KNOWN_VERSIONS_SQL
-from goldenset.snapshots import active_signature_of, unchanged_load
+from goldenset.snapshots import active_signature_of, current_load, unchanged_load
 
 
 @dataclass(frozen=True)
@@ -343,11 +342,15 @@ def label_partition_stats(con: Connection, dts: list[str]) -> dict[str, LabelPar
         "SELECT dt, annotator, count(*) FROM human_labels WHERE list_contains(?, dt) GROUP BY ALL ORDER BY ALL", [dts]
     ).fetchall():
         annotators.setdefault(d, {})[who] = n
+    # Held back as the next build will see it: no committed build's snapshot, nor the current
+    # one (the snapshot the next build reads), holds the version (goldenset.counts' definition).
+    current = current_load(con)
     unknown = dict(
         con.execute(
-            f"""SELECT dt, count(*) FROM human_labels
-                WHERE list_contains(?, dt) AND (doc_id, doc_version) NOT IN ({KNOWN_VERSIONS_SQL}) GROUP BY ALL""",
-            [dts],
+            "SELECT dt, count(*) FROM human_labels h WHERE list_contains(?, dt) AND "
+            + HELD_BACK_WHERE
+            + " GROUP BY ALL",
+            [dts, current[1] if current else ""],
         ).fetchall()
     )
     reasons: dict[str, dict[str, int]] = {}

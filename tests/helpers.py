@@ -262,6 +262,30 @@ def write_labels(root: Path, dt: str, name: str, lines) -> Path:
     return path
 
 
+class FirstDocuments:
+    """A retriever plug-in that ranks the active documents by doc_id, whatever the query.
+
+    `tests.helpers:first_documents` as a pool's ranker: its top k is the k smallest active
+    doc_ids, so a test works the queue out by hand.
+    """
+
+    def __init__(self, ctx):
+        self.doc_ids = sorted(ctx.corpus.active)
+
+    def components(self) -> list[str]:
+        return ["first"]
+
+    def search_component(self, name: str, query: str, k: int) -> list[tuple[str, float]]:
+        return self.search(query, k)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return [(d, 1.0 / r) for r, d in enumerate(self.doc_ids[:k], start=1)]
+
+
+def first_documents(ctx) -> FirstDocuments:
+    return FirstDocuments(ctx)
+
+
 # --------------------------------------------------------------------------- nightly days
 
 # A corpus and tasks for days of logs drawn at random (the incremental and label-row tests).

@@ -142,7 +142,8 @@ def serve(
     sock, allowed, origin, url = _listen(host, port, public_url)
     typer.echo(f"labelling page for {name}: {url}")
     typer.echo(
-        f"{len(session.items)} pairs queued, {session.already_labelled} skipped as already labelled by {name}; "
+        f"{len(session.items)} pairs queued, {session.already_labelled} labelled by {name} before "
+        "(listed, to correct); "
         f"label lines go to {labels_dir}/dt=<UTC day>/page-{name}.jsonl"
     )
     if session.no_rubric:

@@ -76,6 +76,7 @@ from starlette.routing import Route
 
 from goldenset import logfiles
 from goldenset.connection import Connection
+from goldenset.counts import labelling_queue_by_reason
 from goldenset.errors import GoldensetError, InputError, UsageError
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
@@ -242,30 +243,47 @@ def load_queue(con: Connection) -> list[QueueItem]:
     ]
 
 
-def labelled_pairs(
+def labelled_lines(
     labels_dir: Path, annotator: str, rubric: Rubric | RubricSet, project_of: dict[str, str] | None = None
-) -> set[tuple[str, str, str]]:
-    """(query_id, doc_id, doc_version) of every label line in LABELS the build would accept from `annotator`."""
-    pairs: set[tuple[str, str, str]] = set()
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(query_id, doc_id, doc_version) -> `annotator`'s latest line the build would accept for it in LABELS.
+
+    Latest by ts, a tie to the later line in (dt, file name, line) order: the annotator's label
+    (contract 7.2), which the queue view shows and a correction replaces.
+    """
+    best: dict[tuple[str, str, str], tuple[tuple, dict[str, Any]]] = {}
     for dt in logfiles.list_partitions(labels_dir):
         for f in logfiles.list_files(labels_dir, dt):
-            for _, raw in logfiles.read_file(f).lines:
-                pair = _accepted_pair(raw, annotator, rubric, project_of)
-                if pair is not None:
-                    pairs.add(pair)
-    return pairs
+            for n, raw in logfiles.read_file(f).lines:
+                found = _accepted_line(raw, annotator, rubric, project_of)
+                if found is None:
+                    continue
+                key, line = found
+                order = (line["ts"], dt, f.file_name, n)
+                if key not in best or order > best[key][0]:
+                    best[key] = (order, line)
+    return {k: line for k, (_, line) in best.items()}
 
 
-def _accepted_pair(
+def _accepted_line(
     raw: str | bytes, annotator: str, rubric: Rubric | RubricSet, project_of: dict[str, str] | None
-) -> tuple[str, str, str] | None:
+) -> tuple[tuple[str, str, str], dict[str, Any]] | None:
     try:
         rec = parse_label_line(raw.encode("utf-8") if isinstance(raw, str) else raw, rubric, project_of)
     except Rejected:
         return None
     if rec.annotator != annotator or rec.kind != "human":
         return None
-    return rec.query_id, rec.doc_id, rec.doc_version
+    line = {
+        "query_id": rec.query_id,
+        "doc_id": rec.doc_id,
+        "doc_version": rec.doc_version,
+        "label": rec.label,
+        "decided_by": rec.decided_by,
+        "annotator": rec.annotator,
+        "ts": rec.ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    return (rec.query_id, rec.doc_id, rec.doc_version), line
 
 
 def decided_by_options(rubric: Rubric, label: str, failing: Iterable[str]) -> tuple[str, ...]:
@@ -356,19 +374,21 @@ def utc_now() -> datetime:
 
 @dataclass
 class LabellingSession:
-    """What one run of the page knows: the queue left to label, the rubrics, and what was saved."""
+    """What one run of the page knows: the whole queue, the rubrics, what was labelled before and since."""
 
     annotator: str
     rubrics: RubricSet
-    items: list[QueueItem]
-    already_labelled: int  # queue rows left out: this annotator labelled them before
+    items: list[QueueItem]  # every queued pair some rubric judges, in priority order
+    before: dict[int, dict[str, Any]]  # item index -> this annotator's latest line in LABELS at start
     writer: LabelWriter
     no_rubric: int = 0  # queue rows left out: no rubric judges their project
+    # The labelling queue by reason as the page loaded it (goldenset.counts: what `status` says).
+    queue_counts: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], datetime] = utc_now
     on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None
     team: Team | None = None  # team mode: the pairs are shared with other annotators (labelling/team.py)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    done: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> line written
+    done: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> line written this session
     replaced: dict[int, dict[str, Any]] = field(default_factory=dict)  # item index -> the line its latest corrected
     passed_over: set[int] = field(default_factory=set)  # item indexes left with `n`, not labelled
     # item index -> lines written for it this session: a correction names the count it saw, so
@@ -378,6 +398,33 @@ class LabellingSession:
 
     def __post_init__(self) -> None:
         self._index = {(it.query_id, it.doc_id): i for i, it in enumerate(self.items)}
+        self._by_number = {it.priority: i for i, it in enumerate(self.items)}
+
+    @property
+    def already_labelled(self) -> int:
+        """Queued pairs this annotator held a label on when the page started."""
+        return len(self.before)
+
+    @property
+    def queued(self) -> int:
+        """The labelling queue's size as loaded (its `labelling_queue` count), pairs without a rubric included."""
+        return sum(self.queue_counts.values()) if self.queue_counts else len(self.items) + self.no_rubric
+
+    def number(self, i: int) -> int:
+        """The pair's number: its priority in the queue (stable across restarts of the page)."""
+        return self.items[i].priority
+
+    def index_of(self, number: int) -> int | None:
+        """The item index of pair `number` (its priority); None when the loaded queue has no such pair."""
+        return self._by_number.get(number)
+
+    def latest(self, i: int) -> dict[str, Any] | None:
+        """This annotator's label line on pair `i`: written this session, else before the page started."""
+        return self.done.get(i) or self.before.get(i)
+
+    def labelled(self) -> dict[int, dict[str, Any]]:
+        """Item index -> this annotator's latest line, for every pair they hold a label on."""
+        return {**self.before, **self.done}
 
     @property
     def rubric(self) -> Rubric:
@@ -392,12 +439,12 @@ class LabellingSession:
         return rubric
 
     def next_pending(self, after: int = -1) -> int | None:
-        """The first item after index `after` not yet labelled in this session (nor, in a team, taken by others)."""
+        """The first item after index `after` this annotator holds no label on (nor, in a team, taken by others)."""
         return next(
             (
                 i
                 for i in range(after + 1, len(self.items))
-                if i not in self.done and (self.team is None or self.team.offered(self.annotator, i))
+                if self.latest(i) is None and (self.team is None or self.team.offered(self.annotator, i))
             ),
             None,
         )
@@ -425,12 +472,13 @@ class LabellingSession:
         with self._lock, self.team.lock if self.team is not None else contextlib.nullcontext():
             if self.team is not None and (hold := self.team.check_write(self.annotator, i)) is not None:
                 raise HeldByOthers(hold)
-            if i in self.done and form.get("replaces") == str(self.writes.get(i, 0)):
-                self.replaced[i] = self.done[i]  # a correction: a new line, the old one kept in the file
-            elif i in self.done:
+            held = self.latest(i)
+            if held is not None and form.get("replaces") == str(self.writes.get(i, 0)):
+                self.replaced[i] = held  # a correction: a new line, the old one kept in its file
+            elif held is not None:
                 raise SubmissionError(
-                    f"{item.doc_id} for query {item.query_id} was already labelled in this session "
-                    f"({self.done[i]['label']}); its line is in {self.writer.path_for(self.done[i]['ts'][:10])}",
+                    f"{item.doc_id} for query {item.query_id} is already labelled ({held['label']}); "
+                    f"open pair {self.number(i)} from the queue to correct it",
                     409,
                 )
             path = self.writer.append(line, line["ts"][:10])
@@ -510,19 +558,25 @@ def open_session(
     con = connect(db, read_only=True, wait=wait, notify=notify)
     try:
         queue = load_queue(con)
+        counts = labelling_queue_by_reason(con)
     finally:
         con.close()
-    judged = [it for it in queue if rubrics.for_project(it.project) is not None]
-    project_of = {it.query_id: it.project for it in judged if it.project is not None}
-    seen = labelled_pairs(labels, annotator, rubrics, project_of)
-    items = [it for it in judged if (it.query_id, it.doc_id, it.doc_version) not in seen]
+    items = [it for it in queue if rubrics.for_project(it.project) is not None]
+    project_of = {it.query_id: it.project for it in items if it.project is not None}
+    lines = labelled_lines(labels, annotator, rubrics, project_of)
+    before = {
+        i: lines[(it.query_id, it.doc_id, it.doc_version)]
+        for i, it in enumerate(items)
+        if (it.query_id, it.doc_id, it.doc_version) in lines
+    }
     return LabellingSession(
         annotator,
         rubrics,
         items,
-        len(judged) - len(items),
+        before,
         LabelWriter(labels, annotator),
-        no_rubric=len(queue) - len(judged),
+        no_rubric=len(queue) - len(items),
+        queue_counts=counts,
     )
 
 
@@ -566,7 +620,7 @@ def _rubric_json(rubric: Rubric) -> dict[str, Any]:
 def create_app(
     session: LabellingSession, allowed_hosts: list[str] | None = None, public_origin: str | None = None
 ) -> Starlette:
-    """The labelling page: GET / (the queue view), /pair/{n} (1-based), /jump, /done; POST /label appends a line.
+    """The labelling page: GET / (the queue view), /pair/{n} (n: the pair's priority), /jump, /done; POST /label.
 
     `public_origin` (scheme://host[:port]) is the address people open when a reverse proxy
     serves the page: forms posted from it are accepted as from the page itself.
@@ -576,8 +630,10 @@ def create_app(
         return {
             "s": session,
             "rubric": session.rubrics.rubrics[0] if len(session.rubrics) == 1 else None,
-            "queued": len(session.items),
+            "queued": session.queued,
+            "loaded": len(session.items),
             "labelled": len(session.done),
+            "labelled_total": len(session.labelled()),
             "team": session.team,
             "saved_key": None,  # the draft a page drops from the browser: its line is written
             **extra,
@@ -595,11 +651,13 @@ def create_app(
         # In a team, showing a pair leases it (or renews the lease) unless others hold it.
         hold = session.team.take(session.annotator, i) if session.team is not None else None
         nxt = session.next_pending(i)
+        here = session.number(i)
         return _render(
             "labelling_pair.html",
             status,
             **common(
                 i=i,
+                number=here,
                 rubric=session.rubric_for(session.items[i]),
                 item=session.items[i],
                 reason_text=REASON_TEXT.get(session.items[i].reason, ""),
@@ -608,7 +666,7 @@ def create_app(
                 saved=saved,
                 saved_replaced=saved_replaced,
                 saved_item=session.items[session.find(saved["query_id"], saved["doc_id"])] if saved else None,
-                previous=session.done.get(i),
+                previous=session.latest(i),
                 replaced_number=_number_of(session, session.items[i].query_id, session.items[i].replaced_doc),
                 writes=session.writes.get(i, 0),
                 hold=hold,
@@ -617,16 +675,17 @@ def create_app(
                 ),
                 saved_key=_saved_key(session, saved),
                 rubric_json=_rubric_json(session.rubric_for(session.items[i])),
-                next_url=f"/pair/{nxt + 1}?passed={i + 1}" if nxt is not None else f"/done?passed={i + 1}",
+                next_url=f"/pair/{session.number(nxt)}?passed={here}" if nxt is not None else f"/done?passed={here}",
             ),
         )
 
     def note_passed(request: Request) -> None:
         n = request.query_params.get("passed", "")
-        if n.isdigit() and 1 <= int(n) <= len(session.items) and int(n) - 1 not in session.done:
-            session.passed_over.add(int(n) - 1)
+        i = session.index_of(int(n)) if n.isdigit() else None
+        if i is not None and session.latest(i) is None:
+            session.passed_over.add(i)
             if session.team is not None:
-                session.team.release(session.annotator, int(n) - 1)
+                session.team.release(session.annotator, i)
 
     async def index(request: Request) -> Response:
         return queue(request)
@@ -637,7 +696,7 @@ def create_app(
         if session.team is not None:
             rows = session.team.rows(session.annotator, session.passed_over)
         else:
-            rows = queue_rows(session.items, session.done, session.passed_over)
+            rows = queue_rows(session.items, session.labelled(), session.passed_over)
         chosen = {k: request.query_params.get(k, "") for k in ("project", "reason", "status")}
         first = session.next_pending()
         return _render(
@@ -650,7 +709,7 @@ def create_app(
                 reasons=sorted({r.reason for r in rows}),
                 statuses=STATUSES,
                 chosen=chosen,
-                first_todo=first + 1 if first is not None else None,
+                first_todo=session.number(first) if first is not None else None,
                 panel=session.team.panel() if session.team is not None else None,
             ),
         )
@@ -660,34 +719,30 @@ def create_app(
 
     async def jump(request: Request) -> Response:
         n = request.query_params.get("n", "").strip()
-        if not n.isdigit() or not 1 <= int(n) <= len(session.items):
+        if not n.isdigit() or session.index_of(int(n)) is None:
             return _render(
                 "labelling_error.html",
                 404,
-                **common(error=f"no pair {n!r}: give a number from 1 to {len(session.items)}"),
+                **common(error=f"no pair {n!r}: {_numbers_said(session)}"),
             )
         return RedirectResponse(f"/pair/{int(n)}", status_code=303)
 
     async def done(request: Request) -> Response:
         note_passed(request)
-        saved_n = request.query_params.get("saved", "")
-        saved = session.done.get(int(saved_n) - 1) if saved_n.isdigit() else None
+        saved_i = _index_param(session, request, "saved")
+        saved = session.done.get(saved_i) if saved_i is not None else None
         return _render("labelling_done.html", **common(saved_key=_saved_key(session, saved)))
 
     async def pair(request: Request) -> Response:
         n: int = request.path_params["n"]
-        if not 1 <= n <= len(session.items):
-            return _render(
-                "labelling_error.html",
-                404,
-                **common(error=f"no pair {n}: the queue holds pairs 1 to {len(session.items)}"),
-            )
+        i = session.index_of(n)
+        if i is None:
+            return _render("labelling_error.html", 404, **common(error=f"no pair {n}: {_numbers_said(session)}"))
         note_passed(request)
-        saved_n = request.query_params.get("saved", "")
-        saved_i = int(saved_n) - 1 if saved_n.isdigit() else None
+        saved_i = _index_param(session, request, "saved")
         saved = session.done.get(saved_i) if saved_i is not None else None
         replaced = session.replaced.get(saved_i) if saved_i is not None else None
-        return pair_page(n - 1, saved=saved, saved_replaced=replaced)
+        return pair_page(i, saved=saved, saved_replaced=replaced)
 
     async def label(request: Request) -> Response:
         try:
@@ -718,8 +773,9 @@ def create_app(
                 )
             return _render("labelling_error.html", exc.status, **common(error=str(exc)))
         nxt = session.next_pending(i)
+        here = session.number(i)
         return RedirectResponse(
-            f"/pair/{nxt + 1}?saved={i + 1}" if nxt is not None else f"/done?saved={i + 1}", status_code=303
+            f"/pair/{session.number(nxt)}?saved={here}" if nxt is not None else f"/done?saved={here}", status_code=303
         )
 
     routes = [
@@ -762,9 +818,27 @@ def _saved_key(session: LabellingSession, saved: dict[str, Any] | None) -> str |
 
 
 def _number_of(session: LabellingSession, query_id: str, doc_id: str | None) -> int | None:
-    """The 1-based pair number of (query_id, doc_id) in the loaded queue, if it is there."""
+    """The pair number (priority) of (query_id, doc_id) in the loaded queue, if it is there."""
     i = session._index.get((query_id, doc_id or ""))
-    return i + 1 if i is not None else None
+    return session.number(i) if i is not None else None
+
+
+def _index_param(session: LabellingSession, request: Request, name: str) -> int | None:
+    """The item index a query parameter names by pair number (`?saved=6`), None when it names none."""
+    n = request.query_params.get(name, "")
+    return session.index_of(int(n)) if n.isdigit() else None
+
+
+def _numbers_said(session: LabellingSession) -> str:
+    """Which pair numbers the page holds, for an error about one it does not."""
+    if not session.items:
+        return "the queue this page loaded is empty"
+    numbers = [it.priority for it in session.items]
+    if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"the queue holds pairs {numbers[0]} to {numbers[-1]}"
+    return (
+        f"the queue holds {len(numbers)} pairs, numbered {numbers[0]} to {numbers[-1]} with gaps (see the queue view)"
+    )
 
 
 def _page_origins(request: Request, public_origin: str | None) -> set[str]:

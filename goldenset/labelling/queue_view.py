@@ -2,20 +2,26 @@
 
 Decisions
 ---------
-- **Pair numbers are 1-based**, in the URL (`/pair/1` is the first pair) as on the page
-  ("pair 1 of 5"): one count for a person to say and type.
-- **Status** of a pair in this run of the page: `labelled` once a line was written for it
-  (by this annotator; the label shown is the latest, corrections included), `passed over`
-  once the annotator left its page with `n` without labelling it, else `to do`. Pairs this
-  annotator labelled before the page started are not in the queue the page walks (they are
-  counted in the header as already labelled).
+- **Pair numbers are the queue's priority** (contract 7.4: 1, 2, 3 ... in the order the pool
+  wrote), in the URL (`/pair/6`) as on the page ("pair 6 of 401", 401 being the
+  `labelling_queue` count `goldenset status` shows): a restart of the page, or another
+  annotator, sees the same number for the same pair until the next `goldenset pool`. A pair
+  left out because no rubric judges its project keeps its number unused.
+- **Every pair of the queue is listed**, those labelled before the page started included, so a
+  label can be opened again and corrected from here (a correction appends a new line: labels
+  are append-only, the latest line is the annotator's label, contract 7.2).
+- **Status** of a pair for this annotator: `labelled` once they hold a line for it at the
+  queued version (written before the page started, or since; the label shown is the latest,
+  corrections included), `passed over` once they left its page with `n` in this run without
+  labelling it, else `to do`. In a team the status is the team's: `labelled` once the pair
+  holds every label it needs (two for an overlap pair, which the view marks).
 - **Filters** are exact matches on project, reason and status; an unknown value matches
   nothing (said on the page), it is not an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +32,7 @@ STATUSES = ("to do", "labelled", "passed over")
 class ListedPair:
     """One pair as the queue view lists it."""
 
-    number: int  # 1-based, as in /pair/<number>
+    number: int  # the queue's priority, as in /pair/<number>
     project: str
     task: str
     doc_id: str
@@ -34,6 +40,8 @@ class ListedPair:
     status: str
     annotator: str | None
     label: str | None
+    overlap: bool = False  # a team's overlap pair: labelled twice, for agreement
+    yours: str | None = None  # the label this annotator holds on it (reopen to correct it)
 
 
 @dataclass(frozen=True)
@@ -50,28 +58,32 @@ class ProjectProgress:
         return self.labelled + self.passed_over + self.to_do
 
 
-def status_of(index: int, done: dict[int, dict[str, Any]], passed_over: set[int]) -> str:
+def status_of(index: int, labelled: Mapping[int, Any], passed_over: set[int]) -> str:
     """The status of the pair at 0-based `index` (see the module's decisions)."""
-    if index in done:
+    if index in labelled:
         return "labelled"
     return "passed over" if index in passed_over else "to do"
 
 
-def queue_rows(items: Iterable[Any], done: dict[int, dict[str, Any]], passed_over: set[int]) -> list[ListedPair]:
-    """Every queued pair, in queue order, with its status and (when labelled) who labelled it and how."""
+def queue_rows(items: Iterable[Any], labelled: Mapping[int, dict[str, Any]], passed_over: set[int]) -> list[ListedPair]:
+    """Every queued pair, in queue order, with its status and (when labelled) who labelled it and how.
+
+    `labelled`: item index -> the annotator's latest line for it (before the page started, or since).
+    """
     rows = []
     for i, item in enumerate(items):
-        line = done.get(i)
+        line = labelled.get(i)
         rows.append(
             ListedPair(
-                i + 1,
+                item.priority,
                 item.project or "(none)",
                 item.task or "",
                 item.doc_id,
                 item.reason,
-                status_of(i, done, passed_over),
+                status_of(i, labelled, passed_over),
                 line["annotator"] if line else None,
                 line["label"] if line else None,
+                yours=line["label"] if line else None,
             )
         )
     return rows

@@ -31,9 +31,11 @@ Decisions
   rules) for the pair at its queued version, from LABELS at start and from the page since;
   an annotator's latest line is their label (7.2).
 - **The panel** counts, per annotator, the queued pairs they hold a label for, and the pairs
-  left (not yet holding every label they need); agreement is `agreement.annotator_agreement`
-  over those same lines (Cohen's kappa on the pairs two annotators both labelled at one
-  version), never computed here.
+  left (not yet holding every label they need); the overlap pairs *planned* for agreement and
+  those *labelled twice* so far are two numbers ("38 pairs planned for agreement, 0 labelled
+  twice yet"): the plan is not a result. Agreement is `agreement.annotator_agreement` over
+  those same lines (Cohen's kappa on the pairs two annotators both labelled at one version),
+  never computed here. Pair numbers are the queue's priorities, as everywhere on the page.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class QueuedPair(Protocol):
     def task(self) -> str | None: ...
     @property
     def reason(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
 
 
 def overlap_pairs(items: Sequence[QueuedPair], share: float, seed: int = 0) -> frozenset[int]:
@@ -142,7 +146,7 @@ class AnnotatorProgress:
 
     annotator: str
     labelled: int  # queued pairs this annotator holds a label for
-    labelling: int | None  # 1-based number of the pair they hold a lease on, if any
+    labelling: int | None  # the number (priority) of the pair they hold a lease on, if any
 
 
 @dataclass(frozen=True)
@@ -151,9 +155,10 @@ class Panel:
 
     annotators: tuple[AnnotatorProgress, ...]
     pairs: int
-    overlap: int  # pairs that need two labels
+    overlap: int  # pairs planned for agreement: they need two labels
     complete: int  # pairs holding every label they need
     agreement: tuple[AnnotatorAgreement, ...]
+    overlap_done: int = 0  # overlap pairs labelled twice so far
 
     @property
     def left(self) -> int:
@@ -294,14 +299,36 @@ class Team:
                 AnnotatorProgress(
                     a,
                     sum(1 for held in self._labels.values() if a in held),
-                    leased[a] + 1 if a in leased else None,
+                    self.items[leased[a]].priority if a in leased else None,
                 )
                 for a in sorted(names)
             )
             complete = sum(1 for i in range(len(self.items)) if len(self._labels.get(i, {})) >= self.needed(i))
+            twice = sum(1 for i in self.overlap_pairs if len(self._labels.get(i, {})) >= 2)
             return Panel(
-                rows, len(self.items), len(self.overlap_pairs), complete, tuple(annotator_agreement(self.lines))
+                rows,
+                len(self.items),
+                len(self.overlap_pairs),
+                complete,
+                tuple(annotator_agreement(self.lines)),
+                twice,
             )
+
+    def lines_of(self, name: str) -> dict[int, dict[str, Any]]:
+        """Item index -> `name`'s current label line on it (read at start or written since), as the page shows it."""
+        with self.lock:
+            out: dict[int, dict[str, Any]] = {}
+            for ln in current_labels(x for x in self.lines if x.annotator == name):
+                out[self._index[(ln.query_id, ln.doc_id)]] = {
+                    "query_id": ln.query_id,
+                    "doc_id": ln.doc_id,
+                    "doc_version": ln.doc_version,
+                    "label": ln.label,
+                    "decided_by": ln.decided_by,
+                    "annotator": ln.annotator,
+                    "ts": ln.ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            return out
 
     def rows(self, name: str, passed_over: set[int]) -> list[ListedPair]:
         """The queue view's rows for the team: `labelled` once a pair holds every label it needs."""
@@ -316,7 +343,7 @@ class Team:
                 names = sorted(labels)
                 out.append(
                     ListedPair(
-                        i + 1,
+                        it.priority,
                         it.project or "(none)",
                         it.task or "",
                         it.doc_id,
@@ -324,6 +351,8 @@ class Team:
                         status,
                         ", ".join(names) or None,
                         ", ".join(labels[a] for a in names) or None,
+                        overlap=i in self.overlap_pairs,
+                        yours=labels.get(name),
                     )
                 )
             return out

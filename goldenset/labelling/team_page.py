@@ -12,8 +12,9 @@ Decisions
   (`goldenset_annotator`, SameSite=Strict, HttpOnly, a year); anyone who reaches the page
   can type any name, so a team that needs to know who is who puts the page behind a
   reverse proxy with a login (docs/guides/label.md).
-- **Every annotator sees the same pair numbers**: the queue is loaded once and shared,
-  pairs labelled before start included (the team decides who still has to label them).
+- **Every annotator sees the same pair numbers** (the queue's priorities): the queue is loaded
+  once and shared, pairs labelled before start included (the team decides who still has to
+  label them); each annotator's own labels, from before start too, can be opened and corrected.
 - **The name form** is a form of the page like the label form: same-origin and the
   server's per-run token, so another site cannot set a name.
 """
@@ -37,6 +38,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from goldenset import clock
+from goldenset.counts import labelling_queue_by_reason
 from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
 from goldenset.labelling.page import (
     LabellingSession,
@@ -68,8 +70,10 @@ class TeamPage:
         *,
         on_saved: Callable[[QueueItem, dict[str, Any], Path], None] | None = None,
         no_rubric: int = 0,
+        queue_counts: dict[str, int] | None = None,
     ):
         self.team = team
+        self.queue_counts = dict(queue_counts or {})  # the labelling queue by reason as loaded (goldenset.counts)
         self.rubric = rubric
         self.no_rubric = no_rubric  # queued pairs left out: no rubric judges their project (contract 9.5)
         self.labels_dir = labels_dir
@@ -84,12 +88,11 @@ class TeamPage:
             session = self.sessions.get(name)
             if session is None:
                 items: list[QueueItem] = list(self.team.items)  # type: ignore[arg-type]
-                before = sum(1 for i in range(len(items)) if name in self.team.labels_of(i))
                 session = LabellingSession(
                     name,
                     self.rubric,
                     items,
-                    before,
+                    self.team.lines_of(name),
                     LabelWriter(self.labels_dir, name),
                     # One clock for the leases and the lines' ts (the team's, naive UTC).
                     clock=lambda: self.team.clock().replace(tzinfo=UTC),
@@ -97,6 +100,7 @@ class TeamPage:
                     token=self.token,
                     team=self.team,
                     no_rubric=self.no_rubric,
+                    queue_counts=self.queue_counts,
                 )
                 self.sessions[name] = session
                 self.team.join(name)
@@ -120,6 +124,7 @@ def open_team(
     con = connect(db, read_only=True, wait=wait, notify=notify)
     try:
         loaded = load_queue(con)
+        counts = labelling_queue_by_reason(con)
     finally:
         con.close()
     # Contract 9.5: only pairs some rubric judges are offered; each under its project's rubric.
@@ -132,7 +137,7 @@ def open_team(
         lease=timedelta(minutes=lease_minutes),
         clock=clock,
     )
-    return TeamPage(team, rb, labels, no_rubric=len(loaded) - len(queue))
+    return TeamPage(team, rb, labels, no_rubric=len(loaded) - len(queue), queue_counts=counts)
 
 
 class TeamApp:

@@ -121,7 +121,7 @@ def test_queue_order_follows_priority_not_insertion(tmp_path):
     assert [it.priority for it in session.items] == [1, 2, 3, 4, 5]
 
 
-def test_pairs_this_annotator_already_labelled_are_skipped(world):
+def test_pairs_this_annotator_already_labelled_stay_in_the_queue_with_their_label(world):
     write_labels(world.labels, "2026-11-20", "tool.jsonl.gz", [page_label(Q1, "policies/refunds.md", "2023-03-14")])
     write_labels(
         world.labels,
@@ -149,13 +149,13 @@ def test_pairs_this_annotator_already_labelled_are_skipped(world):
         [page_label(Q2, "legal/terms.md", "v3", label="partial", decided_by="coverage")],
     )
     session = start(world)
-    assert [it.doc_id for it in session.items] == [
-        "policies/refunds-v2.md",
-        "policies/shipping.md",
-        "policies/plans.md",
-    ]
+    # Every queued pair stays, numbered by its priority; ana's two labels are known, to reopen them.
+    assert [it.doc_id for it in session.items] == [d for _, _, d, *_ in QUEUE]
     assert session.already_labelled == 2
-    assert [it.doc_id for it in start(world, "ben").items] == [d for _, _, d, *_ in QUEUE if d != "legal/terms.md"]
+    assert {session.number(i): line["label"] for i, line in session.before.items()} == {1: "relevant", 3: "partial"}
+    assert [session.number(session.next_pending())] == [2]
+    ben = start(world, "ben")
+    assert {ben.number(i): line["label"] for i, line in ben.before.items()} == {3: "relevant"}
 
 
 def test_labels_elsewhere_than_dt_partitions_are_not_read(world):
@@ -225,7 +225,7 @@ def test_pair_page_shows_the_pair_the_rubric_and_the_keys(client):
         "as of 2026-08-01",
         '<strong id="labelled-count">0</strong> labelled this session',
         '<strong id="queued-count">5</strong>',
-        "skipped as already labelled",
+        "labelled before",
     ):
         assert shown in page
     # Document text is escaped, never markup.
@@ -329,8 +329,9 @@ def test_labelled_pairs_leave_the_walk_and_the_last_one_ends_it(client, world):
     assert 'id="previous">You labelled this pair <strong>relevant</strong>' in client.get("/pair/4").text
     assert "Every queued pair is labelled: 5 this session" in client.get("/done").text
     assert [x["doc_id"] for x in written(world)] == [d for _, _, d, *_ in QUEUE]
-    # A restart finds them labelled.
-    assert start(world).items == [] and start(world).already_labelled == 5
+    # A restart finds them labelled, still in the queue under the same numbers, to reopen.
+    again = start(world)
+    assert [again.number(i) for i in sorted(again.before)] == [1, 2, 3, 4, 5] and again.next_pending() is None
 
 
 def test_skipping_writes_nothing(client, world):
@@ -399,7 +400,7 @@ def test_a_pair_not_in_the_loaded_queue_is_refused(client, world):
 def test_a_pair_labelled_twice_in_one_session_is_refused(client, world):
     assert client.post("/label", data=form(client.session, 0, "ppppp"), follow_redirects=False).status_code == 303
     r = client.post("/label", data=form(client.session, 0, "ppppp"))
-    assert r.status_code == 409 and "already labelled in this session" in r.text
+    assert r.status_code == 409 and "already labelled (relevant); open pair 1 from the queue to correct it" in r.text
     assert len(written(world)) == 1
 
 
@@ -566,11 +567,11 @@ def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
         m = re.fullmatch(r"labelling page for ana: (http://127\.0\.0\.1:(\d+)/)\n", first)
         assert m, first + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
         assert proc.stdout.readline() == (
-            f"4 pairs queued, 1 skipped as already labelled by ana; label lines go to {world.labels}"
+            f"5 pairs queued, 1 labelled by ana before (listed, to correct); label lines go to {world.labels}"
             "/dt=<UTC day>/page-ana.jsonl\n"
         )
         assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
-        page = httpx.get(m.group(1) + "pair/1", timeout=60)
+        page = httpx.get(m.group(1) + "pair/2", timeout=60)  # pair 1 is labelled already: its number stays
         assert page.status_code == 200 and "policies/refunds-v2.md" in page.text
         token = re.search(r'name="token" value="([^"]+)"', page.text)
         assert token
@@ -584,7 +585,7 @@ def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
         r = httpx.post(m.group(1) + "label", data=data, timeout=60)
         assert r.status_code == 303
         assert proc.stdout.readline().startswith(
-            f"labelled {Q1} policies/refunds-v2.md@v1: relevant (decided by authority) [1/4] -> "
+            f"labelled {Q1} policies/refunds-v2.md@v1: relevant (decided by authority) [1/5] -> "
         )
     finally:
         proc.terminate()
@@ -651,7 +652,7 @@ def test_the_queue_view_shows_status_filters_and_progress_per_project(client):
 def test_jump_goes_to_a_pair_by_its_number_and_refuses_one_outside_the_queue(client):
     r = client.get("/jump?n=4", follow_redirects=False)
     assert (r.status_code, r.headers["location"]) == (303, "/pair/4")
-    assert client.get("/jump?n=9").status_code == 404 and "from 1 to 5" in client.get("/jump?n=9").text
+    assert client.get("/jump?n=9").status_code == 404 and "pairs 1 to 5" in client.get("/jump?n=9").text
 
 
 def test_a_correction_after_back_appends_a_line_and_says_what_it_replaces(client, world):
