@@ -74,6 +74,7 @@ def agreement_cmd(
 
     from goldenset.cli.shared import reading
     from goldenset.labelling.agreement import agreement_report, disagreement_breakdown
+    from goldenset.labelling.agreement_notes import agreement_notes
     from goldenset.labelling.rubric_set import load_rubrics
     from goldenset.labelling.store import agreement_inputs
 
@@ -81,8 +82,11 @@ def agreement_cmd(
     with reading(settings.resolve("db", db), wait) as con:
         inputs = agreement_inputs(con)
     report: dict[str, Any] = agreement_report(inputs.lines, inputs.agent_labels, inputs.human_labels, closed)
+    notes = agreement_notes(report, inputs.lines, inputs.agent_labels, inputs.log_judged_pairs)
     breakdown = disagreement_breakdown(inputs.lines)
     if as_json:
+        # Contract 7.5's three keys, then `notes`: why a table is empty and what would fill it.
+        report = {**report, "notes": [n.to_json() for n in notes]}
         if details:
             report = {
                 **report,
@@ -103,10 +107,10 @@ def agreement_cmd(
             }
         typer.echo(json.dumps(report, ensure_ascii=False))
         return
-    _print_agreement(report, breakdown, inputs.build_id)
+    _print_agreement(report, breakdown, inputs.build_id, {n.table: n.line() for n in notes})
 
 
-def _print_agreement(report: dict, breakdown, build_id: int) -> None:
+def _print_agreement(report: dict, breakdown, build_id: int, notes: dict[str, str]) -> None:
     from rich.table import Table
 
     from goldenset.cli.shared import out
@@ -120,12 +124,16 @@ def _print_agreement(report: dict, breakdown, build_id: int) -> None:
     for e in report["annotators"]:
         t.add_row(e["a"], e["b"], str(e["n"]), fmt(e["po"]), fmt(e["pe"]), fmt(e["kappa"]))
     out.print(t)
+    if "annotators" in notes:
+        out.print(notes["annotators"], markup=False, soft_wrap=True)
     a = Table(title="agent verdicts (helped) against labels (grade >= 1)", title_justify="left")
     for col in ("annotator", "n", "po", "pe", "kappa"):
         a.add_column(col, justify="left" if col == "annotator" else "right")
     for e in report["agent"]:
         a.add_row(e["annotator"], str(e["n"]), fmt(e["po"]), fmt(e["pe"]), fmt(e["kappa"]))
     out.print(a)
+    if "agent" in notes:
+        out.print(notes["agent"], markup=False, soft_wrap=True)
     if not report["disagreements"]:
         out.print("no pair where annotators at the same version disagree", markup=False)
         return

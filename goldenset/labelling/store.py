@@ -19,6 +19,9 @@ class AgreementInputs:
     lines: list[LabelLine]
     agent_labels: list[AgentLabel]
     human_labels: list[HumanLabel]
+    # Golden rows from the log at the document's current version: the pairs a label made now
+    # would compare with the agent's verdict on (goldenset.labelling.agreement_notes).
+    log_judged_pairs: int = 0
 
 
 def agreement_inputs(con: Connection) -> AgreementInputs:
@@ -53,4 +56,7 @@ def agreement_inputs(con: Connection) -> AgreementInputs:
             [build.labels_build_id],
         ).fetchall()
     ]
-    return AgreementInputs(build.build_id, lines, agent, human)
+    (log_judged,) = con.execute(
+        "SELECT count(*) FROM golden_set WHERE source = 'log' AND stale_reason IS NULL"
+    ).fetchall()[0]
+    return AgreementInputs(build.build_id, lines, agent, human, int(log_judged))

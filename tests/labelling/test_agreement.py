@@ -34,6 +34,7 @@ from goldenset.labelling.agreement import (
     disagreements,
     round_half_away,
 )
+from goldenset.labelling.agreement_notes import agreement_notes
 from goldenset.labelling.rubric import load_rubric
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "conformance"
@@ -483,3 +484,64 @@ def test_label_line_needs_an_aware_timestamp():
             datetime(2026, 11, 3),
             LineOrder("2026-11-03", "p.jsonl", 1),
         )
+
+
+# --------------------------------------------------------------------------- why a table is empty
+
+
+def test_a_table_with_entries_has_no_note(conformance_lines, conformance_human_labels, rubric):
+    report = agreement_report(conformance_lines, AGENT, conformance_human_labels, rubric)
+    assert agreement_notes(report, conformance_lines, AGENT, 7) == []
+
+
+def test_labels_only_at_other_versions_leave_the_agent_table_empty_and_name_the_log_judged_pairs(rubric):
+    # ana and ben label d1 at v2 (the version now) where the agent judged v1, and d9 the agent never judged.
+    lines = [_line("ana", "d1", "relevant", version="v2"), _line("ben", "d9", "partial", line=2)]
+    agent = [AgentLabel("q", "d1", "v1", "helped"), AgentLabel("q", "d2", "v1", "noise")]
+    report = agreement_report(lines, agent, [], rubric)
+    assert report["annotators"] == [] and report["agent"] == []
+    notes = {n.table: n for n in agreement_notes(report, lines, agent, 4)}
+    assert notes["agent"].why == (
+        "1 annotator label(s) are on pairs the agent judged, but none at the doc_version the agent judged"
+    )
+    assert notes["agent"].pairs == 4 and "label log-judged pairs: 4 golden row(s)" in notes["agent"].fill
+    assert "`goldenset pool --audit N`" in notes["agent"].fill
+    # Two annotators, no pair in common: each of their two pairs needs a second label.
+    assert notes["annotators"].why == "no pair holds two annotators' current labels at the same doc_version"
+    assert notes["annotators"].pairs == 2
+
+
+@pytest.mark.parametrize(
+    ("lines", "why"),
+    [
+        ([], "no annotator has a label line yet"),
+        (
+            [_line("ana", "d9", "relevant")],
+            "none of the 1 annotator label(s) is on a pair the agent judged (a log verdict that survived "
+            "filters 1-3): the labelling queue pools pairs the log never judged at the current version",
+        ),
+    ],
+)
+def test_the_agent_notes_first_reason_that_applies(rubric, lines, why):
+    agent = [AgentLabel("q", "d1", "v1", "helped")]
+    (agent_note,) = [
+        n for n in agreement_notes(agreement_report(lines, agent, [], rubric), lines, agent, 1) if n.table == "agent"
+    ]
+    assert agent_note.why == why
+
+
+def test_labels_agreement_json_notes_why_its_tables_are_empty(tmp_path, pool_worlds, capsys):
+    from goldenset.cli.app import main
+
+    # The pool tests' world: ana's three labels, none on a pair the log judged; three log rows at
+    # the current version (a on Q1, k and n on Q2; b, c and m went stale).
+    world = pool_worlds(tmp_path / "w")
+    assert main(["labels", "agreement", "--json", "--db", str(world.db), "--rubric", str(DATA / "rubric.yaml")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["annotators", "agent", "disagreements", "notes"]
+    assert [(n["table"], n["pairs"]) for n in printed["notes"]] == [("annotators", 3), ("agent", 3)]
+    assert printed["notes"][0]["why"].startswith("only ana has labels")
+    assert printed["notes"][1]["why"].startswith("none of the 3 annotator label(s) is on a pair the agent judged")
+    assert main(["labels", "agreement", "--db", str(world.db), "--rubric", str(DATA / "rubric.yaml")]) == 0
+    text = capsys.readouterr().out
+    assert "agent table empty: none of the 3 annotator label(s)" in text and "label log-judged pairs: 3" in text
