@@ -276,11 +276,11 @@ class Screens:
             for node in ("serve_log", "human_labels")
             for m in result.asset_materializations_for_node(node)
         }
-        self.checks = {
-            e.event_specific_data.check_name: {k: v.value for k, v in e.event_specific_data.metadata.items()}
-            for e in result.all_events
-            if e.event_type_value == "ASSET_CHECK_EVALUATION"
-        }
+        evaluations = [
+            e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        ]
+        self.checks = {e.check_name: {k: v.value for k, v in e.metadata.items()} for e in evaluations}
+        self.check_descriptions = {e.check_name: e.description or "" for e in evaluations}
         con = connect(root / "g.duckdb", read_only=True)
         try:
             (report,) = con.execute("SELECT report FROM pool_runs ORDER BY pool_id DESC LIMIT 1").fetchone()
@@ -292,6 +292,8 @@ class Screens:
         session = open_session("ana", db=root / "g.duckdb", labels=root / "labels", rubric=RUBRIC_PATH)
         with TestClient(create_app(session), base_url="http://127.0.0.1") as client:
             self.page = client.get("/").text
+        self.drift_text = ""
+        self.drift_json: dict = {}
 
     def row(self, label: str) -> str:
         """The value cell of the status table's row `label`."""
@@ -326,7 +328,13 @@ def screens(tmp_path_factory) -> Screens:
         args = ["--db", str(root / "g.duckdb"), "--corpus", str(root / "corpus.jsonl")]
         text = _run(["status", *args])
         as_json = json.loads(_run(["status", "--json", *args]))
-        return Screens(root, result, text, as_json)
+        screens = Screens(root, result, text, as_json)
+        # The corpus file moved on since the build: 1 of its 10 active documents at a new version.
+        moved = write_corpus(root / "moved.jsonl", [doc("a", "v2"), *CORPUS[1:]])
+        moved_args = ["--db", str(root / "g.duckdb"), "--corpus", str(moved)]
+        screens.drift_text = _run(["status", *moved_args])
+        screens.drift_json = json.loads(_run(["status", "--json", *moved_args]))
+        return screens
 
 
 def _run(argv: list[str]) -> str:
@@ -583,3 +591,32 @@ def test_rejected_records_are_the_rows_goldenset_rejects_lists(screens):
     finally:
         con.close()
     assert by_prefix == {"log": 8, "label": 5, "trace": 4}
+
+
+# --------------------------------------------------------------------------- one unit convention
+
+
+def test_shares_are_fractions_in_data_and_percentages_where_a_person_reads_them(screens):
+    # Data: every metadata key of the run, and no key in percent.
+    metadata = [
+        screens.golden_set,
+        screens.relabel_queue,
+        screens.labelling_queue,
+        *screens.days.values(),
+        *screens.checks.values(),
+    ]
+    assert not [k for m in metadata for k in m if k.endswith("_pct")]
+    # 7 of the 27 log lines were rejected at ingest: the share is 7/27, the same on every screen.
+    share = 7 / 27
+    assert screens.golden_set["rejected_share"] == screens.checks["rejected_share"]["rejected_share"] == share
+    assert screens.checks["rejected_share"]["block_above"] == 0.5
+    assert screens.checks["rejected_share_warning"]["warn_above"] == 0.01
+    # Prose: the percentage of that fraction.
+    assert "7 of 27 log lines rejected at ingest (25.93%)" in _check_description(screens, "rejected_share")
+    # Drift: 1 of 10 active documents changed is 0.1 in JSON and 10.0% in the status table.
+    assert screens.drift_json["corpus"]["drift_since_build"] == 0.1
+    assert re.search(r"drift since build\W+10\.0%\s+above 5%", screens.drift_text)
+
+
+def _check_description(screens: Screens, name: str) -> str:
+    return screens.check_descriptions[name]

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from goldenset import settings
+from goldenset import settings, units
 from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError, NoBuild, UsageError
@@ -327,7 +327,8 @@ def _n(k: int, noun: str) -> str:
 
 
 def _rate(k: int, n: int, rate: float) -> str:
-    return f"{rate:.4f} ({k} of {n})"
+    # A rate in prose: a percentage beside its counts (goldenset.units); the JSON keeps the fraction.
+    return units.rate(k, n, rate)
 
 
 def print_calibration(outcome) -> None:
@@ -389,7 +390,7 @@ def print_calibration(outcome) -> None:
         )
         out.print(
             f"review band [{m.band.low!r}, {top}): {m.band.review} of {m.pairs} pairs "
-            f"({m.band.review_share:.4f}) go to review; {passing}, fail below {m.band.low!r} "
+            f"({units.percent(m.band.review_share)}) go to review; {passing}, fail below {m.band.low!r} "
             f"(A {cal.costs.max_false_pass:g}, B {cal.costs.max_false_fail:g})",
             markup=False,
             soft_wrap=True,
@@ -439,7 +440,7 @@ def _print_bootstrap(cal) -> None:
     out.print(t)
     lo, hi = b.cutoff_interval
     out.print(
-        f"resamples choosing another single cutoff: {b.other_cutoff_share:.4f}; their own cutoffs' 95% "
+        f"resamples choosing another single cutoff: {units.percent(b.other_cutoff_share)}; their own cutoffs' 95% "
         f"interval [{_cut(lo)}, {_cut(hi)}]",
         markup=False,
         soft_wrap=True,
@@ -460,9 +461,9 @@ def _print_slices(cal) -> None:
     ss = cal.slice_summary or {}
     out.print(
         f"at the global single cutoff {_cut(ss.get('cutoff'))}: macro false-pass "
-        f"{ss['macro']['false_pass_rate']:.4f}, false-fail {ss['macro']['false_fail_rate']:.4f}; "
-        f"weighted by {ss['weights']} false-pass {ss['traffic_weighted']['false_pass_rate']:.4f}, "
-        f"false-fail {ss['traffic_weighted']['false_fail_rate']:.4f}",
+        f"{units.percent(ss['macro']['false_pass_rate'])}, false-fail {units.percent(ss['macro']['false_fail_rate'])}; "
+        f"weighted by {ss['weights']} false-pass {units.percent(ss['traffic_weighted']['false_pass_rate'])}, "
+        f"false-fail {units.percent(ss['traffic_weighted']['false_fail_rate'])}",
         markup=False,
         soft_wrap=True,
     )
@@ -478,7 +479,11 @@ def _print_holdout(cal) -> None:
         f"left out); on the {h.pairs} labelled from then on, the single cutoff {_cut(s.cutoff)} has "
         f"false-pass rate {_rate(s.false_passes, h.unacceptable, s.false_pass_rate)}, false-fail rate "
         f"{_rate(s.false_fails, h.acceptable, s.false_fail_rate)}"
-        + ("" if h.band is None else f", and {h.band.review} of them ({h.band.review_share:.4f}) fall in the band"),
+        + (
+            ""
+            if h.band is None
+            else f", and {h.band.review} of them ({units.percent(h.band.review_share)}) fall in the band"
+        ),
         markup=False,
         soft_wrap=True,
     )

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from goldenset import units
 from goldenset.scoring.calibrate import Band, Calibration, CutoffRow, Measurement, Single, round4
 
 SHOWN_AROUND = 2  # cutoff rows shown on each side of a chosen cutoff (--json lists them all)
@@ -171,7 +172,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _rate(k: int, n: int, rate: float) -> str:
-    return f"{rate:.4f} ({k} of {n})"
+    # A rate in prose: a percentage beside its counts (goldenset.units); the JSON keeps the fraction.
+    return units.rate(k, n, rate)
 
 
 def calibration_markdown(cal: Calibration, build_id: int, plot_name: str | None = None) -> str:
@@ -222,7 +224,7 @@ def calibration_markdown(cal: Calibration, build_id: int, plot_name: str | None 
         top = "none" if m.band.high is None else repr(m.band.high)
         lines.append(
             f"**Review band [{m.band.low!r}, {top})**: {m.band.review} of {m.pairs} pairs "
-            f"({m.band.review_share:.4f}) go to review ({limits})."
+            f"({units.percent(m.band.review_share)}) go to review ({limits})."
         )
     else:
         lines.append(f"**No review band**: {m.band_note} ({limits}).")
@@ -251,7 +253,7 @@ def _bootstrap_md(cal: Calibration) -> list[str]:
             ],
         ),
         "",
-        f"Resamples choosing another single cutoff: {b.other_cutoff_share:.4f}; their own cutoffs' 95% interval "
+        f"Resamples choosing another single cutoff: {units.percent(b.other_cutoff_share)}; their own cutoffs' 95% interval "
         f"[{_cut(lo)}, {_cut(hi)}].",
     ]
 
@@ -261,7 +263,11 @@ def slice_cells(cal: Calibration) -> list[list[str]]:
     rows = []
     for name, s in (cal.slices or {}).items():
         top = "none" if s.band is None or s.band.high is None else repr(s.band.high)
-        band = s.band_note if s.band is None else f"[{s.band.low!r}, {top}) {s.band.review_share:.4f}"
+        band = (
+            s.band_note
+            if s.band is None
+            else f"[{s.band.low!r}, {top}): {units.percent(s.band.review_share)} to review"
+        )
         rows.append(
             [
                 name,
@@ -289,9 +295,10 @@ def _slices_md(cal: Calibration) -> list[str]:
         *_table(["project", "pairs", "acc", "unacc", "single", "FP rate", "FF rate", "band"], rows),
         "",
         f"At the global single cutoff {_cut(ss.get('cutoff'))}: macro false-pass "
-        f"{ss['macro']['false_pass_rate']:.4f}, false-fail {ss['macro']['false_fail_rate']:.4f}; weighted by "
-        f"{ss['weights']} false-pass {ss['traffic_weighted']['false_pass_rate']:.4f}, false-fail "
-        f"{ss['traffic_weighted']['false_fail_rate']:.4f}.",
+        f"{units.percent(ss['macro']['false_pass_rate'])}, false-fail "
+        f"{units.percent(ss['macro']['false_fail_rate'])}; weighted by {ss['weights']} false-pass "
+        f"{units.percent(ss['traffic_weighted']['false_pass_rate'])}, false-fail "
+        f"{units.percent(ss['traffic_weighted']['false_fail_rate'])}.",
     ]
 
 
@@ -300,7 +307,9 @@ def _holdout_md(cal: Calibration) -> list[str]:
     if h is None:
         return []
     s = h.single.row
-    band = "" if h.band is None else f"; {h.band.review} of them ({h.band.review_share:.4f}) fall in the band"
+    band = (
+        "" if h.band is None else f"; {h.band.review} of them ({units.percent(h.band.review_share)}) fall in the band"
+    )
     return [
         "",
         "## Holdout",

@@ -520,17 +520,17 @@ def test_the_table_shows_the_chosen_cutoffs_band_bootstrap_slices_and_errors(tmp
     assert ("0.7", "0", "3", "0.0000", "0.7500", "3", "high") in cells
     assert ("none passes", "0", "4", "0.0000", "1.0000", "4", "") in cells
     assert (
-        "single cutoff 0.4: cost 2 (R 1 x 1 false pass + 1 false fail); false-pass rate 0.3333 (1 of 3), "
-        "false-fail rate 0.2500 (1 of 4)"
+        "single cutoff 0.4: cost 2 (R 1 x 1 false pass + 1 false fail); false-pass rate 33.3% (1 of 3), "
+        "false-fail rate 25.0% (1 of 4)"
     ) in lines
     assert (
-        "review band [0.2, 0.7): 5 of 7 pairs (0.7143) go to review; pass at >= 0.7, fail below 0.2 (A 0.05, B 0.05)"
+        "review band [0.2, 0.7): 5 of 7 pairs (71.4%) go to review; pass at >= 0.7, fail below 0.2 (A 0.05, B 0.05)"
     ) in lines
     assert any(line.startswith("bootstrap, 20 resamples (seed 0)") for line in lines)
     assert any(c[0] == "false-pass" and len(c) == 6 for c in cells)
     assert any(c[:5] == ("billing", "4", "2", "2", "0.4") for c in cells)
     assert any(c[:2] == (Q2, "d8") and c[2].startswith("raised KeyError") for c in cells)
-    assert any(line.startswith("at the global single cutoff 0.4: macro false-pass 0.5000") for line in lines)
+    assert any(line.startswith("at the global single cutoff 0.4: macro false-pass 50.0%") for line in lines)
 
 
 def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys, worlds):
@@ -541,8 +541,8 @@ def test_the_table_reports_the_holdout_and_the_unstable_pairs(tmp_path, capsys, 
     lines = out.splitlines()
     assert (
         "holdout: chosen on 4 pairs labelled before 2026-11-15 (0 undated left out); on the 3 labelled from "
-        "then on, the single cutoff 0.4 has false-pass rate 1.0000 (1 of 1), false-fail rate 0.0000 (0 of 2), "
-        "and 0 of them (0.0000) fall in the band"
+        "then on, the single cutoff 0.4 has false-pass rate 100.0% (1 of 1), false-fail rate 0.0% (0 of 2), "
+        "and 0 of them (0.0%) fall in the band"
     ) in lines
     assert (
         "repeats: 3 scores per pair, calibrated on the mean; 1 unstable pair (repeats on both sides of a "
@@ -589,7 +589,7 @@ def test_the_report_is_written_beside_the_plot_as_markdown_and_one_html_page_wit
     assert "| 0.4 | 1 | 1 | 0.3333 | 0.2500 | 2 | single |" in md
     assert "| 0.7 | 0 | 3 | 0.0000 | 0.7500 | 3 | high |" in md
     assert "| none passes | 0 | 4 | 0.0000 | 1.0000 | 4 |  |" in md
-    assert "**Review band [0.2, 0.7)**: 5 of 7 pairs (0.7143) go to review (A 0.05, B 0.05)." in md
+    assert "**Review band [0.2, 0.7)**: 5 of 7 pairs (71.4%) go to review (A 0.05, B 0.05)." in md
     assert "![false-pass and false-fail rates against the cutoff](c.png)" in md
     page = (tmp_path / "r" / "c.html").read_text()
     cells = [
