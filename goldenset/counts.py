@@ -220,6 +220,9 @@ class FunnelRow:
     left: int | None = None
     units_left: int | None = None
     by_reason: dict[str, int] | None = None
+    # no_positive under contract v5: the queries it kept by a log `helped` and by a human
+    # positive alone, when the build's filter_funnel records the latter.
+    queries_kept_by: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"step": self.step, "unit": self.unit, "count": self.count, "left": self.left}
@@ -227,6 +230,8 @@ class FunnelRow:
             out["units_left"] = self.units_left
         if self.by_reason is not None:
             out["by_reason"] = dict(self.by_reason)
+        if self.queries_kept_by is not None:
+            out["queries_kept_by"] = dict(self.queries_kept_by)
         return out
 
 
@@ -256,7 +261,9 @@ def full_funnel(build: BuildRecord, steps: list[FunnelStep], lines: LinesRead, q
         if s.step == "judged":
             rows.append(FunnelRow(s.step, "judgments", s.judgments_left, s.judgments_left, s.units_left))
         else:
-            rows.append(FunnelRow(s.step, "judgments", s.judgments_dropped, s.judgments_left, s.units_left))
+            rows.append(
+                FunnelRow(s.step, "judgments", s.judgments_dropped, s.judgments_left, s.units_left, None, _kept_by(s))
+            )
         left = s.judgments_left
     for step, n in (
         ("log_rows_overridden", build.log_labels_overridden),
@@ -267,6 +274,14 @@ def full_funnel(build: BuildRecord, steps: list[FunnelStep], lines: LinesRead, q
         rows.append(FunnelRow(step, "rows", n, left))
     rows.append(FunnelRow("golden_rows", "rows", left, left))
     return rows
+
+
+def _kept_by(step: FunnelStep) -> dict[str, int] | None:
+    """no_positive's queries kept by a log `helped` and by a human positive alone (contract v5), if recorded."""
+    human = getattr(step, "units_kept_by_human", None)
+    if step.step != "no_positive" or human is None:
+        return None
+    return {"log_helped": step.units_left - human, "human_positive": human}
 
 
 # --------------------------------------------------------------------------- all counts

@@ -733,3 +733,23 @@ def test_a_public_url_that_is_not_an_origin_is_a_usage_error(url):
 
     with pytest.raises(UsageError, match="--public-url"):
         _public_origin(url)
+
+
+def test_pair_numbers_are_the_queues_priorities_with_the_pairs_no_rubric_judges_left_unused(world, tmp_path):
+    # A rubric for billing alone: the search project's pairs 3 and 4 are left out, and the billing
+    # pairs keep their numbers 1, 2 and 5 (not 1, 2, 3).
+    rubric = tmp_path / "billing.yaml"
+    rubric.write_text(RUBRIC.read_text(encoding="utf-8").replace("as_of:", "projects: [billing]\nas_of:", 1))
+    session = open_session("ana", db=world.db, labels=world.labels, rubric=rubric)
+    assert [session.number(i) for i in range(len(session.items))] == [1, 2, 5] and session.no_rubric == 2
+    assert session.queued == 5  # the labelling queue's count, as `goldenset status` says it
+    with TestClient(create_app(session), base_url=BASE) as c:
+        page = c.get("/pair/5").text
+        assert "pair 5 of 5" in page and "policies/plans.md" in page
+        assert 'href="/done?passed=5" id="next"' in page
+        assert 'href="/pair/5?passed=2" id="next"' in c.get("/pair/2").text
+        missing = c.get("/pair/3")
+        assert missing.status_code == 404 and "numbered 1 to 5 with gaps" in missing.text
+        view = c.get("/").text
+        assert 'id="row-5"' in view and 'id="row-3"' not in view
+        assert 'id="no-rubric-count">2<' in view
