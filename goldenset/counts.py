@@ -39,6 +39,8 @@ from goldenset.connection import Connection
 CONFLICTING = "conflicting_duplicate_serve"
 HELD_BACK = "unknown_document_version"
 SOURCES = ("log", "label", "trace")
+# The labelling queue's reasons in priority order (contract 7.4 and 12.1: goldenset.labelling.pool.ORDER).
+QUEUE_REASONS = ("stale", "successor", "audit", "pooled")
 
 # Label lines whose (doc_id, version) no snapshot of a committed build holds, nor (during a
 # build) the snapshot being built: held back until one does (contract 7.2). The one
@@ -191,13 +193,10 @@ def labelling_queue_by_reason(con: Connection) -> dict[str, int]:
 
     stale, successor and pooled always (0 included); audit, and any other reason, when queued.
     """
-    from goldenset.labelling.audit import REASON as AUDIT
-
-    order = ("stale", "successor", AUDIT, "pooled")
     held = {r: int(n) for r, n in con.execute("SELECT reason, count(*) FROM labelling_queue GROUP BY 1").fetchall()}
     return {
         r: held.get(r, 0)
-        for r in (*order, *sorted(set(held) - set(order)))
+        for r in (*QUEUE_REASONS, *sorted(set(held) - set(QUEUE_REASONS)))
         if r in ("stale", "successor", "pooled") or held.get(r)
     }
 
@@ -353,16 +352,20 @@ class Counts:
         return out
 
 
-def golden_counts(con: Connection, build: BuildRecord, steps: list[FunnelStep] | None = None) -> Counts:
-    """Every count for the latest build `build`, read once: what every screen shows."""
+def golden_counts(
+    con: Connection, build: BuildRecord, steps: list[FunnelStep] | None = None, labels_now: str | None = None
+) -> Counts:
+    """Every count for the latest build `build`, read once: what every screen shows.
+
+    `labels_now`: the label files' signature now (`labelling.ingest.labels_signature`), to say
+    whether they changed since the build; None right after the build, which read them.
+    """
     if steps is None:
         steps = filter_funnel(con, build.build_id)
     lines = lines_read(con)
     q = quarantine(con, build)
-    from goldenset.labelling.ingest import labels_signature
-
     since = bool(con.execute("SELECT EXISTS (SELECT 1 FROM log_dirty)").fetchall()[0][0]) or (
-        labels_signature(con) != build.labels_signature
+        labels_now is not None and labels_now != build.labels_signature
     )
     return Counts(
         build,

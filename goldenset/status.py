@@ -14,6 +14,7 @@ from goldenset.corpus import active_signature, drift, read_corpus
 from goldenset.counts import HELD_BACK_WHERE, Counts, golden_counts, relabel_queue_by_reason
 from goldenset.errors import CorpusError, NoBuild
 from goldenset.export import build_manifest
+from goldenset.labelling.ingest import labels_signature
 from goldenset.snapshots import active_signature_of, current_load, unchanged_load
 
 
@@ -167,7 +168,7 @@ def golden_status(con: Connection, corpus_path: str | Path | None = None, now: d
         age_days=round((now - build.built_at).total_seconds() / 86400, 3),
         corpus=corpus,
         funnel=manifest["funnel"],
-        counts=golden_counts(con, build),
+        counts=golden_counts(con, build, labels_now=labels_signature(con)),
     )
 
 

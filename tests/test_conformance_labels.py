@@ -204,7 +204,8 @@ def test_labels_agreement_json_prints_the_contracts_object(cli_builds, tmp_path,
         == 0
     )
     printed = json.loads(capsys.readouterr().out)
-    assert list(printed) == ["annotators", "agent", "disagreements"]
+    # The contract's three keys, then notes (15.9): none, as both tables have entries.
+    assert list(printed) == ["annotators", "agent", "disagreements", "notes"] and printed["notes"] == []
     assert {k: printed[k] for k in EXPECTED["agreement"]} == EXPECTED["agreement"]
     assert main(["labels", "agreement", "--db", str(tmp_path / "g.duckdb"), "--rubric", str(DATA / "rubric.yaml")]) == 0
     table = capsys.readouterr().out

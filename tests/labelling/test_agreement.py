@@ -530,6 +530,7 @@ def test_the_agent_notes_first_reason_that_applies(rubric, lines, why):
     assert agent_note.why == why
 
 
+@pytest.mark.slow
 def test_labels_agreement_json_notes_why_its_tables_are_empty(tmp_path, pool_worlds, capsys):
     from goldenset.cli.app import main
 

@@ -615,3 +615,10 @@ def test_pool_export_with_an_unknown_format_exits_2(world, tmp_path, capsys):
     )
     assert code == 2
     assert err == "Error: --format 'csv' is not one of jsonl, label-studio\n"
+
+
+def test_the_queue_reasons_counted_everywhere_are_the_pools_in_its_order():
+    from goldenset.counts import QUEUE_REASONS
+    from goldenset.labelling.pool import ORDER
+
+    assert QUEUE_REASONS == ORDER
