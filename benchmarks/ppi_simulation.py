@@ -86,17 +86,22 @@ def audits(f: np.ndarray, y: np.ndarray, n: int, draws: np.ndarray) -> dict:
         "width_bound": math.sqrt(1 - rho**2) if rho is not None else None,
     }
     # PPI++ spends a degree of freedom on lambda (the regression estimator's variance), as the library does.
-    for key, lam, ddof in (("ppi", np.ones(len(draws)), 1), ("ppi++", tuned, 2)):
+    # Inside (0, 1) the fitted lambda costs a degree of freedom; at the clip the interval is the fixed lambda's.
+    inside = (tuned > 0) & (tuned < 1)
+    for key, lam, ddof in (("ppi", np.ones(len(draws)), np.ones(len(draws), int)), ("ppi++", tuned, 1 + inside)):
         d = lam[:, None] * fs - ys
         est = lam * f.mean() - d.mean(axis=1)
-        var = fpc * d.var(axis=1, ddof=ddof) / n if n > ddof else np.full(len(draws), np.nan)
-        q = float(stats.t.ppf(0.975, n - ddof)) if n > ddof else math.inf
-        cover = np.abs(est - mu) <= q * np.sqrt(var) if n > ddof else np.ones(len(draws), dtype=bool)
+        ok = n > ddof
+        var = np.where(
+            ok, fpc * ((d - d.mean(axis=1, keepdims=True)) ** 2).sum(axis=1) / np.maximum(n - ddof, 1) / n, np.nan
+        )
+        q = np.array([float(stats.t.ppf(0.975, n - k)) if n > k else math.inf for k in ddof])
+        cover = np.where(ok, np.abs(est - mu) <= q * np.sqrt(np.where(ok, var, 0)), True)
         both = var_h > 0
         # The ratio of the interval widths (the quantiles differ for PPI++: n - 2 against n - 1).
-        ratio = q * np.sqrt(var[both]) / (q_h * np.sqrt(var_h[both]))
+        ratio = q[both] * np.sqrt(var[both]) / (q_h * np.sqrt(var_h[both]))
         # The first draw, through the library's own estimator: the vectorised arithmetic must agree with it.
-        check = ppi_mean(f, fs[0], ys[0], power_tuning=key == "ppi++")
+        check = ppi_mean(f, fs[0], ys[0], lam=None if key == "ppi++" else 1.0)
         if not (
             math.isclose(check.estimate, est[0], abs_tol=1e-9)
             and (

@@ -237,9 +237,19 @@ class Metric:
     compute: Callable[[Ranked, Rels], float]
     # Printed beside the deciding metrics, never deciding: condensed lists and coverage.
     reference: bool = False
+    # The range every value lies in, None when unbounded: every metric here is a share or a
+    # mean of shares (noise@k and hole@k are counts divided by k), so [0, 1]. Estimates clamp
+    # their intervals into it (goldenset.bench.ppi).
+    bounds: tuple[float, float] | None = (0.0, 1.0)
 
     def __call__(self, ranked: Ranked, rels: Rels) -> float:
         return self.compute(ranked, rels)
+
+    @property
+    def deciding(self) -> bool:
+        """Whether verdicts read it: it has a better direction and is not a reference metric (judged@k, the
+        condensed ones). hole@k (no direction) and the references inform, never decide."""
+        return not self.reference and self.direction != 0
 
 
 _AT_K: dict[str, tuple[Callable[[Ranked, Rels, int], float], int]] = {

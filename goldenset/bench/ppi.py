@@ -1,66 +1,78 @@
 """Prediction-powered estimates of a mean: many judge-made values corrected by a random human sample.
 
-Angelopoulos, Bates, Fannjiang, Jordan and Zrnic (Science 2023). Per query there is a
-*prediction* (the metric with the judge's labels filling what humans left open) for every
-query of the population, and a *truth* (the metric with human labels) for the audited
-queries, a uniform random sample of that population. The estimate is
+Angelopoulos, Bates, Fannjiang, Jordan and Zrnic (Science 2023); power tuning from
+Angelopoulos, Duchi and Zrnic (PPI++, 2023); unequal inclusion probabilities from Zrnic and
+Candes (Active Statistical Inference, ICML 2024). Per query there is a *prediction* p (the
+metric with the judge's labels filling what humans left open) for every query of the
+population, and a *truth* t (the metric with human labels) for the audited queries. With a
+weight lambda on the prediction the estimate is
 
-    theta = mean(prediction over all N queries) - mean(prediction - truth over the n audited)
+    theta(lambda) = lambda mean_N(p) - mean_n(lambda p - t)
 
-and the human-only estimate beside it is mean(truth over the n audited).
+and the human-only estimate beside it is theta(0) = mean_n(t). The exact rules are contract
+section 12.2; docs/concepts/estimates.md derives them.
 
 Decisions
 ---------
-- **Design `finite` (the default).** The population is the N golden queries the benchmark
-  measures, a fixed finite set; the audit drew n of them without replacement
-  (`goldenset.labelling.audit`). The mean of the predictions over all N is then known
-  exactly and the whole uncertainty is the sample's: the variance of theta is
-  (1 - n/N) s_d^2 / n, with s_d^2 the sample variance (ddof 1) of d = prediction - truth,
-  and the interval uses Student's t with n - 1 degrees of freedom (as the paired t of
-  goldenset.bench.paired does). The human-only interval is the same with s_y^2, the
-  sample variance of the truth. This is the difference estimator of survey sampling;
-  its intervals cover the mean over the golden queries themselves, which is what the
-  simulation (benchmarks/ppi_simulation.py) checks.
-- **Design `independent`.** The model of the PPI paper and of `ppi-python`: the N
-  predicted queries and the n audited ones are independent samples of an infinite
-  population. Variance var0(prediction)/N + var0(d)/n (ddof 0), normal quantile;
-  exactly `ppi_py.ppi_mean_ci(..., lam=1)` (tests/bench/test_ppi.py compares with
-  ppi-python 0.2.3 run from a venv of its own, since its wheel installs a top-level `tests`
-  package that shadows this project's, and keeps values recorded from it). Kept for that parity and for a population
-  thought of as all future queries; it over-covers the golden set's own mean (it charges
-  for the N predictions a variance they do not have).
-- **No power tuning by default (lambda = 1).** Classical PPI: unbiased whatever the judge,
-  and its variance is below the human-only one whenever var(d) < var(truth); a judge
-  worse than useless shows as an effective-sample-size gain below 1. `power_tuning=True`
-  (finite design only) is PPI++'s idea (Angelopoulos, Duchi and Zrnic 2023) for a mean:
-  theta = lambda mean_N(f) + mean_n(y - lambda f) with lambda = cov_n(f, y) / var_n(f)
-  (ddof 1) clipped to [0, 1] (0 when var_n(f) = 0): survey sampling's regression
-  estimator, so its variance is the one that estimator has (Cochran, Sampling Techniques,
-  3rd ed., section 7.3): (1 - n/N) s^2(y - lambda f) / n with n - 2 in the denominator
-  of s^2 and Student's t with n - 2 degrees of freedom, since lambda is fitted on the same
-  audit (n = 2 gives an unbounded interval). With n - 1, as first written, the interval
-  covered 92.8% in the simulation (kappa 0.5, a paired difference, 40 queries): a lambda
-  fitted to the sample makes the residuals look smaller than they are. Never much wider
-  than the human-only interval, at the price of a lambda estimated from the audit itself
-  (a bias of order 1/n). Not the default: on the simulated kappa-0.5 judge it narrows the
-  interval of a mean by a point more than classical PPI (19.6% narrower than human-only
-  against 18.5%), and no lambda can do much better there: the width ratio of the best
-  fixed lambda is sqrt(1 - rho^2), rho the correlation of prediction and truth over the
-  queries (0.801 for that judge). The simulation reports both, and the floor.
-- **Effective sample size gain** = human-only variance / PPI variance on the same audit
-  (the design factors cancel in `finite`: s_y^2 / s_d^2): how many times more audited
-  queries the human-only estimate would need for the same width.
+- **Design `finite` (the default).** The population is the N queries the benchmark
+  measures, a fixed finite set; the audit drew n of them without replacement. mean_N(p) is
+  then known exactly and the whole uncertainty is the sample's: Var theta(lambda) =
+  (1 - n/N) S^2(t - lambda p) / n, Student's t. Its intervals cover the mean over the golden
+  queries themselves (benchmarks/ppi_simulation.py checks it).
+- **Lambda tuned by default (PPI++).** S^2(t - lambda p) = S_t^2 - 2 lambda S_pt + lambda^2
+  S_p^2 is a convex parabola in lambda, least at lambda* = S_pt / S_p^2; estimated on the
+  audit by s_pt / s_p^2 (sample covariance over sample variance, the same ddof in both), and
+  clipped to [0, 1] (the minimum of a convex parabola over an interval is its vertex clipped
+  into it). With lambda inside (0, 1) the estimate is survey sampling's regression estimator
+  (Cochran, Sampling Techniques, 3rd ed., 7.3), so its variance takes n - 2 in the
+  denominator of s^2 and Student's t with n - 2 degrees of freedom: lambda was fitted on the
+  same audit. At the clip (lambda exactly 0 or 1, or s_p^2 = 0, which gives 0) the estimate
+  *is* a fixed-lambda one, human-only or classical PPI, and takes that one's interval (n - 1):
+  PPI++ at lambda 0 is never wider than the human-only interval it equals. Fewer than 2
+  audited queries: lambda 1 (nothing to fit on). A fixed lambda (`lam=1` is classical PPI)
+  stays available: its interval takes n - 1.
+- **Design `independent`.** The model of the PPI paper and of `ppi-python`: the N predicted
+  queries and the n audited ones are independent samples of an infinite population.
+  Variance lambda^2 var0(p over N)/N + var0(t - lambda p)/n (ddof 0), normal quantile. Its
+  tuned lambda is ppi-python's (`_calc_lam_glm` for the mean): cov0(t, p over the n) /
+  ((1 + n/N) var1(p over the n audited and the N, concatenated)), clipped to [0, 1];
+  exactly `ppi_py.ppi_mean_ci(t, p_audited, p, alpha, lam=None)` (tests/bench/test_ppi.py
+  runs ppi-python 0.2.3 from a venv of its own). One difference: when every prediction is
+  equal ppi-python divides 0 by 0 (lambda nan, interval nan); here lambda is 0 (a constant
+  prediction carries nothing, and every lambda gives the same point).
+- **Active audits** (`inclusion` given: the probability with which the audit drew each
+  audited query, Poisson sampling). The estimate is the generalised regression estimator
+  (Sarndal, Swensson and Wretman, Model Assisted Survey Sampling, 1992, ch. 6) with the
+  prediction as its one auxiliary variable:
+
+      theta = lambda mean_N(p) + c + (1/N) sum_audited (t_i - lambda p_i - c) / pi_i
+
+  unbiased for every fixed (lambda, c) by inverse-probability weighting. Its variance under
+  Poisson sampling is (1/N^2) sum_population (1 - pi_i)/pi_i e_i^2, e = t - lambda p - c,
+  estimated by (1/N^2) n/(n - k) sum_audited (1 - pi_i)/pi_i^2 e_i^2, with k = 1 (c fitted)
+  or 2 (lambda fitted too) and Student's t with n - k degrees of freedom. (lambda, c) are
+  the weighted least-squares fit of t on p over the audited queries with the weights
+  w_i = (1 - pi_i)/pi_i^2 that minimise that estimated variance, lambda clipped to [0, 1] as
+  above and c = the w-weighted mean of t - lambda p. With every pi_i = n/N it is the uniform
+  design's estimate and variance exactly (c cancels): one formula, two designs. A fitted
+  (lambda, c) costs a bias of order 1/n, as PPI++'s lambda does in the uniform design.
+- **Effective sample size gain** = human-only variance / PPI variance on the same audit: how
+  many times more audited queries the human-only estimate would need for the same width.
+- **Clipping to the metric's range** (`bounds`): the point and both ends of each interval
+  are clamped into [lo, hi]. The mean being estimated lies in that range, so clamping an
+  interval's ends loses no coverage (the true mean is in the interval exactly when it is in
+  its clamped version) and clamping the point never moves it away from the true mean.
 - **Edge cases.** n = 0: no estimate (`PpiEstimate` is not made; the caller says why).
-  n = 1: no spread to estimate, interval (-inf, inf). A variance of 0 (every d equal):
-  the interval is the point; the gain is inf when the human-only variance is not 0, and
-  undefined (None) when both are 0. n = N: a census, width 0 in `finite`.
+  Too few audited queries for the degrees of freedom: interval (-inf, inf), clamped to the
+  bounds when given. A variance of 0: the interval is the point; the gain is inf when the
+  human-only variance is not 0, undefined (None) when both are 0. n = N: a census, width 0.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,6 +83,10 @@ from goldenset.errors import UsageError
 CONFIDENCE = 0.95
 DESIGNS = ("finite", "independent")
 DEFAULT_DESIGN = "finite"
+TUNED = "tuned"  # --ppi-lambda's default: PPI++
+INF = "inf"  # how JSON writes an infinite gain (contract 12.2)
+
+Bounds = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -88,11 +104,13 @@ class PpiEstimate:
     ess_gain: float | None
     n_audited: int
     n_population: int
-    mean_prediction: float
-    correction: float  # mean of (prediction - truth) over the audited queries
+    mean_prediction: float  # lambda mean_N(p)
+    correction: float  # mean_prediction minus the unclamped estimate
     design: str
     confidence: float
-    lam: float = 1.0  # the power-tuning lambda; 1 is classical PPI
+    lam: float = 1.0  # the weight on the prediction: 1 is classical PPI, 0 the human-only estimate
+    lam_rule: str = "fixed"  # "tuned" (PPI++) or "fixed"
+    sampling: str = "uniform"  # "uniform" or "active" (inclusion probabilities given)
 
     @property
     def width(self) -> float:
@@ -102,47 +120,91 @@ class PpiEstimate:
     def human_width(self) -> float:
         return self.human_hi - self.human_lo
 
+    @property
+    def method(self) -> str:
+        """How a person reads it: PPI++ when lambda was tuned, PPI at a fixed lambda."""
+        return "PPI++" if self.lam_rule == TUNED else "PPI"
+
     def to_json(self, digits: int | None = None) -> dict[str, Any]:
-        """Every field, floats rounded to `digits` when given; inf and nan as null (JSON has neither)."""
+        """Contract 12.2's keys; floats rounded to `digits` when given, an infinite bound as null, an infinite
+        gain as the string "inf" (null is kept for a gain that is undefined)."""
         out: dict[str, Any] = {}
-        for key, value in asdict(self).items():
-            if isinstance(value, float):
-                value = None if not math.isfinite(value) else (round(value, digits) if digits is not None else value)
-            out[key] = value
+        for key in _JSON_FLOATS:
+            out[key] = _number(getattr(self, key), digits)
+        gain = self.ess_gain
+        out["ess_gain"] = INF if gain is not None and math.isinf(gain) else _number(gain, digits)
+        out |= {
+            "n_audited": self.n_audited,
+            "n_population": self.n_population,
+            "mean_prediction": _number(self.mean_prediction, digits),
+            "correction": _number(self.correction, digits),
+            "design": self.design,
+            "confidence": self.confidence,
+            "lambda": _number(self.lam, digits),
+            "lambda_rule": self.lam_rule,
+            "sampling": self.sampling,
+        }
         return out
 
 
-def _check(design: str, confidence: float) -> None:
+_JSON_FLOATS = ("estimate", "lo", "hi", "variance", "human", "human_lo", "human_hi", "human_variance")
+
+
+def _number(value: float | None, digits: int | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, digits) if digits is not None else value
+
+
+def check_lambda(value: str | float | None) -> float | None:
+    """`--ppi-lambda`: None for `tuned` (or None), else a number in [0, 1]; UsageError quoting anything else."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == TUNED):
+        return None
+    try:
+        lam = float(value)
+    except (TypeError, ValueError):
+        lam = math.nan
+    if not 0.0 <= lam <= 1.0:  # nan fails too
+        raise UsageError(
+            f"--ppi-lambda {value!r} is neither `tuned` nor a number in [0, 1]; use --ppi-lambda tuned (PPI++) "
+            "or --ppi-lambda 1 (classical PPI)"
+        )
+    return lam
+
+
+def check_design(design: str) -> str:
+    """`--design`: finite or independent; UsageError quoting anything else."""
     if design not in DESIGNS:
-        raise UsageError(f"design {design!r} is not one of {', '.join(DESIGNS)}")
+        raise UsageError(f"design {design!r} is not one of {', '.join(DESIGNS)}; use --design finite or independent")
+    return design
+
+
+def _check(design: str, confidence: float) -> None:
+    check_design(design)
     if not 0.0 < confidence < 1.0:
         raise UsageError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
-def _interval(point: float, variance: float, quantile: float) -> tuple[float, float]:
-    if math.isnan(variance):
-        return -math.inf, math.inf
-    half = quantile * math.sqrt(variance)
-    return point - half, point + half
+@dataclass(frozen=True)
+class _Sample:
+    """The arrays an estimate reads, checked."""
+
+    f_all: np.ndarray  # prediction over the population
+    f: np.ndarray  # prediction of the audited
+    y: np.ndarray  # truth of the audited
+    pi: np.ndarray  # inclusion probability of each audited query (n/N for a uniform audit)
+    active: bool
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    @property
+    def big_n(self) -> int:
+        return len(self.f_all)
 
 
-def ppi_mean(
-    prediction: Sequence[float],
-    audited_prediction: Sequence[float],
-    audited_truth: Sequence[float],
-    *,
-    design: str = DEFAULT_DESIGN,
-    confidence: float = CONFIDENCE,
-    power_tuning: bool = False,
-) -> PpiEstimate:
-    """The PPI estimate of the population mean of the truth, and the human-only one beside it.
-
-    `prediction`: one value per query of the population (the audited ones included);
-    `audited_prediction[j]`, `audited_truth[j]`: the prediction and the truth of the j-th
-    audited query. UsageError when the audited arrays differ in length, are empty, or
-    hold more queries than the population.
-    """
-    _check(design, confidence)
+def _sample(prediction, audited_prediction, audited_truth, inclusion) -> _Sample:
     f_all = np.asarray(prediction, dtype=float)
     f = np.asarray(audited_prediction, dtype=float)
     y = np.asarray(audited_truth, dtype=float)
@@ -153,63 +215,193 @@ def ppi_mean(
         raise UsageError("no audited query: the estimate needs at least one query humans labelled in full")
     if n > big_n:
         raise UsageError(f"{n} audited queries out of a population of {big_n}; the audit is a sample of it")
-    lam, ddof = 1.0, 1
-    if power_tuning:
-        if design != "finite":
-            raise UsageError("power tuning is offered with the finite design only")
-        # One more degree of freedom spent on lambda (the regression estimator's variance).
-        lam, ddof = tuned_lambda(f, y), 2
-    d = lam * f - y
-    mean_f = lam * float(f_all.mean())
-    correction = float(d.mean())
-    point = mean_f - correction
-    human = float(y.mean())
-    if design == "finite":
-        fpc = 1.0 - n / big_n
-        var_d = float(d.var(ddof=ddof)) if n > ddof else math.nan
-        var_y = float(y.var(ddof=1)) if n > 1 else math.nan
-        variance, human_variance = fpc * var_d / n, fpc * var_y / n
-        quantile = _t_quantile(confidence, n - ddof)
-        human_quantile = _t_quantile(confidence, n - 1)
+    if inclusion is None:
+        return _Sample(f_all, f, y, np.full(n, n / big_n), active=False)
+    pi = np.asarray(inclusion, dtype=float)
+    if len(pi) != n:
+        raise UsageError(f"{len(pi)} inclusion probabilities against {n} audited queries; give one per audited query")
+    bad = [float(x) for x in pi if not 0.0 < x <= 1.0]
+    if bad:
+        raise UsageError(f"inclusion probability {bad[0]!r} is outside (0, 1]; the audit's design stored it wrong")
+    return _Sample(f_all, f, y, pi, active=True)
+
+
+def ppi_mean(
+    prediction: Sequence[float],
+    audited_prediction: Sequence[float],
+    audited_truth: Sequence[float],
+    *,
+    design: str = DEFAULT_DESIGN,
+    confidence: float = CONFIDENCE,
+    lam: float | None = None,
+    inclusion: Sequence[float] | None = None,
+    bounds: Bounds | None = None,
+) -> PpiEstimate:
+    """The prediction-powered estimate of the population mean of the truth, and the human-only one beside it.
+
+    `prediction`: one value per query of the population (the audited ones included);
+    `audited_prediction[j]`, `audited_truth[j]`: the prediction and the truth of the j-th
+    audited query; `lam`: None tunes lambda (PPI++), a number in [0, 1] fixes it;
+    `inclusion[j]`: the probability with which an active audit drew the j-th audited
+    query (None: a uniform audit); `bounds`: the metric's range, into which the point and
+    the intervals are clamped. UsageError when the audited arrays differ in length, are
+    empty, or hold more queries than the population, or an active audit is asked of the
+    independent design.
+    """
+    _check(design, confidence)
+    s = _sample(prediction, audited_prediction, audited_truth, inclusion)
+    if lam is not None:
+        lam = check_lambda(lam)
+    if design == "independent":
+        if s.active:
+            raise UsageError("an active audit has the finite design only; estimate it with --design finite")
+        return _independent(s, lam, confidence, bounds)
+    return _finite(s, lam, confidence, bounds)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    point: float  # unclamped
+    variance: float
+    df: int
+
+
+def _weighted_fit(s: _Sample, lam: float | None) -> tuple[float, float, int]:
+    """(lambda, c, k): the weighted least-squares fit of t on p minimising the estimated variance (module)."""
+    w = (1.0 - s.pi) / s.pi**2
+    if lam is None:
+        lam = tune_weighted(s.f, s.y, w) if s.n >= 2 else 1.0
+        k = 2 if 0.0 < lam < 1.0 else 1
     else:
-        variance = float(f_all.var()) / big_n + float(d.var()) / n
-        human_variance = float(y.var()) / n
-        quantile = human_quantile = normal_quantile(0.5 + confidence / 2)
-    lo, hi = _interval(point, variance, quantile)
-    human_lo, human_hi = _interval(human, human_variance, human_quantile)
+        k = 1
+    total = float(w.sum())
+    c = float(np.sum(w * (s.y - lam * s.f)) / total) if total > 0 else 0.0
+    return lam, c, k
+
+
+def tune_weighted(f: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    """The weighted slope of y on f, sum w (f - fbar)(y - ybar) / sum w (f - fbar)^2, clipped to [0, 1]; 0 when
+    f does not vary (under weight). Equal weights give PPI++'s s_pt / s_p^2 of the uniform finite design."""
+    total = float(w.sum())
+    if total <= 0.0:  # a census: every query drawn for sure, nothing to weigh
+        w = np.ones_like(f)
+        total = float(len(f))
+    fc = f - float(np.sum(w * f)) / total
+    yc = y - float(np.sum(w * y)) / total
+    den = float(np.sum(w * fc * fc))
+    if den <= 0.0:
+        return 0.0
+    return min(1.0, max(0.0, float(np.sum(w * fc * yc)) / den))
+
+
+def difference_estimate(
+    f_all: np.ndarray, f: np.ndarray, y: np.ndarray, pi: np.ndarray, lam: float, c: float
+) -> tuple[float, float]:
+    """At fixed (lambda, c): the estimate lambda mean_N(p) + c + (1/N) sum (t - lambda p - c)/pi over the audited,
+    and (1/N^2) sum (1 - pi)/pi^2 (t - lambda p - c)^2, the unbiased estimate of its variance under Poisson
+    sampling (the module's active audits)."""
+    big_n = len(f_all)
+    e = y - lam * f - c
+    point = lam * float(f_all.mean()) + c + float(np.sum(e / pi)) / big_n
+    return point, float(np.sum((1.0 - pi) / pi**2 * e * e)) / big_n**2
+
+
+def _finite_fit(s: _Sample, lam: float, c: float, k: int) -> _Fit:
+    """Point and estimated variance of the regression estimator at (lambda, c), k coefficients fitted: the
+    sum of difference_estimate times n/(n - k), which makes it the uniform design's s^2 with n - k."""
+    point, weighted = difference_estimate(s.f_all, s.f, s.y, s.pi, lam, c)
+    if s.n <= k:
+        return _Fit(point, math.nan, s.n - k)
+    return _Fit(point, max(s.n / (s.n - k) * weighted, 0.0), s.n - k)
+
+
+def _finite(s: _Sample, lam: float | None, confidence: float, bounds: Bounds | None) -> PpiEstimate:
+    rule = TUNED if lam is None else "fixed"
+    lam, c, k = _weighted_fit(s, lam)
+    fit = _finite_fit(s, lam, c, k)
+    _, c0, _ = _weighted_fit(s, 0.0)
+    human = _finite_fit(s, 0.0, c0, 1)
+    return _result(s, fit, human, lam, rule, "finite", confidence, bounds, normal=False)
+
+
+def tune_independent(f: np.ndarray, y: np.ndarray, f_all: np.ndarray) -> float:
+    """ppi-python's power-tuned lambda for a mean (`_calc_lam_glm`, optim_mode "overall", clip=True):
+    cov0(y, f) / ((1 + n/N) var1(concat(f, f_all))), clipped to [0, 1]; 0 when the predictions do not vary."""
+    n, big_n = len(f), len(f_all)
+    var = float(np.var(np.concatenate([f, f_all]), ddof=1)) if n + big_n > 1 else 0.0
+    if var == 0.0:
+        return 0.0
+    cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+    return min(1.0, max(0.0, cov / ((1.0 + n / big_n) * var)))
+
+
+def _independent(s: _Sample, lam: float | None, confidence: float, bounds: Bounds | None) -> PpiEstimate:
+    rule = TUNED if lam is None else "fixed"
+    if lam is None:
+        lam = tune_independent(s.f, s.y, s.f_all)
+    point = lam * float(s.f_all.mean()) + float(np.mean(s.y - lam * s.f))
+    variance = float(np.var(lam * s.f_all)) / s.big_n + float(np.var(s.y - lam * s.f)) / s.n
+    human = _Fit(float(s.y.mean()), float(np.var(s.y)) / s.n, 0)
+    return _result(s, _Fit(point, variance, 0), human, lam, rule, "independent", confidence, bounds, normal=True)
+
+
+def _result(
+    s: _Sample,
+    fit: _Fit,
+    human: _Fit,
+    lam: float,
+    rule: str,
+    design: str,
+    confidence: float,
+    bounds: Bounds | None,
+    *,
+    normal: bool,
+) -> PpiEstimate:
+    def quantile(df: int) -> float:
+        if normal:
+            return normal_quantile(0.5 + confidence / 2)
+        return t_quantile(0.5 + confidence / 2, df) if df > 0 else math.inf
+
+    point, lo, hi = _interval(fit.point, fit.variance, quantile(fit.df), bounds)
+    h_point, h_lo, h_hi = _interval(human.point, human.variance, quantile(human.df), bounds)
+    mean_f = lam * float(s.f_all.mean())
     return PpiEstimate(
         estimate=point,
         lo=lo,
         hi=hi,
-        variance=variance,
-        human=human,
-        human_lo=human_lo,
-        human_hi=human_hi,
-        human_variance=human_variance,
-        ess_gain=_gain(human_variance, variance),
-        n_audited=n,
-        n_population=big_n,
+        variance=fit.variance,
+        human=h_point,
+        human_lo=h_lo,
+        human_hi=h_hi,
+        human_variance=human.variance,
+        ess_gain=_gain(human.variance, fit.variance),
+        n_audited=s.n,
+        n_population=s.big_n,
         mean_prediction=mean_f,
-        correction=correction,
+        correction=mean_f - fit.point,
         design=design,
         confidence=confidence,
         lam=lam,
+        lam_rule=rule,
+        sampling="active" if s.active else "uniform",
     )
 
 
-def _t_quantile(confidence: float, df: int) -> float:
-    return t_quantile(0.5 + confidence / 2, df) if df > 0 else math.inf
+def _interval(point: float, variance: float, quantile: float, bounds: Bounds | None) -> tuple[float, float, float]:
+    """(point, lo, hi), each clamped into `bounds` when given; (-inf, inf) around a variance that is nan."""
+    if math.isnan(variance) or math.isinf(quantile):
+        lo, hi = -math.inf, math.inf
+    else:
+        half = quantile * math.sqrt(variance)
+        lo, hi = point - half, point + half
+    if bounds is None:
+        return point, lo, hi
+    return clamp(point, bounds), clamp(lo, bounds), clamp(hi, bounds)
 
 
-def tuned_lambda(f: np.ndarray, y: np.ndarray) -> float:
-    """PPI++'s lambda for a mean: cov(f, y) / var(f) on the audited queries (ddof 1), clipped to [0, 1]."""
-    if len(f) < 2:
-        return 1.0
-    var = float(np.var(f, ddof=1))
-    if var == 0.0:
-        return 0.0
-    cov = float(np.cov(f, y, ddof=1)[0, 1])
-    return min(1.0, max(0.0, cov / var))
+def clamp(x: float, bounds: Bounds) -> float:
+    """x clamped into [bounds[0], bounds[1]] (infinite x included)."""
+    return min(bounds[1], max(bounds[0], x))
 
 
 def _gain(human_variance: float, variance: float) -> float | None:
