@@ -165,6 +165,29 @@ _GATE_COLUMNS = (
 )
 
 
+def _active_audit(con: Connection) -> None:
+    """Issue 37: an audit's design (uniform or active), each drawn query's inclusion probability, the active
+    design's population; the probability an estimate weighed each audited query by. Audits drawn before
+    were uniform: design `uniform`, every drawn query drawn with probability sample_size / population."""
+    add_columns(
+        schema.AUDIT_SAMPLES,
+        "design",
+        "judge",
+        "uniform_share",
+        backfill={"design": "UPDATE audit_samples SET design = 'uniform'"},
+    )(con)
+    add_columns(
+        schema.AUDIT_QUERIES,
+        "inclusion",
+        backfill={
+            "inclusion": "UPDATE audit_queries q SET inclusion = (SELECT s.sample_size / s.population "
+            "FROM audit_samples s WHERE s.pool_id = q.pool_id)"
+        },
+    )(con)
+    create_tables(schema.AUDIT_POPULATION)(con)
+    add_columns(schema.BENCHMARK_ESTIMATES, "inclusion")(con)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_catalogue_tables", _catalogue_tables),
     Migration("0002_catalogue_columns", _catalogue_columns),
@@ -173,6 +196,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0005_audit_estimates_judge_health", _audit_estimates_judge_health),
     # Issue 37: the judge's gate reads the audit and reports kappa's interval, prevalence and AC1.
     Migration("0006_judge_gate_on_the_audit", add_columns(schema.BUILD_JUDGES, *_GATE_COLUMNS)),
+    Migration("0007_active_audit", _active_audit),
 )
 
 

@@ -797,6 +797,9 @@ AUDIT_SAMPLES = Relation(
         C("requested", "BIGINT", "queries asked for (--audit N)"),
         C("sample_size", "BIGINT", "queries drawn: min(requested, population)"),
         C("seed", "BIGINT", "seed of numpy's default_rng that drew it (given or recorded)"),
+        C("design", "VARCHAR", "uniform (--audit N) or active (--audit N --active: contract 12.1)"),
+        C("judge", "VARCHAR", "active: the judge annotator whose labels set the inclusion probabilities"),
+        C("uniform_share", "DOUBLE", "active: the uniform share s of the inclusion probabilities (1/2)"),
     ),
     primary_key=("pool_id",),
 )
@@ -807,6 +810,19 @@ AUDIT_QUERIES = Relation(
         C("pool_id", "BIGINT", "the audit's pool run"),
         C("query_id", "VARCHAR", "golden query drawn"),
         C("draw", "BIGINT", "1, 2, 3 ... in the order drawn"),
+        C("inclusion", "DOUBLE", "the probability the design drew it with: n/N uniform, pi(q) active"),
+    ),
+    primary_key=("pool_id", "query_id"),
+)
+AUDIT_POPULATION = Relation(
+    "audit_population",
+    "query of an active audit's population, drawn or not, with what decided its chance (contract 12.1)",
+    (
+        C("pool_id", "BIGINT", "the audit's pool run"),
+        C("query_id", "VARCHAR", "golden query of the population"),
+        C("uncertainty", "DOUBLE", "u(q): the judge's uncertainty on the query's pooled pairs"),
+        C("inclusion", "DOUBLE", "pi(q): the probability of drawing it"),
+        C("drawn", "BOOLEAN", "whether the draw took it"),
     ),
     primary_key=("pool_id", "query_id"),
 )
@@ -985,6 +1001,7 @@ BENCHMARK_ESTIMATES = Relation(
         C("metric", "VARCHAR", "canonical metric name"),
         C("prediction", "DOUBLE", "the metric with every label but the audit's, the judge's filling open pairs"),
         C("truth", "DOUBLE", "the metric with the audit's human labels (null: query not audited)"),
+        C("inclusion", "DOUBLE", "an active audit's pi(q) for an audited query (null otherwise)"),
     ),
 )
 BENCHMARK_RESULTS = Relation(
@@ -1097,6 +1114,7 @@ RELATIONS: tuple[Relation, ...] = (
     AUDIT_SAMPLES,
     AUDIT_QUERIES,
     AUDIT_PAIRS,
+    AUDIT_POPULATION,
     BUILD_HUMAN_LABELS,
     BUILD_AGENT_LABELS,
     BUILD_JUDGES,

@@ -22,6 +22,7 @@ NAMES = [
     "0004_closed_label_rows_apart",
     "0005_audit_estimates_judge_health",
     "0006_judge_gate_on_the_audit",
+    "0007_active_audit",
 ]
 
 
@@ -115,6 +116,35 @@ def test_a_warehouse_from_before_issue_37_gains_the_gates_columns(tmp_path):
     con = connect(path)
     assert applied(con)[-1] == "0006_judge_gate_on_the_audit"
     assert _columns(con) == _catalogue()
+
+
+def test_an_audit_drawn_before_issue_37_reads_as_uniform_with_its_chance_n_over_n(tmp_path):
+    path = tmp_path / "g.duckdb"
+    con = connect(path)
+    con.execute("DROP TABLE audit_population")
+    for table, column in (
+        ("audit_samples", "design"),
+        ("audit_samples", "judge"),
+        ("audit_samples", "uniform_share"),
+        ("audit_queries", "inclusion"),
+        ("benchmark_estimates", "inclusion"),
+    ):
+        con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    con.execute(
+        "INSERT INTO audit_samples (pool_id, build_id, drawn_at, unit, population, requested, sample_size, seed) "
+        "VALUES (3, 1, TIMESTAMP '2026-11-30 08:00:00', 'query', 8, 2, 2, 0)"
+    )
+    con.execute("INSERT INTO audit_queries VALUES (3, 'q1', 1), (3, 'q2', 2)")
+    con.execute("DELETE FROM schema_migrations WHERE name = '0007_active_audit'")
+    con.close()
+    con = connect(path)
+    assert applied(con)[-1] == "0007_active_audit"
+    assert _columns(con) == _catalogue()
+    assert con.execute("SELECT design, judge FROM audit_samples").fetchall() == [("uniform", None)]
+    assert con.execute("SELECT query_id, inclusion FROM audit_queries ORDER BY draw").fetchall() == [
+        ("q1", 0.25),
+        ("q2", 0.25),
+    ]
 
 
 def test_a_catalogue_column_that_no_migration_adds_is_refused_by_name(tmp_path):

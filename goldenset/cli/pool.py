@@ -102,11 +102,23 @@ def pool(
             "theirs the pool returned that no human labelled (reason audit), for prediction-powered estimates.",
         ),
     ] = None,
+    active: Annotated[
+        bool,
+        typer.Option(
+            "--active",
+            help="Draw the --audit sample by the judge's uncertainty (--judge NAME): N is then the expected "
+            "number of queries, each drawn with a stored probability the estimates weigh it by.",
+        ),
+    ] = False,
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="The judge annotator whose labels set --active's probabilities.")
+    ] = None,
 ) -> None:
     """Ask each ranker for its top documents on every golden query of the latest build, replace the
     labelling queue (stale, then successor, then audit, then pooled pairs) and print the pool's arithmetic."""
     if ctx.invoked_subcommand is not None:
         return
+    from goldenset.labelling.audit import check_active
     from goldenset.labelling.pool import run_pool
     from goldenset.labelling.rubric_set import load_rubrics
 
@@ -127,6 +139,7 @@ def pool(
             audit=audit,
             seed=seed,
             rubrics=rubrics,
+            active_judge=check_active(active, judge),
         )
     finally:
         con.close()

@@ -1,4 +1,4 @@
-"""The audit sample: a uniform random sample of golden queries whose pooled pairs humans label in full.
+"""The audit sample: a random sample of golden queries whose pooled pairs humans label in full.
 
 `goldenset pool --audit N [--seed S]` draws N of the latest build's golden queries (the
 query is the sampling unit: a per-query metric needs every pooled pair of its query
@@ -28,6 +28,12 @@ Decisions
   pair to ask (humans had labelled all of them) is audited from the start.
 - **Which audit.** Estimates use the latest pool run that drew an audit; a later pool
   without --audit does not replace it.
+- **Two designs.** `uniform` (the draw above: every query has the chance n/N) and `active`
+  (`--active --judge NAME`: Poisson sampling with a chance per query that follows the
+  judge's uncertainty, goldenset.labelling.active_audit). Each drawn query's chance is
+  stored (`audit_queries.inclusion`), and an active audit's whole population with its
+  uncertainties and chances (`audit_population`), so an estimate weighs each audited
+  query by the inverse of its chance and the draw can be repeated from the warehouse.
 """
 
 from __future__ import annotations
@@ -43,20 +49,30 @@ import pyarrow as pa
 
 from goldenset.connection import Connection
 from goldenset.errors import GoldensetError, UsageError
+from goldenset.labelling import active_audit
 
 UNIT = "query"
 REASON = "audit"
+UNIFORM = "uniform"
+ACTIVE = "active"
 
 
 @dataclass(frozen=True)
 class AuditDesign:
-    """What was drawn: the unit, the population, the sample (in draw order) and the seed."""
+    """What was drawn: the unit, the population, the sample (in draw order), the seed and the design."""
 
     population: int
     requested: int
     seed: int
     queries: tuple[str, ...]
     unit: str = UNIT
+    design: str = UNIFORM
+    # Per drawn query, in draw order: the probability the design drew it with (uniform: n/N each).
+    inclusion: tuple[float, ...] = ()
+    judge: str | None = None  # active: whose labels set the probabilities
+    uniform_share: float | None = None  # active: s (goldenset.labelling.active_audit)
+    # Active: every query of the population, (query_id, uncertainty, inclusion, drawn), in code-point order.
+    population_rows: tuple[tuple[str, float, float, bool], ...] = ()
 
     @property
     def sample_size(self) -> int:
@@ -69,13 +85,19 @@ class AuditDesign:
             "requested": self.requested,
             "sample_size": self.sample_size,
             "seed": self.seed,
+            "design": self.design,
+            "judge": self.judge,
+            "uniform_share": self.uniform_share,
         }
 
 
-def check_audit(n: int | None, seed: int | None) -> tuple[int, int] | None:
+def check_audit(n: int | None, seed: int | None, active_judge: str | None = None) -> tuple[int, int] | None:
     """The sample size and seed (a fresh one when None: recorded, so the draw stays reproducible); None without
-    --audit. The seed is the pool's `--seed`, which the pool's strategies share."""
+    --audit. The seed is the pool's `--seed`, which the pool's strategies share. `active_judge`: the judge of
+    `--active --judge NAME`, which needs --audit."""
     if n is None:
+        if active_judge is not None:
+            raise UsageError("--active draws an audit: add --audit N (the expected number of queries)")
         return None
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise UsageError(f"--audit must be an integer >= 1 (queries to sample), got {n!r}")
@@ -84,12 +106,43 @@ def check_audit(n: int | None, seed: int | None) -> tuple[int, int] | None:
     return n, (seed if seed is not None else secrets.randbits(63))
 
 
+def check_active(active: bool, judge: str | None) -> str | None:
+    """`pool --active --judge NAME`: the judge's name, None for a uniform audit; UsageError for half of it."""
+    if active and not judge:
+        raise UsageError("--active needs --judge NAME, the judge annotator whose labels set the probabilities")
+    if judge and not active:
+        raise UsageError("--judge only applies to an active audit; add --active (and --audit N)")
+    return judge if active else None
+
+
 def draw(query_ids: Iterable[str], n: int, seed: int) -> AuditDesign:
     """A uniform random sample of n of the query_ids, without replacement (see the module's decisions)."""
     population = sorted(set(query_ids))
     size = min(n, len(population))
     picked = np.random.default_rng(seed).choice(len(population), size=size, replace=False)
-    return AuditDesign(len(population), n, seed, tuple(population[int(i)] for i in picked))
+    share = size / len(population) if population else 1.0
+    return AuditDesign(len(population), n, seed, tuple(population[int(i)] for i in picked), inclusion=(share,) * size)
+
+
+def draw_active_design(query_ids: Iterable[str], n: int, seed: int, judge: str, u: Mapping[str, float]) -> AuditDesign:
+    """An active sample (goldenset.labelling.active_audit), drawn queries in code-point order."""
+    sample = active_audit.draw_active(query_ids, n, seed, u)
+    chance = dict(zip(sample.population, sample.inclusion, strict=True))
+    drawn = set(sample.drawn)
+    return AuditDesign(
+        len(sample.population),
+        n,
+        seed,
+        sample.drawn,
+        design=ACTIVE,
+        inclusion=tuple(chance[q] for q in sample.drawn),
+        judge=judge,
+        uniform_share=active_audit.UNIFORM_SHARE,
+        population_rows=tuple(
+            (q, unc, p, q in drawn)
+            for q, unc, p in zip(sample.population, sample.uncertainty, sample.inclusion, strict=True)
+        ),
+    )
 
 
 Pair = tuple[str, str]
@@ -135,8 +188,8 @@ def store(
     """Write the design, the drawn queries and the pairs asked for; the caller holds the transaction."""
     pairs = sorted(pairs)
     con.execute(
-        "INSERT INTO audit_samples (pool_id, build_id, drawn_at, unit, population, requested, sample_size, seed) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit_samples (pool_id, build_id, drawn_at, unit, population, requested, sample_size, seed, "
+        "design, judge, uniform_share) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             pool_id,
             build_id,
@@ -146,6 +199,9 @@ def store(
             design.requested,
             design.sample_size,
             design.seed,
+            design.design,
+            design.judge,
+            design.uniform_share,
         ],
     )
     queries = pa.table(
@@ -153,6 +209,17 @@ def store(
             "pool_id": pa.array([pool_id] * design.sample_size, pa.int64()),
             "query_id": pa.array(list(design.queries), pa.string()),
             "draw": pa.array(list(range(1, design.sample_size + 1)), pa.int64()),
+            "inclusion": pa.array(list(design.inclusion), pa.float64()),
+        }
+    )
+    rows = design.population_rows
+    population = pa.table(
+        {
+            "pool_id": pa.array([pool_id] * len(rows), pa.int64()),
+            "query_id": pa.array([r[0] for r in rows], pa.string()),
+            "uncertainty": pa.array([r[1] for r in rows], pa.float64()),
+            "inclusion": pa.array([r[2] for r in rows], pa.float64()),
+            "drawn": pa.array([r[3] for r in rows], pa.bool_()),
         }
     )
     asked = pa.table(
@@ -163,7 +230,11 @@ def store(
             "doc_version": pa.array([p[2] for p in pairs], pa.string()),
         }
     )
-    for name, table, target in (("_audit_q", queries, "audit_queries"), ("_audit_p", asked, "audit_pairs")):
+    for name, table, target in (
+        ("_audit_q", queries, "audit_queries"),
+        ("_audit_p", asked, "audit_pairs"),
+        ("_audit_u", population, "audit_population"),
+    ):
         con.register(name, table)
         try:
             con.execute(f"INSERT INTO {target} BY NAME SELECT * FROM {name}")
@@ -186,6 +257,14 @@ class Audit:
     audited: tuple[str, ...]  # drawn queries humans labelled in full, in draw order
 
     @property
+    def active(self) -> bool:
+        return self.design.design == ACTIVE
+
+    def inclusion(self) -> dict[str, float]:
+        """query_id -> the probability the design drew it with, for every drawn query."""
+        return dict(zip(self.design.queries, self.design.inclusion, strict=True))
+
+    @property
     def pending(self) -> tuple[str, ...]:
         done = set(self.audited)
         return tuple(q for q in self.design.queries if q not in done)
@@ -204,18 +283,16 @@ class Audit:
 def latest_audit(con: Connection) -> Audit:
     """The latest pool run's audit; GoldensetError naming `pool --audit` when none was drawn."""
     row = con.execute(
-        "SELECT pool_id, build_id, drawn_at, unit, population, requested, seed FROM audit_samples "
-        "ORDER BY pool_id DESC LIMIT 1"
+        "SELECT pool_id, build_id, drawn_at, unit, population, requested, seed, design, judge, uniform_share "
+        "FROM audit_samples ORDER BY pool_id DESC LIMIT 1"
     ).fetchone()
     if row is None:
         raise GoldensetError("no audit sample yet: run `goldenset pool --audit N`, then label its `audit` pairs")
-    pool_id, build_id, drawn_at, unit, population, requested, seed = row
-    queries = tuple(
-        q
-        for (q,) in con.execute(
-            "SELECT query_id FROM audit_queries WHERE pool_id = ? ORDER BY draw", [pool_id]
-        ).fetchall()
-    )
+    pool_id, build_id, drawn_at, unit, population, requested, seed, kind, judge, share = row
+    drawn = con.execute(
+        "SELECT query_id, inclusion FROM audit_queries WHERE pool_id = ? ORDER BY draw", [pool_id]
+    ).fetchall()
+    queries = tuple(q for q, _ in drawn)
     asked = frozenset(
         (q, d)
         for q, d in con.execute("SELECT query_id, doc_id FROM audit_pairs WHERE pool_id = ?", [pool_id]).fetchall()
@@ -234,5 +311,15 @@ def latest_audit(con: Connection) -> Audit:
         [pool_id],
     ).fetchall()
     pending = {q for (q,) in open_rows}
-    design = AuditDesign(int(population), int(requested), int(seed), queries, unit)
+    design = AuditDesign(
+        int(population),
+        int(requested),
+        int(seed),
+        queries,
+        unit,
+        design=kind or UNIFORM,
+        inclusion=tuple(float(p) for _, p in drawn),
+        judge=judge,
+        uniform_share=share,
+    )
     return Audit(int(pool_id), int(build_id), drawn_at, design, asked, tuple(q for q in queries if q not in pending))

@@ -68,8 +68,8 @@ from goldenset.connection import Connection
 from goldenset.corpus import CorpusSnapshot, Document
 from goldenset.embeddings import Embedder
 from goldenset.errors import GoldensetError, UsageError
+from goldenset.labelling import active_audit, strategies
 from goldenset.labelling import audit as audit_sample
-from goldenset.labelling import strategies
 from goldenset.labelling.rubric import Rubric
 from goldenset.labelling.rubric_set import RubricSet
 from goldenset.retrieval.rankings import load_run_rankers
@@ -236,8 +236,13 @@ class PoolReport:
             )
         if self.audit is not None:
             a = self.audit
+            how = (
+                f"actively by judge {a['judge']}'s uncertainty, {a['requested']} expected"
+                if a.get("design") == audit_sample.ACTIVE
+                else "uniformly"
+            )
             out.append(
-                f"audit: {a['sample_size']} of {a['population']} golden queries drawn (seed {a['seed']}), "
+                f"audit: {a['sample_size']} of {a['population']} golden queries drawn {how} (seed {a['seed']}), "
                 f"{a['pairs']} pairs asked"
             )
         return out
@@ -560,6 +565,27 @@ def _judged_only(chosen: Chosen, report: PoolReport, state: _State, rubrics: Rub
     return kept, replace(report, queue=queue, no_rubric=dict(sorted(left.items())))
 
 
+def _draw_audit(
+    con: Connection,
+    state: _State,
+    returned: _Returned,
+    snapshot: CorpusSnapshot,
+    sampling: tuple[int, int] | None,
+    judged: tuple[active_audit.JudgeRates, dict[tuple[str, str], int]] | None,
+) -> tuple[audit_sample.AuditDesign | None, tuple[audit_sample.AuditDesign, set[tuple[str, str, str]]] | None]:
+    """The audit's design (uniform, or active by the judge's uncertainty) and the human rows it leaves out."""
+    if sampling is None:
+        return None, None
+    human = audit_sample.human_rows(con)
+    if judged is None:
+        design = audit_sample.draw(state.queries, *sampling)
+    else:
+        versions = {d: snapshot.active[d].version for _, d in returned.pairs}
+        u = active_audit.uncertainty(state.queries, returned.pairs, versions, human, *judged)
+        design = audit_sample.draw_active_design(state.queries, *sampling, judged[0].judge, u)
+    return design, (design, human)
+
+
 def run_pool(
     con: Connection,
     corpus: CorpusSnapshot | None = None,
@@ -575,6 +601,7 @@ def run_pool(
     seed: int = 0,
     audit: int | None = None,
     rubrics: RubricSet | None = None,
+    active_judge: str | None = None,
 ) -> PoolResult:
     """Pool the rankers over the latest build's golden queries and replace the labelling queue.
 
@@ -583,9 +610,10 @@ def run_pool(
     if `dense` or `core` runs or the strategy is `feedback`. `strategy` None is `feedback`
     with a `budget` and `depth` (contract 7.4's pool) without. NoBuild before the first build; UsageError for an unknown
     ranker or a depth below 1; GoldensetError naming the ranker when one fails. `audit` N
-    draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit).
-    `rubrics` (contract 9.5): a pair is queued only when some rubric judges its query's
-    project; the others are counted by project in the report (`no_rubric`). None queues all.
+    draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit), by the
+    uncertainty of judge `active_judge` when given (contract 12.1). `rubrics` (contract 9.5): a
+    pair is queued only when some rubric judges its query's project; the others are counted by
+    project in the report (`no_rubric`). None queues all.
     """
     build = load_build(con)
     strategy = strategies.resolve(strategy, budget)
@@ -600,7 +628,8 @@ def run_pool(
             raise UsageError(f"ranker {clash[0]!r} is both in --rankers and a --from-run retriever; name it once")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
-    sampling = audit_sample.check_audit(audit, seed)
+    sampling = audit_sample.check_audit(audit, seed, active_judge)
+    judged = active_audit.judge_rates(con, active_judge) if sampling and active_judge else None
     snapshot = build_snapshot(con, build)
     if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
         raise GoldensetError(
@@ -613,8 +642,7 @@ def run_pool(
     searches.update(run_rankers)
     names = (*names, *run_rankers)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
-    design = audit_sample.draw(state.queries, *sampling) if sampling else None
-    drawn = (design, audit_sample.human_rows(con)) if design else None
+    design, drawn = _draw_audit(con, state, returned, snapshot, sampling, judged)
     chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, drawn)
     if rubrics is not None and rubrics.judges_by_project:
         chosen, report = _judged_only(chosen, report, state, rubrics)

@@ -129,6 +129,9 @@ def test_an_audit_of_every_query_asks_for_every_returned_pair_no_human_labelled(
         "requested": 2,
         "sample_size": 2,
         "seed": 0,
+        "design": "uniform",
+        "judge": None,
+        "uniform_share": None,
         "pairs": 9,
     }
 
@@ -162,16 +165,17 @@ def test_the_design_the_queries_and_the_pairs_are_stored_with_the_pool_run(world
     con = warehouse.connect(world.db, read_only=True)
     try:
         sample = con.execute(
-            "SELECT pool_id, build_id, drawn_at, unit, population, requested, sample_size, seed FROM audit_samples"
+            "SELECT pool_id, build_id, drawn_at, unit, population, requested, sample_size, seed, design, judge "
+            "FROM audit_samples"
         ).fetchall()
-        queries = con.execute("SELECT pool_id, query_id, draw FROM audit_queries").fetchall()
+        queries = con.execute("SELECT pool_id, query_id, draw, inclusion FROM audit_queries").fetchall()
         pairs = con.execute("SELECT query_id, doc_id, doc_version FROM audit_pairs ORDER BY ALL").fetchall()
         audit = latest_audit(con)
     finally:
         con.close()
     (drawn,) = draw([Q1, Q2], 1, 1).queries
-    assert sample == [(result.pool_id, result.build_id, POOLED_AT, "query", 2, 1, 1, 1)]
-    assert queries == [(result.pool_id, drawn, 1)]
+    assert sample == [(result.pool_id, result.build_id, POOLED_AT, "query", 2, 1, 1, 1, "uniform", None)]
+    assert queries == [(result.pool_id, drawn, 1, 0.5)]  # one of two: drawn with chance 1/2
     assert pairs == sorted((r.query_id, r.doc_id, r.doc_version) for r in result.queue if r.reason == "audit")
     assert audit.audited == () and audit.pending == (drawn,)
 
