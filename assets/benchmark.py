@@ -10,6 +10,7 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.bench import golden
+from goldenset.bench.ppi import check_design, check_lambda
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 from goldenset.clock import utcnow
@@ -40,6 +41,10 @@ class BenchmarkConfig(dg.Config):
         default="",
         description="Judge annotator for prediction-powered estimates beside the means (bench run --estimate ppi "
         "--judge NAME); empty: none.",
+    )
+    estimate_design: str = Field(default="finite", description="finite or independent (bench run --design).")
+    estimate_lambda: str = Field(
+        default="tuned", description="tuned (PPI++) or a fixed lambda in [0, 1] (bench run --ppi-lambda)."
     )
 
 
@@ -120,6 +125,8 @@ def retrieval_benchmark(
             # The fifth gate's floor, as `bench run` reads it (GOLDENSET_COVERAGE_FLOOR, else 0.80).
             coverage_floor=settings.coverage_floor(),
             estimate_judge=config.estimate_judge or None,
+            estimate_design=check_design(config.estimate_design),
+            estimate_lambda=check_lambda(config.estimate_lambda),
         )
         # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
         from goldenset.bench.service import run_and_store

@@ -67,8 +67,7 @@ class Comparison:
 
     def incomplete(self, metric: str) -> bool:
         """Whether the verdict on `metric` rests on incomplete judgments (BIASED, a deciding metric)."""
-        m = get_metric(metric)
-        return self.biased and not m.reference and m.direction != 0
+        return self.biased and get_metric(metric).deciding
 
     def verdict_text(self, p: Paired) -> str:
         """The verdict as printed: marked (reference) or (incomplete judgments) where it applies."""
@@ -124,17 +123,18 @@ def compare_runs(
     thresholds: cov.Thresholds | None = None,
     estimate: str | None = None,
     judge: str | None = None,
+    ppi_lambda: float | None = None,
 ) -> Comparison:
     """Pair run B with run A on `row` (the deciding row by default) over the queries both saw.
 
     The coverage gate's lines (BIASED, the command that closes it) are in `coverage`, printed
     before `warnings` and before any verdict. `estimate="ppi"` adds the prediction-powered
     difference of each metric, from the runs' stored estimates (both made with `--estimate
-    ppi`, with `judge` when given).
+    ppi`, with `judge` when given), lambda tuned on the differences unless `ppi_lambda` fixes it.
     """
     names = _metrics(run_a, run_b, metrics)
     ppi = (
-        compare_estimates(run_a.estimates, run_b.estimates, (run_a.run_id, run_b.run_id), row, names, judge)
+        compare_estimates(run_a.estimates, run_b.estimates, (run_a.run_id, run_b.run_id), row, names, judge, ppi_lambda)
         if estimate == "ppi"
         else []
     )

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from goldenset.bench.metrics import Metric, get_metric
 from goldenset.bench.paired import verdict
-from goldenset.bench.ppi import DEFAULT_DESIGN, PpiEstimate, ppi_mean
+from goldenset.bench.ppi import DEFAULT_DESIGN, TUNED, Bounds, PpiEstimate, ppi_mean
 from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.labelling.audit import Audit, latest_audit
@@ -56,11 +56,16 @@ class EstimateLabels:
     truth: Qrels  # audited queries only
 
 
-def check_estimate(estimate: str | None, judge: str | None) -> str | None:
-    """`bench run --estimate ppi --judge NAME`: the judge's name, None without --estimate; UsageError otherwise."""
+def check_estimate(estimate: str | None, judge: str | None, *, tuning: tuple[str, str] | None = None) -> str | None:
+    """`bench run --estimate ppi --judge NAME`: the judge's name, None without --estimate; UsageError otherwise.
+
+    `tuning`: the (--design, --ppi-lambda) given, refused without --estimate unless at their defaults.
+    """
     if estimate is None:
         if judge is not None:
             raise UsageError("--judge only applies to an estimate; add --estimate ppi")
+        if tuning is not None and tuning != ("finite", TUNED):
+            raise UsageError("--design and --ppi-lambda only apply to an estimate; add --estimate ppi --judge NAME")
         return None
     if estimate != "ppi":
         raise UsageError(f"--estimate {estimate!r} is not known; use --estimate ppi")
@@ -69,10 +74,13 @@ def check_estimate(estimate: str | None, judge: str | None) -> str | None:
     return judge
 
 
-def check_compare_estimate(estimate: str | None, judge: str | None) -> str | None:
-    """`bench compare --estimate ppi [--judge NAME]`: "ppi" or None (a --judge alone implies ppi)."""
+def check_compare_estimate(estimate: str | None, judge: str | None, ppi_lambda: str = TUNED) -> str | None:
+    """`bench compare --estimate ppi [--judge NAME] [--ppi-lambda L]`: "ppi" or None (a --judge alone implies
+    ppi); a --ppi-lambda other than tuned without either is refused."""
     if estimate not in (None, "ppi"):
         raise UsageError(f"--estimate {estimate!r} is not known; use --estimate ppi")
+    if not (estimate or judge) and ppi_lambda != TUNED:
+        raise UsageError("--ppi-lambda only applies to an estimate; add --estimate ppi")
     return "ppi" if estimate or judge else None
 
 
@@ -127,6 +135,8 @@ class QueryValues:
     metric: str
     prediction: dict[str, float]
     truth: dict[str, float]
+    # An active audit: the probability each audited query was drawn with (empty for a uniform audit).
+    inclusion: dict[str, float] = field(default_factory=dict)
 
 
 def query_values(
@@ -141,12 +151,13 @@ def query_values(
     run measured on it.
     """
     out = []
+    chance = labels.audit.inclusion() if labels.audit.active else {}
     for row, queries in measured.items():
         lists = ranked[row]
         for m in metrics:
             pred = {q: m(lists.get(q, []), labels.prediction.get(q, {})) for q in queries}
             true = {q: m(lists.get(q, []), labels.truth[q]) for q in queries if q in labels.truth}
-            out.append(QueryValues(row, m.name, pred, true))
+            out.append(QueryValues(row, m.name, pred, true, {q: chance[q] for q in true} if chance else {}))
     return out
 
 
@@ -170,45 +181,70 @@ class RowEstimate:
         }
 
 
-def _estimate(row: str, metric: str, pred: Mapping[str, float], true: Mapping[str, float], design: str):
+def _estimate(
+    pred: Mapping[str, float],
+    true: Mapping[str, float],
+    chance: Mapping[str, float],
+    design: str,
+    lam: float | None,
+    bounds: Bounds | None,
+) -> tuple[PpiEstimate | None, str | None]:
     if not true:
         return None, "no audited query among the measured ones: label the audit's pairs, then `goldenset build`"
     queries = sorted(pred)
     audited = sorted(true)
-    est = ppi_mean([pred[q] for q in queries], [pred[q] for q in audited], [true[q] for q in audited], design=design)
+    est = ppi_mean(
+        [pred[q] for q in queries],
+        [pred[q] for q in audited],
+        [true[q] for q in audited],
+        design=design,
+        lam=lam,
+        inclusion=[chance[q] for q in audited] if chance else None,
+        bounds=bounds,
+    )
     return est, None
 
 
-def estimate_rows(values: Sequence[QueryValues], design: str = DEFAULT_DESIGN) -> list[RowEstimate]:
-    """One PPI estimate per row and metric of a run."""
+def estimate_rows(
+    values: Sequence[QueryValues], design: str = DEFAULT_DESIGN, lam: float | None = None
+) -> list[RowEstimate]:
+    """One PPI estimate per row and metric of a run, clamped into each metric's range."""
     out = []
     for v in values:
-        est, reason = _estimate(v.row, v.metric, v.prediction, v.truth, design)
+        est, reason = _estimate(v.prediction, v.truth, v.inclusion, design, lam, get_metric(v.metric).bounds)
         out.append(RowEstimate(v.row, v.metric, est, reason))
     return out
 
 
 def estimate_difference(
-    metric: str, row: str, a: QueryValues, b: QueryValues, design: str = DEFAULT_DESIGN
+    metric: str, row: str, a: QueryValues, b: QueryValues, design: str = DEFAULT_DESIGN, lam: float | None = None
 ) -> RowEstimate:
-    """PPI estimate of the mean difference B - A over the queries both measured, with its verdict."""
+    """PPI estimate of the mean difference B - A over the queries both measured, with its verdict.
+
+    Lambda is tuned (or fixed) on the differences themselves; the interval is clamped into
+    [lo - hi, hi - lo] of the metric's range, [-1, 1] for a metric in [0, 1].
+    """
     common = sorted(set(a.prediction) & set(b.prediction))
     if not common:
         raise UsageError(f"{metric}: the two runs have no query in common; nothing to compare")
     pred = {q: b.prediction[q] - a.prediction[q] for q in common}
     true = {q: b.truth[q] - a.truth[q] for q in common if q in a.truth and q in b.truth}
-    est, reason = _estimate(row, metric, pred, true, design)
-    v = verdict(est.lo, est.hi, get_metric(metric).direction) if est else None
+    chance = {q: a.inclusion[q] for q in true if q in a.inclusion}
+    m = get_metric(metric)
+    bounds = (m.bounds[0] - m.bounds[1], m.bounds[1] - m.bounds[0]) if m.bounds else None
+    est, reason = _estimate(pred, true, chance, design, lam, bounds)
+    v = verdict(est.lo, est.hi, m.direction) if est else None
     return RowEstimate(row, metric, est, reason, v)
 
 
 def ppi_line(e: RowEstimate) -> str:
-    """One line a person reads: PPI and human-only estimate with intervals, and the gain."""
+    """One line a person reads: the estimate with its interval and lambda, the human-only one, and the gain."""
     if e.estimate is None:
         return f"{e.row} {e.metric}: no PPI estimate ({e.reason})"
     x = e.estimate
     gain = "n/a" if x.ess_gain is None else ("inf" if math.isinf(x.ess_gain) else f"{x.ess_gain:.2f}x")
-    head = f"{e.row} {e.metric}: PPI {x.estimate:.4f} [{_f(x.lo)}, {_f(x.hi)}]"
+    tuned = "tuned" if x.lam_rule == TUNED else "fixed"
+    head = f"{e.row} {e.metric}: {x.method} {x.estimate:.4f} [{_f(x.lo)}, {_f(x.hi)}] at lambda {x.lam:.4f} ({tuned})"
     tail = (
         f"human-only {x.human:.4f} [{_f(x.human_lo)}, {_f(x.human_hi)}] on {x.n_audited} audited of "
         f"{x.n_population} queries; effective sample size gain {gain}"
@@ -218,6 +254,12 @@ def ppi_line(e: RowEstimate) -> str:
 
 def _f(x: float) -> str:
     return f"{x:.4f}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+
+
+def printed(estimates: Sequence[RowEstimate], row: str | None) -> list[RowEstimate]:
+    """The estimates a command prints: the deciding metrics (Metric.deciding) of `row` (None: any row; `bench
+    run` passes its deciding row); every other one stays in --json and the stored run."""
+    return [e for e in estimates if (row is None or e.row == row) and get_metric(e.metric).deciding]
 
 
 # --------------------------------------------------------------------------- a run's estimates
@@ -232,12 +274,14 @@ class RunEstimates:
     audit: dict[str, Any]
     values: tuple[QueryValues, ...]
     estimates: tuple[RowEstimate, ...]
+    lam: float | None = None  # None: tuned per row and metric (PPI++); else fixed
 
     def to_json(self) -> dict[str, Any]:
         return {
             "method": "ppi",
             "judge": self.judge,
             "design": self.design,
+            "lambda": TUNED if self.lam is None else self.lam,
             "confidence": 0.95,
             "audit": self.audit,
             "estimates": [e.to_json() for e in self.estimates],
@@ -256,11 +300,18 @@ def run_estimates(
     *,
     exclude_stale: bool = False,
     design: str = DEFAULT_DESIGN,
+    lam: float | None = None,
 ) -> RunEstimates:
     """Read the labels, compute every row's per-query values and their PPI estimates."""
     labels = estimate_labels(con, judge, exclude_stale)
+    if design != "finite" and labels.audit.active:
+        raise UsageError(
+            f"the latest audit (pool {labels.audit.pool_id}) is active, which has the finite design only; "
+            "use --design finite, or draw a uniform audit (`goldenset pool --audit N`)"
+        )
     values = tuple(query_values(ranked, measured, labels, metrics))
-    return RunEstimates(judge, design, labels.audit.to_json(), values, tuple(estimate_rows(values, design)))
+    rows = tuple(estimate_rows(values, design, lam))
+    return RunEstimates(judge, design, labels.audit.to_json(), values, rows, lam)
 
 
 def store_estimates(con: Connection, run_id: str, est: RunEstimates) -> None:
@@ -269,7 +320,11 @@ def store_estimates(con: Connection, run_id: str, est: RunEstimates) -> None:
 
     import pyarrow as pa
 
-    rows = [(v.row, q, v.metric, p, v.truth.get(q)) for v in est.values for q, p in sorted(v.prediction.items())]
+    rows = [
+        (v.row, q, v.metric, p, v.truth.get(q), v.inclusion.get(q))
+        for v in est.values
+        for q, p in sorted(v.prediction.items())
+    ]
     table = pa.table(
         {
             "run_id": pa.array([run_id] * len(rows), pa.string()),
@@ -278,6 +333,7 @@ def store_estimates(con: Connection, run_id: str, est: RunEstimates) -> None:
             "metric": pa.array([r[2] for r in rows], pa.string()),
             "prediction": pa.array([r[3] for r in rows], pa.float64()),
             "truth": pa.array([r[4] for r in rows], pa.float64()),
+            "inclusion": pa.array([r[5] for r in rows], pa.float64()),
         }
     )
     con.register("_goldenset_estimates", table)
@@ -300,8 +356,8 @@ def load_estimates(con: Connection, run_id: str) -> RunEstimates | None:
         return None
     summary = json.loads(row[0])
     values: dict[tuple[str, str], QueryValues] = {}
-    for r, q, m, p, t in con.execute(
-        "SELECT row_name, query_id, metric, prediction, truth FROM benchmark_estimates WHERE run_id = ? "
+    for r, q, m, p, t, pi in con.execute(
+        "SELECT row_name, query_id, metric, prediction, truth, inclusion FROM benchmark_estimates WHERE run_id = ? "
         "ORDER BY row_name, metric, query_id",
         [run_id],
     ).fetchall():
@@ -309,8 +365,14 @@ def load_estimates(con: Connection, run_id: str) -> RunEstimates | None:
         v.prediction[q] = p
         if t is not None:
             v.truth[q] = t
+        if pi is not None:
+            v.inclusion[q] = pi
     vals = tuple(values.values())
-    return RunEstimates(summary["judge"], summary["design"], summary["audit"], vals, tuple(estimate_rows(vals)))
+    # A run stored before lambda was tuned (issue 37) has no "lambda": it was estimated at lambda 1.
+    stored = summary.get("lambda", 1.0)
+    lam = None if stored == TUNED else float(stored)
+    design = summary["design"]
+    return RunEstimates(summary["judge"], design, summary["audit"], vals, tuple(estimate_rows(vals, design, lam)), lam)
 
 
 def compare_estimates(
@@ -320,21 +382,25 @@ def compare_estimates(
     row: str,
     metrics: Sequence[str],
     judge: str | None = None,
+    lam: float | None = None,
 ) -> list[RowEstimate]:
-    """PPI differences B - A for each metric on `row`; UsageError when a run has no estimate, or they differ."""
+    """PPI differences B - A for each metric on `row`, lambda tuned on the differences (or `lam`); UsageError
+    when a run has no estimate, or the two differ in judge, audit or design."""
     a = _needed(a, run_ids[0], judge)
     b = _needed(b, run_ids[1], judge)
-    if a.judge != b.judge or a.audit.get("pool_id") != b.audit.get("pool_id"):
+    if (a.judge, a.audit.get("pool_id"), a.design) != (b.judge, b.audit.get("pool_id"), b.design):
         raise UsageError(
-            f"the runs' estimates differ in judge or audit ({a.judge!r}, audit {a.audit.get('pool_id')} against "
-            f"{b.judge!r}, audit {b.audit.get('pool_id')}); estimate both with the same judge and audit"
+            f"the runs' estimates are not on the same judge, audit and design: run {run_ids[0]} has judge "
+            f"{a.judge!r}, the audit of pool {a.audit.get('pool_id')}, design {a.design}; run {run_ids[1]} has judge "
+            f"{b.judge!r}, the audit of pool {b.audit.get('pool_id')}, design {b.design}. Estimate both again with "
+            "`goldenset bench run --estimate ppi --judge NAME` after the same `goldenset pool --audit N`"
         )
     va, vb = a.by_key(), b.by_key()
     out = []
     for m in metrics:
         if (row, m) not in va or (row, m) not in vb:
             raise UsageError(f"a run has no estimate of {m} on row {row!r}")
-        out.append(estimate_difference(m, row, va[(row, m)], vb[(row, m)], a.design))
+        out.append(estimate_difference(m, row, va[(row, m)], vb[(row, m)], a.design, lam))
     return out
 
 

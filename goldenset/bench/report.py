@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goldenset.bench.compare import Comparison, RunInfo
-from goldenset.bench.estimate import RowEstimate, ppi_line
+from goldenset.bench.estimate import RowEstimate, ppi_line, printed
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 
 DEGRADED = "DEGRADED"
@@ -124,9 +124,10 @@ def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> No
         e = run.estimates
         _print_estimates(
             out,
-            list(e.estimates),
-            f"prediction-powered estimates, judge {e.judge}, audit of pool {e.audit.get('pool_id')} "
-            f"({e.audit.get('audited')} of {e.audit.get('sample_size')} drawn queries audited)",
+            printed(e.estimates, DECIDING_ROW),
+            f"prediction-powered estimates, judge {e.judge}, {e.audit.get('design', 'uniform')} audit of pool "
+            f"{e.audit.get('pool_id')} ({e.audit.get('audited')} of {e.audit.get('sample_size')} drawn queries "
+            "audited)",
         )
     if report is not None:
         out.print(f"report: {report}", markup=False, highlight=False)
@@ -134,10 +135,13 @@ def print_run(out: Console, run: BenchmarkRun, report: Path | None = None) -> No
 
 
 def _print_estimates(out: Console, estimates: Sequence[RowEstimate], title: str) -> None:
+    """The title, then one line per estimate: the deciding metrics only (estimate.printed); --json has all."""
     if not estimates:
         return
+    design = next((e.estimate.design for e in estimates if e.estimate), "finite")
     out.print(
-        f"{title} (95% intervals; design {estimates[0].estimate.design if estimates[0].estimate else 'finite'}):",
+        f"{title} (95% intervals, clamped into each metric's range; design {design}; deciding metrics, "
+        "the rest in --json):",
         markup=False,
         highlight=False,
     )
@@ -166,7 +170,7 @@ def print_comparison(out: Console, comp: Comparison, report: Path | None = None)
         markup=False,
         highlight=False,
     )
-    _print_estimates(out, comp.estimates, "B - A, prediction-powered")
+    _print_estimates(out, printed(comp.estimates, None), "B - A, prediction-powered")
     if report is not None:
         out.print(f"report: {report}", markup=False, highlight=False)
 

@@ -83,8 +83,11 @@ class BenchConfig:
     index_dir: Path = Path("var/bench-index")
     # The fifth gate on a single run: warn when the deciding row's judged@k is below this.
     coverage_floor: float = coverage.DEFAULT_FLOOR
-    # `--estimate ppi --judge NAME` (contract 12.2): prediction-powered estimates beside the means.
+    # `--estimate ppi --judge NAME` (contract 12.2): prediction-powered estimates beside the means,
+    # with `--design` and `--ppi-lambda` (None: tuned, PPI++).
     estimate_judge: str | None = None
+    estimate_design: str = "finite"
+    estimate_lambda: float | None = None
 
     def effective_depth(self) -> int:
         if any(k < 1 for k in self.k_values) or not self.k_values:
@@ -233,6 +236,8 @@ def run_benchmark(
             {row: list(values[row]) for row in features.rows},
             metrics,
             exclude_stale=config.exclude_stale,
+            design=config.estimate_design,
+            lam=config.estimate_lambda,
         )
     run = BenchmarkRun(
         run_id=new_run_id(started),

@@ -193,6 +193,7 @@ def compare_stored(
     rescore: bool = False,
     estimate: str | None = None,
     judge: str | None = None,
+    ppi_lambda: float | None = None,
 ) -> tuple[Comparison, Path | None]:
     """Load two stored runs and compare B against A; write a report when report_dir is given.
 
@@ -217,6 +218,7 @@ def compare_stored(
         thresholds=thresholds,
         estimate=estimate,
         judge=judge,
+        ppi_lambda=ppi_lambda,
     )
     md = write_comparison_report(comp, report_dir) if report_dir else None
     return comp, md

@@ -27,6 +27,14 @@ FloorOpt = Annotated[
         help="BIASED when a run's judged@k is below this share (else GOLDENSET_COVERAGE_FLOOR, else 0.80).",
     ),
 ]
+PpiLambdaOpt = Annotated[
+    str,
+    typer.Option(
+        "--ppi-lambda",
+        help="Weight of the judge's prediction: tuned (PPI++, lambda fitted on the audit and clipped to [0, 1]) "
+        "or a fixed lambda in [0, 1] (1: classical PPI, 0: human-only).",
+    ),
+]
 CorpusOpt = Annotated[
     str | None,
     typer.Option(
@@ -77,10 +85,20 @@ def run_cmd(
     judge: Annotated[
         str | None, typer.Option(help="Judge annotator whose labels fill the pairs humans left open (--estimate ppi).")
     ] = None,
+    design: Annotated[
+        str,
+        typer.Option(
+            "--design",
+            help="finite (the golden queries are the population) or independent (ppi-python's "
+            "ppi_mean_ci: an infinite population).",
+        ),
+    ] = "finite",
+    ppi_lambda: PpiLambdaOpt = "tuned",
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.coverage import Thresholds
     from goldenset.bench.estimate import check_estimate
+    from goldenset.bench.ppi import check_design, check_lambda
     from goldenset.bench.report import console, print_run
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
     from goldenset.bench.service import run_and_store
@@ -88,7 +106,9 @@ def run_cmd(
 
     paths = resolve_paths(None, corpus, db)
     config = BenchConfig(
-        estimate_judge=check_estimate(estimate, judge),
+        estimate_judge=check_estimate(estimate, judge, tuning=(design, ppi_lambda)),
+        estimate_design=check_design(design),
+        estimate_lambda=check_lambda(ppi_lambda),
         retriever=retriever,
         retriever_config=parse_retriever_config(retriever_config, "--retriever-config"),
         k_values=tuple(k) if k else DEFAULT_K,
@@ -200,6 +220,7 @@ def compare_cmd(
         typer.Option(help="ppi: add the prediction-powered difference (both runs made with --estimate ppi)."),
     ] = None,
     judge: Annotated[str | None, typer.Option(help="Require both runs' estimates to use this judge.")] = None,
+    ppi_lambda: PpiLambdaOpt = "tuned",
 ) -> None:
     """Pair two runs query by query: mean difference, 95% CI, verdict per metric; BIASED first when
     the verdicts rest on documents the golden set never judged."""
@@ -207,6 +228,7 @@ def compare_cmd(
 
     from goldenset.bench.coverage import Thresholds
     from goldenset.bench.estimate import check_compare_estimate
+    from goldenset.bench.ppi import check_lambda
     from goldenset.bench.report import console, print_comparison
     from goldenset.bench.service import compare_stored
     from goldenset.errors import ComparisonBiased
@@ -224,8 +246,9 @@ def compare_cmd(
         report_dir=report,
         thresholds=thresholds,
         rescore=rescore,
-        estimate=check_compare_estimate(estimate, judge),
+        estimate=check_compare_estimate(estimate, judge, ppi_lambda),
         judge=judge,
+        ppi_lambda=check_lambda(ppi_lambda),
     )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}

@@ -21,7 +21,17 @@ from label_lines import label_line, write_and_ingest  # noqa: E402
 from pool_rankers import DAY, FIRST, Q1, Q2, SECOND, build_world  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
-from goldenset.bench.estimate import EstimateLabels, estimate_labels, estimate_rows, query_values  # noqa: E402
+from goldenset.bench.estimate import (  # noqa: E402
+    EstimateLabels,
+    QueryValues,
+    RunEstimates,
+    compare_estimates,
+    estimate_labels,
+    estimate_rows,
+    ppi_line,
+    printed,
+    query_values,
+)
 from goldenset.bench.metrics import get_metric  # noqa: E402
 from goldenset.bench.ppi import ppi_mean  # noqa: E402
 from goldenset.build import build_golden_set  # noqa: E402
@@ -104,13 +114,17 @@ def test_the_judge_fills_pairs_the_other_sources_leave_open(labels):
 
 def test_the_per_query_values_and_the_estimate_follow_from_the_two_qrels(labels):
     # precision@2 on fixed lists. Q1 [g, a]: prediction 2/2 = 1. Q2 [k, i]: prediction (k 0, i 2) 1/2,
-    # truth (k 2, i 1) 2/2 = 1. PPI = mean(1, 1/2) - (1/2 - 1) = 5/4; human-only 1 on one query.
+    # truth (k 2, i 1) 2/2 = 1. PPI (lambda 1) = mean(1, 1/2) - (1/2 - 1) = 5/4, clamped into precision's
+    # [0, 1]: 1; human-only 1 on one query.
     ranked = {"core": {Q1: ["g", "a"], Q2: ["k", "i"]}}
     (v,) = query_values(ranked, {"core": [Q1, Q2]}, labels, [get_metric("precision@2")])
     assert v.prediction == {Q1: 1.0, Q2: 0.5} and v.truth == {Q2: 1.0}
-    (e,) = estimate_rows([v])
+    (e,) = estimate_rows([v], lam=1.0)
     assert e.estimate is not None
-    assert (e.estimate.estimate, e.estimate.human, e.estimate.n_audited) == (1.25, 1.0, 1)
+    assert (e.estimate.estimate, e.estimate.human, e.estimate.n_audited) == (1.0, 1.0, 1)
+    assert e.estimate.mean_prediction - e.estimate.correction == 1.25
+    # One audited query: no interval to estimate, so the whole range.
+    assert (e.estimate.lo, e.estimate.hi) == (0.0, 1.0)
 
 
 def test_a_judge_without_labels_is_refused_naming_the_command(audited_db):
@@ -132,13 +146,13 @@ def _qid(task: str) -> str:
 HELPED = {_qid(task): set(helped) for task, helped, _ in QUERIES}
 
 
-def audited_bench_world(tmp: Path, goldens, judge_agrees: bool):
-    """The benchmark's world, every query audited by humans (helped documents relevant, the rest not),
-    and judge `jj` on every audit pair: agreeing with the humans, or calling every pair partial."""
+def audited_bench_world(tmp: Path, goldens, judge_agrees: bool, audit: int = 6):
+    """The benchmark's world, `audit` of its 6 queries audited by humans (helped documents relevant, the rest
+    not), and judge `jj` on every audit pair: agreeing with the humans, or calling every pair partial."""
     g = goldens(tmp)
     con = warehouse.connect(g.db)
     try:
-        run_pool(con, rankers=("bench_plugins:keywords",), depth=4, index_dir=g.index_dir, audit=6, seed=3)
+        run_pool(con, rankers=("bench_plugins:keywords",), depth=4, index_dir=g.index_dir, audit=audit, seed=3)
         asked = con.execute("SELECT query_id, doc_id FROM audit_pairs ORDER BY ALL").fetchall()
         lines = []
         for i, (q, d) in enumerate(asked):
@@ -196,29 +210,46 @@ def run_id_of(result) -> str:
 
 
 @pytest.mark.slow
-def test_bench_run_prints_and_stores_the_estimate_beside_the_human_only_one(tmp_path, goldens):
-    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False)
+def test_bench_run_prints_the_deciding_estimates_and_stores_them_all(tmp_path, goldens):
+    g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=False, audit=4)
     result = bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")
-    assert "prediction-powered estimates, judge jj" in result.output
-    assert "core recall@5: PPI " in result.output and "human-only" in result.output
+    assert "prediction-powered estimates, judge jj, uniform audit of pool 1" in result.output
+    lines = [x.strip() for x in result.output.splitlines() if ": PPI" in x or "no PPI estimate" in x]
+    # The deciding row's deciding metrics, in the run's order; hole@k, judged@k, the references and the
+    # reference rows stay in the stored JSON.
+    deciding = ["recall@5", "recall@24", "precision@5", "precision@24", "ndcg@10", "mrr", "map", "noise@5", "noise@24"]
+    assert [x.split(":")[0] for x in lines] == [f"core {m}" for m in deciding]
+    assert all(" at lambda " in x and "(tuned)" in x and "human-only" in x for x in lines)
     summary, values = stored(g, run_id_of(result))
-    assert summary["judge"] == "jj" and summary["design"] == "finite"
-    assert summary["audit"]["audited"] == summary["audit"]["sample_size"] == 6
+    assert summary["judge"] == "jj" and summary["design"] == "finite" and summary["lambda"] == "tuned"
+    assert summary["audit"]["audited"] == summary["audit"]["sample_size"] == 4
+    assert summary["audit"]["design"] == "uniform"
+    stored_keys = {(e["row"], e["metric"]) for e in summary["estimates"]}
+    assert ("core", "hole@5") in stored_keys and ("+graph", "judged@24") in stored_keys
     est = next(e for e in summary["estimates"] if e["row"] == "core" and e["metric"] == "recall@5")
-    # The stored estimate is the estimator applied to the stored per-query values.
+    # The stored estimate is the estimator applied to the stored per-query values, in recall's range.
     expected = ppi_mean(
         [p for _, p, _ in values],
         [p for _, p, t in values if t is not None],
         [t for _, _, t in values if t is not None],
+        bounds=(0.0, 1.0),
     )
-    assert est["estimate"] == round(expected.estimate, 4) and est["n_audited"] == expected.n_audited
+    assert est["estimate"] == round(expected.estimate, 4) and est["n_audited"] == expected.n_audited == 4
+    assert est["lambda"] == round(expected.lam, 4) and est["lambda_rule"] == "tuned"
+    assert all(0 <= e["lo"] <= e["hi"] <= 1 for e in summary["estimates"] if e["lo"] is not None)
 
 
 @pytest.mark.slow
 def test_a_judge_that_agrees_with_the_humans_gives_the_truth_with_no_width(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=True)
-    _, values = stored(g, run_id_of(bench_run(g, "bench_plugins:keywords", "--estimate", "ppi", "--judge", "jj")))
+    # The design and lambda of ppi-python's classical interval, from the command line.
+    args = ("--estimate", "ppi", "--judge", "jj", "--design", "independent", "--ppi-lambda", "1")
+    summary, values = stored(g, run_id_of(bench_run(g, "bench_plugins:keywords", *args)))
     assert all(p == t for _, p, t in values)
+    assert summary["design"] == "independent" and summary["lambda"] == 1.0
+    assert {(e["design"], e["lambda"], e["lambda_rule"]) for e in summary["estimates"]} == {
+        ("independent", 1.0, "fixed")
+    }
 
 
 @pytest.mark.slow
@@ -250,6 +281,10 @@ def test_bench_compare_refuses_a_run_made_without_an_estimate(tmp_path, goldens)
         (["--estimate", "ppi"], "--estimate ppi needs --judge NAME"),
         (["--judge", "jj"], "add --estimate ppi"),
         (["--estimate", "bayes", "--judge", "jj"], "--estimate 'bayes' is not known"),
+        (["--estimate", "ppi", "--judge", "jj", "--ppi-lambda", "1.25"], "--ppi-lambda '1.25' is neither"),
+        (["--estimate", "ppi", "--judge", "jj", "--design", "bayes"], "design 'bayes' is not one of"),
+        (["--design", "independent"], "--design and --ppi-lambda only apply to an estimate"),
+        (["--ppi-lambda", "1"], "--design and --ppi-lambda only apply to an estimate"),
     ],
 )
 def test_bad_estimate_options_are_usage_errors(tmp_path, args, message, goldens):
@@ -258,3 +293,86 @@ def test_bad_estimate_options_are_usage_errors(tmp_path, args, message, goldens)
         bench_app, ["run", "--db", str(g.db), "--corpus", str(g.corpus), "--retriever", "bench_plugins:keywords", *args]
     )
     assert isinstance(result.exception, UsageError) and message in str(result.exception)
+
+
+# --------------------------------------------------------------------------- compare, lines, what is printed
+
+
+def _values(row: str, metric: str, pred: dict[str, float], truth: dict[str, float]) -> QueryValues:
+    return QueryValues(row, metric, dict(pred), dict(truth))
+
+
+def _run(judge: str, pool_id: int, values: list[QueryValues], design: str = "finite") -> RunEstimates:
+    return RunEstimates(judge, design, {"pool_id": pool_id}, tuple(values), tuple(estimate_rows(values, design)))
+
+
+A_PRED = {"q1": 0.2, "q2": 0.4, "q3": 0.6, "q4": 0.8, "q5": 1.0}
+B_PRED = {"q1": 0.5, "q2": 0.5, "q3": 0.75, "q4": 1.0, "q5": 1.0}
+
+
+def test_compare_of_runs_on_different_audits_names_both_runs_and_their_audits():
+    a = _run("jj", 3, [_values("core", "recall@5", A_PRED, {"q1": 0.25})])
+    b = _run("jj", 4, [_values("core", "recall@5", B_PRED, {"q1": 0.5})])
+    with pytest.raises(UsageError) as err:
+        compare_estimates(a, b, ("RUN-A", "RUN-B"), "core", ["recall@5"])
+    message = str(err.value)
+    assert "run RUN-A has judge 'jj', the audit of pool 3, design finite" in message
+    assert "run RUN-B has judge 'jj', the audit of pool 4, design finite" in message
+    c = _run("other", 3, [_values("core", "recall@5", B_PRED, {"q1": 0.5})])
+    with pytest.raises(UsageError, match="run RUN-A has judge 'jj'.*run RUN-C has judge 'other', the audit of pool 3"):
+        compare_estimates(a, c, ("RUN-A", "RUN-C"), "core", ["recall@5"])
+
+
+def test_compare_tunes_lambda_on_the_differences_and_clamps_into_minus_1_1():
+    truth_a = {"q1": 0.25, "q2": 0.5, "q4": 0.75}
+    truth_b = {"q1": 0.5, "q2": 0.5, "q4": 1.0}
+    a = _run("jj", 3, [_values("core", "ndcg@10", A_PRED, truth_a)])
+    b = _run("jj", 3, [_values("core", "ndcg@10", B_PRED, truth_b)])
+    (e,) = compare_estimates(a, b, ("A", "B"), "core", ["ndcg@10"])
+    queries = sorted(A_PRED)
+    diff = {q: B_PRED[q] - A_PRED[q] for q in queries}
+    audited = sorted(truth_a)
+    expected = ppi_mean(
+        [diff[q] for q in queries],
+        [diff[q] for q in audited],
+        [truth_b[q] - truth_a[q] for q in audited],
+        bounds=(-1.0, 1.0),
+    )
+    assert e.estimate == expected and e.estimate.lam_rule == "tuned"
+    # Two audited queries and lambda fitted inside (0, 1): no degree of freedom left, so the whole of [-1, 1].
+    a2 = _run("jj", 3, [_values("core", "ndcg@10", A_PRED, {"q1": 0.25, "q2": 0.5})])
+    b2 = _run("jj", 3, [_values("core", "ndcg@10", B_PRED, {"q1": 0.375, "q2": 0.5})])
+    (wide,) = compare_estimates(a2, b2, ("A", "B"), "core", ["ndcg@10"])
+    assert wide.estimate is not None and 0 < wide.estimate.lam < 1
+    assert (wide.estimate.lo, wide.estimate.hi, wide.verdict) == (-1.0, 1.0, "indistinguishable")
+    (fixed,) = compare_estimates(a, b, ("A", "B"), "core", ["ndcg@10"], lam=1.0)
+    assert fixed.estimate is not None and fixed.estimate.lam == 1.0 and fixed.estimate.method == "PPI"
+
+
+def test_only_the_deciding_metrics_of_the_row_are_printed():
+    values = [
+        _values(row, m, A_PRED, {"q1": 0.25, "q2": 0.5})
+        for row in ("core", "+graph")
+        for m in ("recall@5", "hole@5", "judged@5", "ndcg'@10", "noise@5", "mrr")
+    ]
+    rows = estimate_rows(values)
+    assert [(e.row, e.metric) for e in printed(rows, "core")] == [
+        ("core", "recall@5"),
+        ("core", "noise@5"),
+        ("core", "mrr"),
+    ]
+    assert len(printed(rows, None)) == 6
+
+
+def test_the_printed_line_names_the_method_lambda_and_gain():
+    (e,) = estimate_rows([_values("core", "recall@5", A_PRED, {"q1": 0.25, "q2": 0.5, "q4": 0.75})], lam=1.0)
+    x = e.estimate
+    assert x is not None
+    assert ppi_line(e) == (
+        f"core recall@5: PPI {x.estimate:.4f} [{x.lo:.4f}, {x.hi:.4f}] at lambda 1.0000 (fixed); human-only "
+        f"{x.human:.4f} [{x.human_lo:.4f}, {x.human_hi:.4f}] on 3 audited of 5 queries; effective sample size "
+        f"gain {x.ess_gain:.2f}x"
+    )
+    (p,) = estimate_rows([_values("core", "recall@5", A_PRED, {"q1": 0.2, "q2": 0.4})])
+    assert ppi_line(p).startswith("core recall@5: PPI++ 0.6000 [0.6000, 0.6000] at lambda 1.0000 (tuned);")
+    assert ppi_line(p).endswith("effective sample size gain inf")
