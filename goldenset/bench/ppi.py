@@ -49,12 +49,17 @@ Decisions
 
   unbiased for every fixed (lambda, c) by inverse-probability weighting. Its variance under
   Poisson sampling is (1/N^2) sum_population (1 - pi_i)/pi_i e_i^2, e = t - lambda p - c,
-  estimated by (1/N^2) n/(n - k) sum_audited (1 - pi_i)/pi_i^2 e_i^2, with k = 1 (c fitted)
-  or 2 (lambda fitted too) and Student's t with n - k degrees of freedom. (lambda, c) are
+  estimated by (1/N^2) n/(n - k) sum_audited (1 - pi_i)/pi_i^2 (g_i e_i)^2, with k = 1 (c
+  fitted) or 2 (lambda fitted too), g_i the regression estimator's g-weights (the weighted
+  residual technique of Sarndal, Swensson and Wretman, Biometrika 1989: without them the
+  interval covered 89.8% to 93.0% at 20 audited queries in the simulation, since a Poisson
+  sample that drew few queries looks surer than it is; with them 92.8% to 95.7%) and
+  Student's t with n - k degrees of freedom. (lambda, c) are
   the weighted least-squares fit of t on p over the audited queries with the weights
   w_i = (1 - pi_i)/pi_i^2 that minimise that estimated variance, lambda clipped to [0, 1] as
   above and c = the w-weighted mean of t - lambda p. With every pi_i = n/N it is the uniform
-  design's estimate and variance exactly (c cancels): one formula, two designs. A fitted
+  design's estimate exactly (c cancels), and its variance too when only c is fitted (then
+  every g_i = 1); the uniform design keeps Cochran's variance, without g-weights. A fitted
   (lambda, c) costs a bias of order 1/n, as PPI++'s lambda does in the uniform design.
 - **Effective sample size gain** = human-only variance / PPI variance on the same audit: how
   many times more audited queries the human-only estimate would need for the same width.
@@ -295,21 +300,43 @@ def tune_weighted(f: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
 
 
 def difference_estimate(
-    f_all: np.ndarray, f: np.ndarray, y: np.ndarray, pi: np.ndarray, lam: float, c: float
+    f_all: np.ndarray,
+    f: np.ndarray,
+    y: np.ndarray,
+    pi: np.ndarray,
+    lam: float,
+    c: float,
+    g: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """At fixed (lambda, c): the estimate lambda mean_N(p) + c + (1/N) sum (t - lambda p - c)/pi over the audited,
-    and (1/N^2) sum (1 - pi)/pi^2 (t - lambda p - c)^2, the unbiased estimate of its variance under Poisson
-    sampling (the module's active audits)."""
+    and (1/N^2) sum (1 - pi)/pi^2 (g (t - lambda p - c))^2. With g = 1 (None) the latter is the unbiased
+    estimate of the estimate's variance under Poisson sampling; `g` are calibration factors (_g_factors)."""
     big_n = len(f_all)
     e = y - lam * f - c
+    ge = e if g is None else g * e
     point = lam * float(f_all.mean()) + c + float(np.sum(e / pi)) / big_n
-    return point, float(np.sum((1.0 - pi) / pi**2 * e * e)) / big_n**2
+    return point, float(np.sum((1.0 - pi) / pi**2 * ge * ge)) / big_n**2
+
+
+def _g_factors(s: _Sample, k: int) -> np.ndarray:
+    """The regression estimator's g-weights (Sarndal, Swensson and Wretman, Biometrika 1989): g_i = 1 + (t_x -
+    that_x)' T^-1 x_i q_i with x = (1, p)[:k], q_i = (1 - pi_i)/pi_i, T = sum_i q_i x_i x_i' / pi_i, t_x the
+    population totals of x and that_x their inverse-probability estimates. They scale each residual by how far
+    the sample's weighted totals miss the known ones (a Poisson sample that drew few queries: g > 1)."""
+    q = (1.0 - s.pi) / s.pi
+    x = np.column_stack([np.ones(s.n), s.f])[:, :k]
+    gap = np.array([float(s.big_n), float(s.f_all.sum())])[:k] - (x / s.pi[:, None]).sum(axis=0)
+    t = (x * (q / s.pi)[:, None]).T @ x
+    solution = np.linalg.lstsq(t, gap, rcond=None)[0]  # least norm when T is singular (every pi 1)
+    return 1.0 + (x @ solution) * q
 
 
 def _finite_fit(s: _Sample, lam: float, c: float, k: int) -> _Fit:
     """Point and estimated variance of the regression estimator at (lambda, c), k coefficients fitted: the
-    sum of difference_estimate times n/(n - k), which makes it the uniform design's s^2 with n - k."""
-    point, weighted = difference_estimate(s.f_all, s.f, s.y, s.pi, lam, c)
+    second value of difference_estimate times n/(n - k), which makes it the uniform design's s^2 with n - k;
+    an active audit's residuals carry their g-weights."""
+    g = _g_factors(s, k) if s.active else None
+    point, weighted = difference_estimate(s.f_all, s.f, s.y, s.pi, lam, c, g)
     if s.n <= k:
         return _Fit(point, math.nan, s.n - k)
     return _Fit(point, max(s.n / (s.n - k) * weighted, 0.0), s.n - k)

@@ -28,6 +28,7 @@ from goldenset.bench.estimate import (  # noqa: E402
     compare_estimates,
     estimate_labels,
     estimate_rows,
+    load_estimates,
     ppi_line,
     printed,
     query_values,
@@ -376,3 +377,23 @@ def test_the_printed_line_names_the_method_lambda_and_gain():
     (p,) = estimate_rows([_values("core", "recall@5", A_PRED, {"q1": 0.2, "q2": 0.4})])
     assert ppi_line(p).startswith("core recall@5: PPI++ 0.6000 [0.6000, 0.6000] at lambda 1.0000 (tuned);")
     assert ppi_line(p).endswith("effective sample size gain inf")
+
+
+def test_a_run_stored_before_lambda_was_tuned_reads_as_lambda_1(tmp_path):
+    con = warehouse.connect(tmp_path / "g.duckdb")
+    try:
+        summary = {"method": "ppi", "judge": "jj", "design": "finite", "audit": {"pool_id": 1}, "estimates": []}
+        con.execute("INSERT INTO benchmark_runs (run_id, estimate) VALUES ('old', ?)", [json.dumps(summary)])
+        rows = [("old", "core", q, "recall@5", A_PRED[q], t) for q, t in (("q1", 0.25), ("q2", 0.5), ("q3", None))]
+        rows += [("old", "core", q, "recall@5", A_PRED[q], None) for q in ("q4", "q5")]
+        con.executemany(
+            "INSERT INTO benchmark_estimates (run_id, row_name, query_id, metric, prediction, truth) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        old = load_estimates(con, "old")
+    finally:
+        con.close()
+    assert old is not None and old.lam == 1.0 and old.to_json()["lambda"] == 1.0
+    (e,) = old.estimates
+    assert e.estimate is not None and (e.estimate.lam, e.estimate.lam_rule) == (1.0, "fixed")
