@@ -143,12 +143,17 @@ def test_ppi_simulation_runs_on_the_mini_collection_and_agrees_with_the_library(
         "simulated kappa 0.3",
         "simulated kappa 0.5",
         "simulated kappa 0.7",
+        "simulated, wrong on 30% of pairs",
         "dense score >= calibrated cut",
+        "bm25 score >= calibrated cut",
     ]
     assert "| judge | kappa | rho | floor | n | coverage human |" in proc.stdout
+    assert "**Active against uniform audits at the same expected budget (PPI++)**" in proc.stdout
     # Every part of every row carries the judge's correlation and its floor, sqrt(1 - rho^2).
     for r in result["results"]:
         for part in ("mean", "difference"):
             m = r[part]
             if m["correlation"] is not None:
                 assert m["width_bound"] == pytest.approx((1 - m["correlation"] ** 2) ** 0.5)
+            # The active audit drew about n queries on average (Poisson sampling: n expected).
+            assert 0 < m["active"]["drawn_mean"] <= 4
