@@ -565,6 +565,14 @@ def _judged_only(chosen: Chosen, report: PoolReport, state: _State, rubrics: Rub
     return kept, replace(report, queue=queue, no_rubric=dict(sorted(left.items())))
 
 
+def _audit_options(
+    con: Connection, audit: int | None, seed: int, active_judge: str | None
+) -> tuple[tuple[int, int] | None, tuple[active_audit.JudgeRates, dict[tuple[str, str], int]] | None]:
+    """The audit's size and seed, and for an active one the judge's rates: checked before the rankers run."""
+    sampling = audit_sample.check_audit(audit, seed, active_judge)
+    return sampling, (active_audit.judge_rates(con, active_judge) if sampling and active_judge else None)
+
+
 def _draw_audit(
     con: Connection,
     state: _State,
@@ -605,15 +613,14 @@ def run_pool(
 ) -> PoolResult:
     """Pool the rankers over the latest build's golden queries and replace the labelling queue.
 
-    `corpus` None reads the build's own snapshot from the warehouse; a snapshot passed in
-    must be that one (same content). `embedder` None makes the packaged model, loaded only
-    if `dense` or `core` runs or the strategy is `feedback`. `strategy` None is `feedback`
-    with a `budget` and `depth` (contract 7.4's pool) without. NoBuild before the first build; UsageError for an unknown
-    ranker or a depth below 1; GoldensetError naming the ranker when one fails. `audit` N
-    draws an audit sample of N golden queries with `seed` (goldenset.labelling.audit), by the
-    uncertainty of judge `active_judge` when given (contract 12.1). `rubrics` (contract 9.5): a
-    pair is queued only when some rubric judges its query's project; the others are counted by
-    project in the report (`no_rubric`). None queues all.
+    `corpus` None reads the build's own snapshot (one passed in must be that one); `embedder`
+    None makes the packaged model, loaded only if `dense` or `core` runs or the strategy is
+    `feedback`. `strategy` None is `feedback` with a `budget`, `depth` (contract 7.4) without.
+    NoBuild before the first build; UsageError for an unknown ranker or a depth below 1;
+    GoldensetError naming a ranker that fails. `audit` N draws an audit of N golden queries
+    with `seed` (goldenset.labelling.audit), by judge `active_judge`'s uncertainty when given
+    (contract 12.1). `rubrics` (contract 9.5): a pair is queued only when some rubric judges
+    its query's project; the others are counted by project (`no_rubric`). None queues all.
     """
     build = load_build(con)
     strategy = strategies.resolve(strategy, budget)
@@ -628,8 +635,7 @@ def run_pool(
             raise UsageError(f"ranker {clash[0]!r} is both in --rankers and a --from-run retriever; name it once")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
-    sampling = audit_sample.check_audit(audit, seed, active_judge)
-    judged = active_audit.judge_rates(con, active_judge) if sampling and active_judge else None
+    sampling, judged = _audit_options(con, audit, seed, active_judge)
     snapshot = build_snapshot(con, build)
     if corpus is not None and corpus.content_sha256 != snapshot.content_sha256:
         raise GoldensetError(
