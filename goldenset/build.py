@@ -18,11 +18,12 @@ from goldenset.checks import BuildChecks, CheckOutcome, evaluate_checks
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.counts import lines_read, quarantine
+from goldenset.display import stage_display_texts
 from goldenset.errors import BuildBlocked, UsageError
 from goldenset.history import HistoryChange
 from goldenset.labelling.ingest import labels_signature
 from goldenset.labelling.judge_gate import JudgeGate, audit_signature
-from goldenset.labelling.merge import merge_labels
+from goldenset.labelling.merge import human_positives, merge_labels
 from goldenset.schema import (
     ACCEPTED_LINE,
     LABEL_ROW_COLUMNS,
@@ -37,6 +38,10 @@ from goldenset.snapshots import require_current
 from goldenset.warehouse import checkpoint_after, drop_working_tables, temp_objects
 
 TRIGGERS = ("schedule", "reindex", "manual")
+# The contract version whose rules a build computes labels by (golden_builds.contract_version).
+# Labels computed under another version are never reused or folded into: v5 changed filter 4
+# (human positives) and the task text (display text) for every query.
+CONTRACT_VERSION = 5
 STEPS = ("judged", "always_served", "retired", "repeats", "no_positive")
 
 
@@ -85,6 +90,16 @@ _STAGE_SERVES_FEW = (
     ).rstrip()
     + _RECOMPUTED
 )
+# The accepted serves whose raw tasks the display text is chosen from (goldenset.display):
+# every one staged, or for an incremental build every accepted serve of its scope's queries
+# (the fold's queries are not staged in `_serves`).
+_DISPLAY_SERVES = "SELECT query_id, task, serve_ts, serve_id FROM _serves"
+_DISPLAY_SERVES_SCOPED = f"""SELECT query_id, task, ts AS serve_ts, serve_id FROM (
+  SELECT l.* FROM log_serves l
+  SEMI JOIN (SELECT DISTINCT serve_id FROM log_serves WHERE query_id IN (SELECT query_id FROM _scope)) k
+    ON k.serve_id = l.serve_id
+  {ACCEPTED_LINE})
+WHERE query_id IN (SELECT query_id FROM _scope)"""
 _STAGE_ITEMS = """
 CREATE OR REPLACE TEMP TABLE _items AS
 SELECT s.serve_id, s.serve_ts, s.query_id, i.doc_id, i.doc_version, i.channel
@@ -131,16 +146,19 @@ CREATE OR REPLACE TEMP TABLE _latest_judgments AS
 SELECT * FROM _ranked_active_judgments
 QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) = 1
 """
-# Per query after the repeats filter: its task (the task of its latest judgment after
-# filters 1-2, which is the winner of its pair, so the latest winner), how many
-# judgments are left and whether one is a positive (filter 4 keeps the query).
+# Per query after the repeats filter: its project (of its latest judgment after filters 1-2,
+# which is the winner of its pair, so the latest winner), its display text (`_qdisplay`,
+# goldenset.display), how many judgments are left and whether filter 4 keeps it: a log
+# `helped` among them, or (contract v5) a human positive (`_hpos`, goldenset.labelling.merge).
 _QUERY_TASK = """
 CREATE OR REPLACE TEMP TABLE _qtask AS
-SELECT q.query_id, s.project, s.task, q.repeats_left, q.positive
+SELECT q.query_id, s.project, coalesce(d.task, s.task) AS task, q.repeats_left,
+       q.log_positive OR q.query_id IN (SELECT query_id FROM _hpos) AS positive, q.log_positive
 FROM (SELECT query_id, arg_max(serve_id, (serve_ts, serve_id)) AS serve_id, count(*) AS repeats_left,
-             bool_or(verdict = 'helped') AS positive
+             bool_or(verdict = 'helped') AS log_positive
       FROM _latest_judgments GROUP BY query_id) q
 JOIN _serves s USING (serve_id)
+LEFT JOIN _qdisplay d ON d.query_id = q.query_id
 """
 # Each query's share of the funnel and of the side counts; since every serve belongs to
 # one query, the sums over queries are the build's funnel. Judged, unjudged and what
@@ -176,7 +194,8 @@ SELECT n.query_id,
        coalesce(repeats_left, 0) AS repeats_left,
        CASE WHEN coalesce(positive, false) THEN 0 ELSE coalesce(repeats_left, 0) END AS no_positive_dropped,
        CASE WHEN coalesce(positive, false) THEN repeats_left ELSE 0 END AS kept,
-       served - coalesce(judged, 0)::BIGINT AS unjudged, coalesce(unserved, 0) AS unserved
+       served - coalesce(judged, 0)::BIGINT AS unjudged, coalesce(unserved, 0) AS unserved,
+       CASE WHEN coalesce(positive, false) AND NOT log_positive THEN repeats_left ELSE 0 END AS human_kept
 FROM n LEFT JOIN js USING (query_id) LEFT JOIN _qtask USING (query_id) LEFT JOIN us USING (query_id)
 """
 _FUNNEL_FROM_STATS = """
@@ -185,7 +204,8 @@ SELECT coalesce(sum(judged), 0), coalesce(sum(judged_serves), 0),
        coalesce(sum(retired_dropped), 0), coalesce(sum(active), 0), coalesce(sum(active_serves), 0),
        coalesce(sum(repeats_dropped), 0), coalesce(sum(repeats_left), 0), count(*) FILTER (WHERE repeats_left > 0),
        coalesce(sum(no_positive_dropped), 0), coalesce(sum(kept), 0), count(*) FILTER (WHERE kept > 0),
-       coalesce(sum(unjudged), 0), coalesce(sum(unserved), 0)
+       coalesce(sum(unjudged), 0), coalesce(sum(unserved), 0),
+       coalesce(sum(human_kept), 0), count(*) FILTER (WHERE human_kept > 0)
 FROM query_stats
 """
 # The log labels a build recomputed (every query, or the queries new lines touched).
@@ -305,6 +325,7 @@ def _build(
             computation=labels.computation,
             rubric_sha256=rubric_sha256 if inputs.labels_signature else None,
             labels_signature=inputs.labels_signature,
+            contract_version=CONTRACT_VERSION,
             **labels.counts,
         )
         outcomes = _check(con, checks or BuildChecks(), labels.funnel, record, previous)
@@ -362,6 +383,7 @@ def _make_labels(con: Connection, build_id: int, inputs: _Inputs) -> _Labels:
         and not inputs.query_map
         and not previous.near_duplicate_merges
         and previous.labels_signature == inputs.labels_signature
+        and previous.contract_version == CONTRACT_VERSION
     )
     funnel, counts = _compute(
         con,
@@ -411,9 +433,19 @@ def _publish(con: Connection, record: BuildRecord, funnel: list[FunnelStep], rub
             [record.rubric_sha256, _rubric_name(rubric_text), rubric_text, record.built_at],
         )
     con.executemany(
-        "INSERT INTO filter_funnel VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO filter_funnel (build_id, step_order, step, judgments_dropped, judgments_left, units_left, "
+        "judgments_kept_by_human, units_kept_by_human) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            [record.build_id, i, s.step, s.judgments_dropped, s.judgments_left, s.units_left]
+            [
+                record.build_id,
+                i,
+                s.step,
+                s.judgments_dropped,
+                s.judgments_left,
+                s.units_left,
+                s.judgments_kept_by_human,
+                s.units_kept_by_human,
+            ]
             for i, s in enumerate(funnel)
         ],
     )
@@ -448,7 +480,7 @@ def input_signature(
         "chr(30) ORDER BY source_file)), '') FROM log_files"
     ).fetchall()[0][0]
     h = hashlib.sha256()
-    parts = [files, content_sha, *("\x1f".join(row) for row in sorted(query_map))]
+    parts = [f"contract v{CONTRACT_VERSION}", files, content_sha, *("\x1f".join(row) for row in sorted(query_map))]
     if labels:
         # Known versions decide which label lines count: a new snapshot changes content_sha anyway.
         parts += ["labels", labels, (gate or JudgeGate()).signature(), audit_signature(con)]
@@ -486,8 +518,8 @@ def _repeat(con: Connection, labels_build: int) -> tuple[list[FunnelStep], dict]
     funnel = [
         FunnelStep(*r)
         for r in con.execute(
-            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-            "WHERE build_id = ? ORDER BY step_order",
+            "SELECT step, judgments_dropped, judgments_left, units_left, coalesce(judgments_kept_by_human, 0), "
+            "coalesce(units_kept_by_human, 0) FROM filter_funnel WHERE build_id = ? ORDER BY step_order",
             [labels_build],
         ).fetchall()
     ]
@@ -523,6 +555,10 @@ def _compute(
     con.execute(_STAGE_ITEMS)
     con.execute(_STAGE_VERDICTS)
     con.execute(_STAGE_JUDGMENTS, [content_sha])
+    # Contract v5: the human positives filter 4 reads, and the display text of every query the
+    # build computes (all of them, or those of the scope: the fold's queries too).
+    human_positives(con, content_sha)
+    stage_display_texts(con, _DISPLAY_SERVES if carry_from is None else _DISPLAY_SERVES_SCOPED)
     for stmt in (*_SPLIT_UNSERVED, _FILTERED, _REPEATS, _QUERY_TASK, _QUERY_STATS):
         con.execute(stmt)
     if carry_from is not None:
@@ -715,6 +751,8 @@ def _funnel(con: Connection) -> tuple[list[FunnelStep], int, int]:
         kept_queries,
         unjudged,
         unserved,
+        human_kept,
+        human_kept_queries,
     ) = con.execute(_FUNNEL_FROM_STATS).fetchall()[0]
     return (
         [
@@ -722,7 +760,7 @@ def _funnel(con: Connection) -> tuple[list[FunnelStep], int, int]:
             FunnelStep(STEPS[1], always, ranked, ranked_serves),
             FunnelStep(STEPS[2], retired, active, active_serves),
             FunnelStep(STEPS[3], repeats_dropped, repeats, queries),
-            FunnelStep(STEPS[4], no_positive_dropped, kept, kept_queries),
+            FunnelStep(STEPS[4], no_positive_dropped, kept, kept_queries, human_kept, human_kept_queries),
         ],
         unjudged,
         unserved,

@@ -50,6 +50,10 @@ class FunnelStep:
     judgments_dropped: int
     judgments_left: int
     units_left: int
+    # Contract v5 (section 3, filter 4): of what no_positive left, the queries (and their
+    # judgments) that passed only through a human positive; 0 on every other step.
+    judgments_kept_by_human: int = 0
+    units_kept_by_human: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class BuildRecord:
     label_lines_rejected: int = 0
     rubric_sha256: str | None = None
     labels_signature: str = ""
+    # The contract version whose rules computed the labels (5: human positives and display
+    # text); null for builds made before v5. An incremental build needs the same version.
+    contract_version: int | None = None
 
     @property
     def n_labels(self) -> int:

@@ -163,12 +163,17 @@ _WINNERS = (
     """CREATE OR REPLACE TEMP TABLE _delta_latest_judgments AS
        SELECT * FROM _dcand
        QUALIFY row_number() OVER (PARTITION BY query_id, doc_id ORDER BY serve_ts DESC, serve_id DESC) = 1""",
-    # The query's task: its latest judgment after filters 1-2 is the winner of its pair.
+    # The query's project: its latest judgment after filters 1-2 is the winner of its pair. Its
+    # task is its display text (`_qdisplay`, over all its accepted serves); filter 4 keeps it
+    # with a log helped or a human positive (`_hpos`), as the build does (contract v5).
     """CREATE OR REPLACE TEMP TABLE _dq AS
-       SELECT query_id, project, task, count(*) OVER (PARTITION BY query_id) AS repeats_left,
-              bool_or(verdict = 'helped') OVER (PARTITION BY query_id) AS positive
-       FROM _delta_latest_judgments
-       QUALIFY row_number() OVER (PARTITION BY query_id ORDER BY serve_ts DESC, serve_id DESC) = 1""",
+       SELECT q.query_id, q.project, coalesce(d.task, q.task) AS task, q.repeats_left,
+              q.log_positive OR q.query_id IN (SELECT query_id FROM _hpos) AS positive, q.log_positive
+       FROM (SELECT query_id, project, task, count(*) OVER (PARTITION BY query_id) AS repeats_left,
+                    bool_or(verdict = 'helped') OVER (PARTITION BY query_id) AS log_positive
+             FROM _delta_latest_judgments
+             QUALIFY row_number() OVER (PARTITION BY query_id ORDER BY serve_ts DESC, serve_id DESC) = 1) q
+       LEFT JOIN _qdisplay d USING (query_id)""",
 )
 
 _FOLD_STATS = f"""
@@ -178,7 +183,8 @@ SELECT p.query_id,
        p.active + coalesce(d.active, 0) - coalesce(q.repeats_left, 0) AS repeats_dropped,
        coalesce(q.repeats_left, 0) AS repeats_left,
        CASE WHEN coalesce(q.positive, false) THEN 0 ELSE coalesce(q.repeats_left, 0) END AS no_positive_dropped,
-       CASE WHEN coalesce(q.positive, false) THEN q.repeats_left ELSE 0 END AS kept
+       CASE WHEN coalesce(q.positive, false) THEN q.repeats_left ELSE 0 END AS kept,
+       CASE WHEN coalesce(q.positive, false) AND NOT q.log_positive THEN q.repeats_left ELSE 0 END AS human_kept
 FROM query_stats p JOIN _delta USING (query_id)
 LEFT JOIN _dshare d USING (query_id) LEFT JOIN _dq q USING (query_id)
 """

@@ -40,8 +40,8 @@ def _iso(ts) -> str | None:
 def build_manifest(con: Connection, build: BuildRecord) -> dict:
     """The manifest of a build: its identity, counts and funnel."""
     funnel = con.execute(
-        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-        "WHERE build_id = ? ORDER BY step_order",
+        "SELECT step, judgments_dropped, judgments_left, units_left, coalesce(judgments_kept_by_human, 0), "
+        "coalesce(units_kept_by_human, 0) FROM filter_funnel WHERE build_id = ? ORDER BY step_order",
         [build.build_id],
     ).fetchall()
     by_source = dict(
@@ -60,7 +60,18 @@ def build_manifest(con: Connection, build: BuildRecord) -> dict:
         "corpus_active_docs": build.corpus_active_docs,
         "counts": build.counts(),
         "labels_by_source": {src: by_source.get(src, 0) for src in ("log", "human", "judge")},
-        "funnel": [{"step": s, "judgments_dropped": d, "judgments_left": n, "units_left": u} for s, d, n, u in funnel],
+        "funnel": [
+            {
+                "step": s,
+                "judgments_dropped": d,
+                "judgments_left": n,
+                "units_left": u,
+                # contract v5: what passed no_positive only through a human positive (0 elsewhere)
+                "judgments_kept_by_human": jh,
+                "units_kept_by_human": uh,
+            }
+            for s, d, n, u, jh, uh in funnel
+        ],
     }
 
 

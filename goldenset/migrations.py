@@ -188,6 +188,18 @@ def _active_audit(con: Connection) -> None:
     add_columns(schema.BENCHMARK_ESTIMATES, "inclusion")(con)
 
 
+def _human_positives_display_text(con: Connection) -> None:
+    """Contract v5: the funnel counts queries kept by a human positive; builds record their contract version.
+
+    Builds before v5 kept no query through a human label, so their funnel rows get 0; their
+    contract_version stays null, which makes the next build compute every query again.
+    """
+    zero = {c: f"UPDATE filter_funnel SET {c} = 0" for c in ("judgments_kept_by_human", "units_kept_by_human")}
+    add_columns(schema.FILTER_FUNNEL, *zero, backfill=zero)(con)
+    add_columns(schema.QUERY_STATS, "human_kept", backfill={"human_kept": "UPDATE query_stats SET human_kept = 0"})(con)
+    add_columns(schema.GOLDEN_BUILDS, "contract_version")(con)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_catalogue_tables", _catalogue_tables),
     Migration("0002_catalogue_columns", _catalogue_columns),
@@ -197,6 +209,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Issue 37: the judge's gate reads the audit and reports kappa's interval, prevalence and AC1.
     Migration("0006_judge_gate_on_the_audit", add_columns(schema.BUILD_JUDGES, *_GATE_COLUMNS)),
     Migration("0007_active_audit", _active_audit),
+    Migration("0008_human_positives_display_text", _human_positives_display_text),
 )
 
 

@@ -69,6 +69,12 @@ def normalise_task(task: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", task).casefold().split())
 
 
+def display_task(task: str) -> str:
+    """The display form of a task (contract v5, section 3): NFKC, then white space folded as
+    str.split() sees it; case kept. normalise_task(display_task(t)) == normalise_task(t)."""
+    return " ".join(unicodedata.normalize("NFKC", task).split())
+
+
 def query_id(project: str, task_norm: str) -> str:
     """First 16 hex digits of sha256(project + "\\x1f" + normalised task): stable everywhere."""
     return hashlib.sha256(f"{project}\x1f{task_norm}".encode()).hexdigest()[:16]

@@ -272,6 +272,12 @@ GOLDEN_BUILDS = Relation(
             "against (null without labels)",
         ),
         C("labels_signature", "VARCHAR", "hash of every ingested label file's content and rubric"),
+        C(
+            "contract_version",
+            "INTEGER",
+            "the contract version whose rules computed the labels (5: human positives, display text); "
+            "null for builds made before v5",
+        ),
     ),
     primary_key=("build_id",),
 )
@@ -285,6 +291,17 @@ FILTER_FUNNEL = Relation(
         C("judgments_dropped", "BIGINT", "judgments this step dropped"),
         C("judgments_left", "BIGINT", "judgments left after it"),
         C("units_left", "BIGINT", "serves holding a judgment before repeats, queries from repeats on"),
+        C(
+            "judgments_kept_by_human",
+            "BIGINT",
+            "no_positive: judgments of queries that passed only through a human positive (contract v5); "
+            "0 on other steps",
+        ),
+        C(
+            "units_kept_by_human",
+            "BIGINT",
+            "no_positive: queries that passed only through a human positive (contract v5); 0 on other steps",
+        ),
     ),
     primary_key=("build_id", "step"),
 )
@@ -431,6 +448,56 @@ GOLDEN_SET = Relation(
         + " AND NOT coalesce(l.overridden, false)"
     ),
 )
+# Contract v5: one row per golden query, marked by what kept it through filter 4.
+GOLDEN_QUERIES = Relation(
+    "golden_queries",
+    "golden query of the latest build",
+    (
+        C("query_id", "VARCHAR", "golden query"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "its display text (contract v5), as golden_set has it"),
+        C("labels", "BIGINT", "its rows in golden_set"),
+        C("relevant", "BIGINT", "of these, rows with relevance 1"),
+        C("log_labels", "BIGINT", "rows with source log"),
+        C("human_labels", "BIGINT", "rows with source human"),
+        C("judge_labels", "BIGINT", "rows with source judge"),
+        C("stale_labels", "BIGINT", "rows flagged stale"),
+        C(
+            "kept_by",
+            "VARCHAR",
+            "log: a log helped survived filters 1-3 (overridden or not); human: it passed no_positive "
+            "only through a human positive (contract v5)",
+        ),
+    ),
+    view_sql=(
+        """SELECT l.query_id, any_value(l.project) AS project, any_value(l.task) AS task,
+       count(*) FILTER (WHERE NOT coalesce(l.overridden, false)) AS labels,
+       count(*) FILTER (WHERE NOT coalesce(l.overridden, false) AND l.relevance = 1) AS relevant,
+       count(*) FILTER (WHERE NOT coalesce(l.overridden, false) AND l.source = 'log') AS log_labels,
+       count(*) FILTER (WHERE l.source = 'human') AS human_labels,
+       count(*) FILTER (WHERE l.source = 'judge') AS judge_labels,
+       count(*) FILTER (WHERE NOT coalesce(l.overridden, false) AND l.stale_reason IS NOT NULL) AS stale_labels,
+       CASE WHEN bool_or(l.source = 'log' AND l.verdict = 'helped') THEN 'log' ELSE 'human' END AS kept_by
+FROM build_labels l WHERE """
+        + open_row()
+        + " GROUP BY l.query_id"
+    ),
+)
+# Contract v5: the raw task texts a query's serves carried (golden_set.task is their display text).
+QUERY_VARIANTS = Relation(
+    "query_variants",
+    "(query, raw task text) of accepted serves",
+    (
+        C("query_id", "VARCHAR", "the query of the serves (section 3; before any near-duplicate merge)"),
+        C("project", "VARCHAR", "project"),
+        C("task", "VARCHAR", "the task text exactly as served"),
+        C("serves", "BIGINT", "accepted serves that carried it"),
+        C("first_seen", "TIMESTAMP", "the earliest of those serves' ts (UTC)"),
+        C("last_seen", "TIMESTAMP", "the latest of those serves' ts (UTC)"),
+    ),
+    view_sql="""SELECT query_id, project, task, count(*) AS serves, min(ts) AS first_seen, max(ts) AS last_seen
+FROM accepted_serves GROUP BY query_id, project, task""",
+)
 QUERY_STATS = Relation(
     "query_stats",
     "query of the latest computed build: its share of the funnel and side counts",
@@ -450,6 +517,7 @@ QUERY_STATS = Relation(
         C("kept", "BIGINT", "labels"),
         C("unjudged", "BIGINT", "served items of its serves with no verdict"),
         C("unserved", "BIGINT", "verdict records on its serves naming a doc_id they did not serve"),
+        C("human_kept", "BIGINT", "labels kept only through a human positive (contract v5; else 0)"),
     ),
     public=False,
 )
@@ -1124,6 +1192,8 @@ RELATIONS: tuple[Relation, ...] = (
     LABEL_ROWS,
     GOLDEN_SET_BY_BUILD,
     GOLDEN_SET,
+    GOLDEN_QUERIES,
+    QUERY_VARIANTS,
     LABEL_CHANGES,
     RELABEL_QUEUE,
     REJECTED_RECORDS,

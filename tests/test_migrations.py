@@ -23,6 +23,7 @@ NAMES = [
     "0005_audit_estimates_judge_health",
     "0006_judge_gate_on_the_audit",
     "0007_active_audit",
+    "0008_human_positives_display_text",
 ]
 
 

@@ -20,11 +20,21 @@ what the merge leaves in `_merged` and `_replaced_log_pairs`:
 
 The no_positive filter is not applied again: a query whose positives were all
 overruled stays in the set.
+
+Human positives (contract v5, section 3 filter 4): before the filters run, `human_positives`
+leaves in `_hpos` every pair whose human label (step 2, from human lines alone, over every
+query and not only golden ones) has grade >= 1 and stands at the current version of an active
+document. Filter 4 keeps a query holding a judgment after filter 3 when it has a log `helped`
+or such a pair. Judge labels never make a positive: a judge takes part only on golden
+queries, behind a gate measured against humans, and must not decide which queries are golden.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+
+import duckdb
 
 from goldenset.connection import Connection
 from goldenset.labelling.judge_gate import BUILD_JUDGE_COLUMNS, JudgeGate, JudgeOutcome, gate_judges, outcome_row
@@ -78,7 +88,7 @@ win AS (SELECT * FROM tally QUALIFY row_number() OVER (PARTITION BY query_id, do
                                                        ORDER BY votes DESC, last_seq DESC) = 1)
 SELECT w.query_id, w.doc_id, l.doc_version, w.label, l.grade, l.decided_by, l.ts AS judged_at,
        l.n_annotators AS annotators,
-       {stale} AS stale_reason
+       {stale} AS stale_reason, l.current_version
 FROM win w JOIN voting l ON l.query_id = w.query_id AND l.doc_id = w.doc_id AND l.seq = w.last_seq
 """
 
@@ -106,6 +116,39 @@ _WRITE = (
 __all__ = ["JudgeGate", "JudgeOutcome", "MergeCounts", "merge_labels"]  # JudgeGate: where callers found it
 
 _TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
+
+# Every pair with a human current label on an active document, whatever its query.
+_ALL_PAIRS = (
+    """CREATE OR REPLACE TEMP TABLE _mvoters AS
+       SELECT c.*, a.version AS current_version, a.superseded_by
+       FROM _mcur c JOIN """
+    + active_documents("$sha")
+    + """ a USING (doc_id) WHERE c.kind = 'human'"""
+)
+# A human positive: the pair's human label has grade >= 1 at the document's current version.
+_POSITIVES = """CREATE OR REPLACE TEMP TABLE _hpos AS
+SELECT query_id, doc_id, doc_version, label, grade, judged_at FROM _hpos_vote
+WHERE grade >= 1 AND doc_version = current_version"""
+
+
+def human_positives(con: Connection, content_sha: str) -> int:
+    """Leave in `_hpos` (query_id, doc_id, doc_version, label, grade, judged_at) every human positive.
+
+    A human positive (contract v5) is a pair whose human label of 7.3 step 2, computed from
+    current lines of kind `human` whose version a snapshot holds, has grade >= 1 and
+    doc_version equal to the current version of the document, which is active in the snapshot
+    `content_sha`. Returns how many pairs there are. The caller drops `_hpos`.
+    """
+    try:
+        for stmt in (*_STAGE[:2], _ALL_PAIRS):
+            con.execute(stmt, {"sha": content_sha} if "$sha" in stmt else {})
+        con.execute(_VOTE.format(out="_hpos_vote", stale=stale_reason("l")))
+        con.execute(_POSITIVES)
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction is the caller's to roll back
+            for t in ("_mk", "_mcur", "_mvoters", "_hpos_vote"):
+                con.execute("DROP TABLE IF EXISTS " + t)
+    return int(con.execute("SELECT count(*) FROM _hpos").fetchall()[0][0])
 
 
 def merge_labels(
