@@ -244,4 +244,31 @@ def _breakdown(counts: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
 
-COMMANDS = (status, rejects, export, forget)
+def explain(
+    query: Annotated[str | None, typer.Argument(metavar="[QUERY_ID]", help="The query's 16-hex-digit id.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", metavar="TEXT", help="The query by its text (normalised as section 3 says).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", metavar="P", help="With --task: the project, when several served it.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (what the explorer shows).")] = False,
+    db: DbOpt = None,
+    wait: WaitOpt = None,
+) -> None:
+    """Why a query is (not) in the golden set: its serves, each filter's decision, labels, pools, runs."""
+    from goldenset.explain import explain as explain_query
+    from goldenset.explain import explain_lines, resolve_query
+
+    if project is not None and task is None:
+        raise UsageError("--project goes with --task; give --task TEXT too, or a QUERY_ID alone")
+    with reading(resolve_paths(db=db).db, wait) as con:
+        found = explain_query(con, resolve_query(con, query, task, project))
+    if as_json:
+        typer.echo(json.dumps(found, indent=1, ensure_ascii=False))
+    else:
+        for line in explain_lines(found):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+COMMANDS = (status, rejects, export, forget, explain)

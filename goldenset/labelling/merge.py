@@ -131,6 +131,19 @@ SELECT query_id, doc_id, doc_version, label, grade, judged_at FROM _hpos_vote
 WHERE grade >= 1 AND doc_version = current_version"""
 
 
+def stage_human_labels(con: Connection, content_sha: str) -> None:
+    """Leave in `_hpos_vote` the human label (7.3 step 2, human lines only) of every pair whose
+    document is active in snapshot `content_sha`, whatever its query, with the current version."""
+    try:
+        for stmt in (*_STAGE[:2], _ALL_PAIRS):
+            con.execute(stmt, {"sha": content_sha} if "$sha" in stmt else {})
+        con.execute(_VOTE.format(out="_hpos_vote", stale=stale_reason("l")))
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction is the caller's to roll back
+            for t in ("_mk", "_mcur", "_mvoters"):
+                con.execute("DROP TABLE IF EXISTS " + t)
+
+
 def human_positives(con: Connection, content_sha: str) -> int:
     """Leave in `_hpos` (query_id, doc_id, doc_version, label, grade, judged_at) every human positive.
 
@@ -139,15 +152,12 @@ def human_positives(con: Connection, content_sha: str) -> int:
     doc_version equal to the current version of the document, which is active in the snapshot
     `content_sha`. Returns how many pairs there are. The caller drops `_hpos`.
     """
+    stage_human_labels(con, content_sha)
     try:
-        for stmt in (*_STAGE[:2], _ALL_PAIRS):
-            con.execute(stmt, {"sha": content_sha} if "$sha" in stmt else {})
-        con.execute(_VOTE.format(out="_hpos_vote", stale=stale_reason("l")))
         con.execute(_POSITIVES)
     finally:
-        with contextlib.suppress(duckdb.Error):  # an aborted transaction is the caller's to roll back
-            for t in ("_mk", "_mcur", "_mvoters", "_hpos_vote"):
-                con.execute("DROP TABLE IF EXISTS " + t)
+        with contextlib.suppress(duckdb.Error):
+            con.execute("DROP TABLE IF EXISTS _hpos_vote")
     return int(con.execute("SELECT count(*) FROM _hpos").fetchall()[0][0])
 
 
