@@ -153,7 +153,9 @@ def serve(
         )
     if not is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
-    _run(create_app(session, allowed_hosts=allowed, public_origin=origin), sock)
+    explorer_db = settings.resolve("db", db)
+    typer.echo(f"the set explorer (read-only): {url}set")
+    _run(create_app(session, allowed_hosts=allowed, public_origin=origin, explorer_db=explorer_db), sock)
     typer.echo(f"stopped: {len(session.done)} pairs labelled this session")
 
 

@@ -618,12 +618,16 @@ def _rubric_json(rubric: Rubric) -> dict[str, Any]:
 
 
 def create_app(
-    session: LabellingSession, allowed_hosts: list[str] | None = None, public_origin: str | None = None
+    session: LabellingSession,
+    allowed_hosts: list[str] | None = None,
+    public_origin: str | None = None,
+    explorer_db: Path | None = None,
 ) -> Starlette:
     """The labelling page: GET / (the queue view), /pair/{n} (n: the pair's priority), /jump, /done; POST /label.
 
     `public_origin` (scheme://host[:port]) is the address people open when a reverse proxy
-    serves the page: forms posted from it are accepted as from the page itself.
+    serves the page: forms posted from it are accepted as from the page itself. With
+    `explorer_db`, the set explorer (goldenset.explorer) is served under /set, read-only.
     """
 
     def common(**extra: Any) -> dict[str, Any]:
@@ -636,6 +640,7 @@ def create_app(
             "labelled_total": len(session.labelled()),
             "team": session.team,
             "saved_key": None,  # the draft a page drops from the browser: its line is written
+            "explorer": explorer_db is not None,
             **extra,
         }
 
@@ -786,6 +791,10 @@ def create_app(
         Route("/pair/{n:int}", pair, methods=["GET"]),
         Route("/label", label, methods=["POST"]),
     ]
+    if explorer_db is not None:
+        from goldenset.explorer.routes import explorer_routes
+
+        routes += explorer_routes(explorer_db)
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
     return Starlette(routes=routes, middleware=middleware)
 

@@ -12,7 +12,8 @@ a rule (the contract's sections 3 and 7.3, as changed in v5):
 | GDB  ... GNU Debugger? (debian)        | in (log)                | in (human: the verdict flipped) | in (human)         |
 | REFUND  What is the refund window?     | out: grade 0 only       | in (human: partial, grade 1)    | out: irrelevant 2:1|
 | EXPENSES  How do I file expenses?      | in (log)                | out: its document retired       | out                |
-| VPN  Where is the VPN guide?           | in (human, v1 current)  | out: label at v1, now v2        | out                |
+| VPN  Where is the VPN guide?           | in (human, v1 current)  | out: label at v1, now v2 (a     | out                |
+|                                        |                         | judge's v2 positive not counted)|                    |
 
 RESET's serves carry four raw texts: three fold to the display text "How do I reset my
 password?" (one of them full-width, the latest served), one ("HOW DO I RESET MY PASSWORD?")
@@ -124,9 +125,10 @@ def _labels(build: int) -> list[tuple[str, list[dict]]]:
         )
     ]
     if build >= 2:
-        files.append(
-            (DAY2, [label_line(QID["REFUND"], "d-refund", "partial", "2026-11-02T12:00:00Z", annotator="ben")])
-        )
+        refund = label_line(QID["REFUND"], "d-refund", "partial", "2026-11-02T12:00:00Z", annotator="ben")
+        # A judge's positive at the current version never keeps a query (contract v5): VPN still leaves.
+        judge = label_line(QID["VPN"], "d-vpn", "relevant", "2026-11-02T12:00:00Z", annotator="judge-x", version="v2")
+        files.append((DAY2, [refund, {**judge, "kind": "judge"}]))
     if build >= 3:
         files.append(
             (

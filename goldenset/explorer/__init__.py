@@ -1,0 +1,7 @@
+"""The set explorer (contract 15.2): the golden set, its builds and benchmark runs, read-only, in the page app.
+
+`data` holds every query the pages read (SQL lives there), `plot` draws the comparison's
+per-query differences as SVG on the server, `routes` makes the Starlette routes that
+`goldenset label serve` mounts beside the labelling page (same host rules; the explorer only
+reads, so it has no form and needs no token). The query page shows `goldenset.explain`'s data.
+"""
