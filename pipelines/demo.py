@@ -203,6 +203,22 @@ class _Steps:
         return result
 
 
+def _explained_query(db: Path) -> tuple[str, str]:
+    """(project, text) of the query the demo explains: one only a person's label keeps if any, else one
+    a person labelled relevant, else any; the fewest serves first, so that the story stays short."""
+    con = connect(db, read_only=True)
+    try:
+        rows = con.execute(
+            """SELECT g.project, g.task FROM golden_queries g
+               JOIN (SELECT query_id, sum(serves) AS serves FROM query_variants GROUP BY query_id) v USING (query_id)
+               ORDER BY g.kept_by = 'human' DESC, g.human_labels > 0 AND g.relevant > 0 DESC, v.serves, g.query_id
+               LIMIT 1"""
+        ).fetchall()
+    finally:
+        con.close()
+    return rows[0]
+
+
 def _counts(counts: dict[str, int]) -> str:
     return "(" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" if counts else ""
 
@@ -321,6 +337,9 @@ def _run_steps(root: Path, seed: int, default: bool, echo: Callable[[str], None]
     steps.heading("5. Build again: the labels merge into the golden set")
     steps.build(paths, "manual")
     steps.run("rejects", "--file", "labels/*", "--width", "40")
+    # Why is a query in the set? One a person's label keeps (contract v5), when the labels made one.
+    project, task = _explained_query(paths.db)
+    steps.run("explain", "--task", task, "--project", project)
 
     steps.heading("6. Agreement, a benchmark on the grown set, calibration of the dense score")
     steps.run("labels", "agreement")
@@ -343,7 +362,8 @@ def _run_steps(root: Path, seed: int, default: bool, echo: Callable[[str], None]
         "Three questions about label history, with their answers:\n\n" + _example_answers(paths.db) + "\nNext:\n"
         f"  {where}goldenset status\n"
         f"  {where}goldenset bench run\n"
-        f"  {where}goldenset label serve --annotator YOU   # label the rest of the queue in a browser\n"
+        f"  {where}goldenset label serve --annotator YOU   # label the rest of the queue in a browser;\n"
+        "                                                  # its /set pages explore the set, builds and runs\n"
         + (
             "  dagster dev        # in this folder; the UI shows these runs\n"
             if default

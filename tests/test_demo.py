@@ -116,11 +116,13 @@ def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
         f"$ goldenset pool export --out {root}/queue.jsonl",
         "$ goldenset build",
         "$ goldenset rejects --file 'labels/*' --width 40",
+        shown[9],  # why a query is in the set: one a person's label keeps, when there is one
         "$ goldenset labels agreement",
         "$ goldenset bench run",
         "$ goldenset calibrate --scorer dense",
     ]
     assert shown[1].startswith("$ goldenset rubric check ") and shown[1].endswith("/goldenset/data/open-rubric.yaml")
+    assert shown[9].startswith("$ goldenset explain --task ") and " --project " in shown[9]
 
 
 def test_the_closed_rubric_passes_the_check_and_the_open_one_lists_its_fall_throughs_and_collision(demo):

@@ -369,9 +369,14 @@ def expected_golden_set(lines: list[str]) -> list[tuple]:
         if not any(v["verdict"] == "helped" for _, _, v in labels.values()):
             continue
         qid = hashlib.sha256(f"{project}\x1f{norm}".encode()).hexdigest()[:16]
-        task = max((j for j in judgments if (j[0]["project"], _norm(j[0]["task"])) == (project, norm)), key=latest)[0][
-            "task"
-        ]
+        # Contract v5: the display form (NFKC, white space folded, case kept) most serves carried,
+        # ties to the form whose latest serve is later.
+        forms: dict[str, list[tuple]] = {}
+        for s in serves.values():
+            if (s["project"], _norm(s["task"])) == (project, norm):
+                form = " ".join(unicodedata.normalize("NFKC", s["task"]).split())
+                forms.setdefault(form, []).append((_instant(s["ts"]), s["serve_id"]))
+        task = max(forms, key=lambda f: (len(forms[f]), max(forms[f])))
         for s, item, v in labels.values():
             d = active[item["doc_id"]]
             stale = (

@@ -570,7 +570,9 @@ def test_serve_prints_the_url_and_counts_then_serves_the_page(world):
             f"5 pairs queued, 1 labelled by ana before (listed, to correct); label lines go to {world.labels}"
             "/dt=<UTC day>/page-ana.jsonl\n"
         )
+        assert proc.stdout.readline() == f"the set explorer (read-only): {m.group(1)}set\n"
         assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
+        assert httpx.get(m.group(1) + "set/builds", timeout=60).status_code == 200
         page = httpx.get(m.group(1) + "pair/2", timeout=60)  # pair 1 is labelled already: its number stays
         assert page.status_code == 200 and "policies/refunds-v2.md" in page.text
         token = re.search(r'name="token" value="([^"]+)"', page.text)

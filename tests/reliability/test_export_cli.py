@@ -118,8 +118,8 @@ def _assert_export_is_build(world, out, build_id: int, labels_of: int, corpus_ro
     assert m["exported"] == {"queries": len(queries), "labels": len(labels), "documents": len(files["corpus"])}
     funnel = _query(
         world.db,
-        "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-        "WHERE build_id = ? ORDER BY step_order",
+        "SELECT step, judgments_dropped, judgments_left, units_left, judgments_kept_by_human, "
+        "units_kept_by_human FROM filter_funnel WHERE build_id = ? ORDER BY step_order",
         [build_id],
     )
     assert m["funnel"] == funnel
