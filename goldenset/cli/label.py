@@ -119,7 +119,7 @@ def serve(
     if given:
         raise UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a team; add --team")
 
-    from goldenset.labelling.page import create_app, open_session
+    from goldenset.labelling.page import open_session
 
     name = annotator if annotator is not None else _default_annotator()
     labels_dir = settings.resolve("labels", labels)
@@ -153,10 +153,19 @@ def serve(
         )
     if not is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels as {name}", err=True)
-    explorer_db = settings.resolve("db", db)
-    typer.echo(f"the set explorer (read-only): {url}set")
-    _run(create_app(session, allowed_hosts=allowed, public_origin=origin, explorer_db=explorer_db), sock)
+    _run(_page_with_explorer(session, allowed, origin, settings.resolve("db", db), url), sock)
     typer.echo(f"stopped: {len(session.done)} pairs labelled this session")
+
+
+def _page_with_explorer(session: Any, allowed: list[str] | None, origin: str | None, db: Path, url: str) -> Any:
+    """The labelling page's app with the set explorer (read-only) mounted under /set, its URL printed."""
+    from goldenset.explorer.routes import PREFIX, explorer_routes
+    from goldenset.labelling.page import create_app
+
+    typer.echo(f"the set explorer (read-only): {url.rstrip('/')}{PREFIX}")
+    return create_app(
+        session, allowed_hosts=allowed, public_origin=origin, extra_routes=explorer_routes(db), explorer_link=PREFIX
+    )
 
 
 def _listen(host: str, port: int, public_url: str | None) -> tuple[socket.socket, list[str] | None, str | None, str]:

@@ -57,7 +57,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,7 +72,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from goldenset import logfiles
 from goldenset.connection import Connection
@@ -621,13 +621,15 @@ def create_app(
     session: LabellingSession,
     allowed_hosts: list[str] | None = None,
     public_origin: str | None = None,
-    explorer_db: Path | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    explorer_link: str | None = None,
 ) -> Starlette:
     """The labelling page: GET / (the queue view), /pair/{n} (n: the pair's priority), /jump, /done; POST /label.
 
     `public_origin` (scheme://host[:port]) is the address people open when a reverse proxy
-    serves the page: forms posted from it are accepted as from the page itself. With
-    `explorer_db`, the set explorer (goldenset.explorer) is served under /set, read-only.
+    serves the page: forms posted from it are accepted as from the page itself.
+    `extra_routes` are served by the same app, under its host rule (`label serve` adds the set
+    explorer's, goldenset.explorer, which the header links to at `explorer_link`).
     """
 
     def common(**extra: Any) -> dict[str, Any]:
@@ -640,7 +642,7 @@ def create_app(
             "labelled_total": len(session.labelled()),
             "team": session.team,
             "saved_key": None,  # the draft a page drops from the browser: its line is written
-            "explorer": explorer_db is not None,
+            "explorer": explorer_link,
             **extra,
         }
 
@@ -783,7 +785,7 @@ def create_app(
             f"/pair/{session.number(nxt)}?saved={here}" if nxt is not None else f"/done?saved={here}", status_code=303
         )
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/queue", queue_route, methods=["GET"]),
         Route("/jump", jump, methods=["GET"]),
@@ -791,10 +793,7 @@ def create_app(
         Route("/pair/{n:int}", pair, methods=["GET"]),
         Route("/label", label, methods=["POST"]),
     ]
-    if explorer_db is not None:
-        from goldenset.explorer.routes import explorer_routes
-
-        routes += explorer_routes(explorer_db)
+    routes += list(extra_routes)
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
     return Starlette(routes=routes, middleware=middleware)
 

@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 from story_world import QID
 
+from goldenset.explorer.routes import PREFIX, explorer_routes
 from goldenset.labelling.page import create_app, open_session
 from tests.helpers import RUBRIC_PATH, WAIT_SECONDS, browser_wait, element_text
 
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def explorer_url(story) -> Iterator[str]:
     """`label serve` of annotator ana over the story world, the explorer mounted, on 127.0.0.1."""
     session = open_session("ana", db=story.db, labels=story.labels, rubric=RUBRIC_PATH)
-    app = create_app(session, allowed_hosts=["127.0.0.1"], explorer_db=story.db)
+    app = create_app(session, allowed_hosts=["127.0.0.1"], extra_routes=explorer_routes(story.db), explorer_link=PREFIX)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
