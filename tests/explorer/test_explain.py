@@ -201,7 +201,7 @@ def test_explain_on_the_command_line_reads_without_changing_the_warehouse(story,
 
 
 def test_an_incremental_build_keeps_a_query_through_its_human_positive(story):
-    """New log lines fold into GDB (a new serve, noise again): the fold applies filter 4 as v5 says."""
+    """New log lines fold into GDB (a new serve, noise again) and RESET: the fold applies filter 4 as v5 says."""
     from goldenset.build import build_golden_set
     from goldenset.ingest import ingest_all
     from tests.helpers import LENIENT, ranked, serve
@@ -213,13 +213,16 @@ def test_an_incremental_build_keeps_a_query_through_its_human_positive(story):
         [
             serve("sG2", "2026-11-04T09:00:00Z", TASKS["GDB"][1], [ranked("deb/lldb", 1)], project="debian"),
             verdict("sG2", "deb/lldb", "noise", "2026-11-04T09:01:00Z"),
+            # RESET is folded too: its log helped keeps it, so it counts nothing as kept by a human.
+            serve("sR9", "2026-11-04T09:00:00Z", TASKS["RESET"][1], [ranked("d-2fa", 1)], project="support"),
+            verdict("sR9", "d-2fa", "noise", "2026-11-04T09:01:00Z"),
         ],
     )
     con = connect(story.db)
     try:
         ingest_all(con, story.logs)
         result = build_golden_set(con, checks=LENIENT)
-        assert result.record.computation == "incremental" and result.folded_queries == 1
+        assert result.record.computation == "incremental" and result.folded_queries == 2
         assert dict(con.execute("SELECT query_id, kept_by FROM golden_queries").fetchall())[QID["GDB"]] == "human"
         step = con.execute(
             "SELECT units_kept_by_human, judgments_kept_by_human FROM filter_funnel WHERE build_id = 4 "
