@@ -245,9 +245,12 @@ def _breakdown(counts: dict[str, int]) -> str:
 
 
 def explain(
-    query: Annotated[str | None, typer.Argument(metavar="[QUERY_ID]", help="The query's 16-hex-digit id.")] = None,
+    query: Annotated[str | None, typer.Argument(metavar="QUERY_ID", help="The query's 16-hex-digit id.")] = None,
     task: Annotated[
-        str | None, typer.Option("--task", metavar="TEXT", help="The query by its text (normalised as section 3 says).")
+        str | None,
+        typer.Option(
+            "--task", metavar="TEXT", help="The query by its text (case, spacing and full-width forms do not matter)."
+        ),
     ] = None,
     project: Annotated[
         str | None, typer.Option("--project", metavar="P", help="With --task: the project, when several served it.")
