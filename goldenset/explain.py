@@ -151,6 +151,14 @@ def explain(con: Connection, qid: str, runs: int = EXPLAIN_RUNS) -> dict[str, An
 
 
 def _latest_build(con: Connection) -> dict[str, Any]:
+    upgraded = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'golden_builds' AND column_name = 'contract_version'"
+    ).fetchall()[0][0]
+    if not upgraded:
+        raise InputError(
+            "this warehouse was made by an older goldenset and has not been opened for writing since; "
+            "run `goldenset build` once (it upgrades the warehouse), then explain again"
+        )
     rows = _rows(
         con,
         "SELECT build_id, built_at, labels_build_id, corpus_content_sha256, near_duplicate_merges, contract_version "

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import jinja2
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -63,6 +64,15 @@ def _serve(db: Path, render: Callable, request: Request) -> Response:
         name, context = render(con, request)
     except GoldensetError as exc:
         return _error(exc)
+    except duckdb.Error as exc:
+        # A warehouse no build of this version has opened for writing lacks the v5 views.
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return _error(
+            InputError(
+                f"the warehouse could not be read ({first}); if an older goldenset made it, run `goldenset build` "
+                "once to upgrade it"
+            )
+        )
     finally:
         con.close()
     return HTMLResponse(_env.get_template(name).render(prefix=PREFIX, **context))

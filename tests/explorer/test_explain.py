@@ -231,3 +231,18 @@ def test_an_incremental_build_keeps_a_query_through_its_human_positive(story):
         assert step == [(1, 2)]  # GDB: deb/gdb (noise) and deb/lldb (now sG2's noise) left after repeats
     finally:
         con.close()
+
+
+def test_an_old_warehouse_not_yet_upgraded_is_refused_saying_what_to_run(story):
+    import duckdb
+
+    con = duckdb.connect(str(story.db))  # plain DuckDB: take the warehouse back to before v5
+    con.execute("DROP VIEW golden_queries")
+    con.execute("ALTER TABLE golden_builds DROP COLUMN contract_version")
+    con.close()
+    old = connect(story.db, read_only=True)
+    try:
+        with pytest.raises(InputError, match="run `goldenset build` once"):
+            explain(old, QID["GDB"])
+    finally:
+        old.close()

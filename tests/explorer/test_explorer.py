@@ -129,3 +129,13 @@ def test_the_timeline_shows_what_each_build_held_a_repeat_holding_its_labels_bui
     assert t["builds"] == [1, 2, 3, 4]
     assert [c["value"] for c in t["rows"][0]["cells"]] == ["helped", "helped", "human:irrelevant", "human:irrelevant"]
     assert [c["positive"] for c in t["rows"][0]["cells"]] == [True, True, False, False]
+
+
+def test_a_warehouse_older_than_the_explorer_gets_a_page_saying_what_to_run(story, client):
+    import duckdb
+
+    con = duckdb.connect(str(story.db))  # plain DuckDB: take the warehouse back to before v5
+    con.execute("DROP VIEW golden_queries")
+    con.close()
+    r = client.get("/set")
+    assert r.status_code == 404 and "run `goldenset build` once to upgrade it" in r.text
