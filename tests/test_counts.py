@@ -31,7 +31,8 @@ Q3 h helped, f noise, d noise (v1, now v2: version_changed).
 Labels (rubric support-policies): ana relevant on (Q1, a), replacing the log's helped; ana
 and ben on (Q1, e): relevant then partial (a tie, the later line wins: partial), replacing the
 log's noise; ana partial on (Q1, g), ana relevant on (Q3, b) at v2, ben irrelevant on (Q3, e):
-5 human rows, 2 log rows overridden; ana on (Q2, f): unused (Q2 is not golden). Judge `jury`
+5 human rows, 2 log rows overridden; ana irrelevant on (Q2, f): unused (Q2 is not golden: a
+grade-0 label is no positive under contract v5, which a relevant one would be). Judge `jury`
 agrees with the human label on (Q1, g) and (Q3, e) (kappa 1 over 2 pairs: admitted with min
 pairs 2) and labels (Q3, f) relevant (replacing the log's noise) and (Q1, h) irrelevant: 2
 judge rows, 1 more log row overridden. Judge `wobbly` agrees on one of its 3 shared pairs
@@ -167,7 +168,8 @@ LABEL_LINES = [
     _label(Q1, "g", "partial", _t(LABEL_DAY, 10, 6), "ana"),
     _label(Q3, "b", "relevant", _t(LABEL_DAY, 10, 7), "ana", version="v2"),
     _label(Q3, "e", "irrelevant", _t(LABEL_DAY, 10, 8), "ben"),
-    _label(Q2, "f", "relevant", _t(LABEL_DAY, 10, 9), "ana"),
+    # Grade 0: no positive (contract v5), so Q2 stays out and this label is unused.
+    _label(Q2, "f", "irrelevant", _t(LABEL_DAY, 10, 9), "ana"),
     _label(Q1, "g", "partial", _t(LABEL_DAY, 11), "jury", kind="judge"),
     _label(Q3, "e", "irrelevant", _t(LABEL_DAY, 11, 1), "jury", kind="judge"),
     _label(Q3, "f", "relevant", _t(LABEL_DAY, 11, 2), "jury", kind="judge"),
