@@ -10,12 +10,14 @@ from pydantic import Field
 
 from goldenset import settings
 from goldenset.bench import golden
+from goldenset.bench.gates import MAX_AGE_DAYS
 from goldenset.bench.ppi import check_design, check_lambda
 from goldenset.bench.runner import DEFAULT_K, BenchConfig
 from goldenset.bench.runs import DECIDING_ROW, BenchmarkRun
 from goldenset.clock import utcnow
 from goldenset.errors import ComponentDown, GoldenSetTooOld, UsageError
 from goldenset.retrieval.retriever import REFERENCE
+from goldenset_dagster.commands import handed_over
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
@@ -31,7 +33,7 @@ class BenchmarkConfig(dg.Config):
     k_values: list[int] = Field(default=list(DEFAULT_K), description="Cut-offs of recall/precision/noise/hole.")
     depth: int | None = Field(default=None, description="Documents asked per query (default max(100, largest k)).")
     exclude_stale: bool = Field(default=False, description="Leave stale labels out of the qrels.")
-    max_age_days: float = Field(default=30, description="Refuse a golden set built longer ago than this.")
+    max_age_days: float = Field(default=MAX_AGE_DAYS, description="Refuse a golden set built longer ago than this.")
     allow_degraded: bool = Field(
         default=False, description="Run with a retriever component down; the run is stamped DEGRADED."
     )
@@ -73,6 +75,35 @@ def _inline_plot(markdown: str, report: Path) -> str:
     return markdown.replace("](differences.png)", f"](data:image/png;base64,{data})")
 
 
+def _run(config: BenchmarkConfig, db: Path, corpus_source: CorpusSource, embedder: EmbedderResource):
+    """Run and store the benchmark the run config asks for."""
+    bench = BenchConfig(
+        retriever=config.retriever,
+        retriever_config=_options(config.retriever_config),
+        k_values=tuple(config.k_values),
+        depth=config.depth,
+        exclude_stale=config.exclude_stale,
+        max_age_days=config.max_age_days,
+        allow_degraded=config.allow_degraded,
+        index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
+        # The fifth gate's floor, as `bench run` reads it (GOLDENSET_COVERAGE_FLOOR, else 0.80).
+        coverage_floor=settings.coverage_floor(),
+        estimate_judge=config.estimate_judge or None,
+        estimate_design=check_design(config.estimate_design),
+        estimate_lambda=check_lambda(config.estimate_lambda),
+    )
+    # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
+    from goldenset.bench.service import run_and_store
+
+    return run_and_store(
+        db,
+        Path(corpus_source.path),
+        bench,
+        report_dir=Path(config.report_dir) if config.report_dir else None,
+        embedder=embedder.get_embedder(),
+    )
+
+
 @dg.asset(
     deps=[dg.AssetKey("golden_set")],
     pool="duckdb",
@@ -111,33 +142,15 @@ def retrieval_benchmark(
     refuse: a reference row they cannot feed is left out and the run says why.
     """
     db = Path(warehouse.db_path)
-    expected_age = dg.MetadataValue.text(f"<= {config.max_age_days:g} days")
+    handoff = handed_over("bench_run")
+    said = handoff.details if handoff is not None else {}
+    max_age, retriever = said.get("max_age_days", config.max_age_days), said.get("retriever", config.retriever)
+    expected_age = dg.MetadataValue.text(f"<= {max_age:g} days")
     try:
-        bench = BenchConfig(
-            retriever=config.retriever,
-            retriever_config=_options(config.retriever_config),
-            k_values=tuple(config.k_values),
-            depth=config.depth,
-            exclude_stale=config.exclude_stale,
-            max_age_days=config.max_age_days,
-            allow_degraded=config.allow_degraded,
-            index_dir=Path(config.index_dir) if config.index_dir else settings.resolve("bench_index"),
-            # The fifth gate's floor, as `bench run` reads it (GOLDENSET_COVERAGE_FLOOR, else 0.80).
-            coverage_floor=settings.coverage_floor(),
-            estimate_judge=config.estimate_judge or None,
-            estimate_design=check_design(config.estimate_design),
-            estimate_lambda=check_lambda(config.estimate_lambda),
-        )
-        # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
-        from goldenset.bench.service import run_and_store
-
-        result = run_and_store(
-            db,
-            Path(corpus_source.path),
-            bench,
-            report_dir=Path(config.report_dir) if config.report_dir else None,
-            embedder=embedder.get_embedder(),
-        )
+        if handoff is not None:  # `goldenset bench run` with its own options
+            result = handoff.work()
+        else:
+            result = _run(config, db, corpus_source, embedder)
     except UsageError as exc:
         # Wrong run config (retriever path, options, k, depth): a retry would fail the same way.
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
@@ -162,7 +175,7 @@ def retrieval_benchmark(
             metadata={
                 "expected": dg.MetadataValue.text("every component of the retriever returns a hit for its probe"),
                 "actual": dg.MetadataValue.text(str(exc)),
-                "retriever": dg.MetadataValue.text(config.retriever),
+                "retriever": dg.MetadataValue.text(retriever),
             },
         )
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
@@ -257,6 +270,10 @@ def _round(x: float | None) -> float:
 BENCHMARK_ASSETS = [retrieval_benchmark]
 BENCHMARK_CHECK_NAMES = (AGE_CHECK, COMPONENTS_CHECK)
 benchmark_job = dg.define_asset_job(
-    "retrieval_benchmark_job", selection=[retrieval_benchmark], tags={"goldenset/trigger": "manual"}
+    "retrieval_benchmark_job",
+    selection=[retrieval_benchmark],
+    description="Gate and measure a retriever against the current golden set, store the run and its report "
+    "(and the runs of `goldenset bench run`, with the command's options). Not nightly: run it when a retriever "
+    "changes.",
 )
 BENCHMARK_JOBS = [benchmark_job]

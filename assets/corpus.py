@@ -6,12 +6,12 @@ import dagster as dg
 
 from goldenset.snapshots import snapshot_corpus
 from goldenset_dagster.assets import raise_for, short_fingerprint
-from goldenset_dagster.assets.inputs import corpus_file
+from goldenset_dagster.assets.inputs import corpus_file, corpus_observation
 from goldenset_dagster.resources import CorpusSource, WarehouseResource
 
 
 @dg.asset(deps=[corpus_file], pool="duckdb", group_name="corpus", kinds={"duckdb", "python"})
-def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
+def corpus_snapshot(context: dg.AssetExecutionContext, warehouse: WarehouseResource, corpus_source: CorpusSource):
     """What the index holds now, fingerprinted; all or nothing.
 
     A missing, unreadable or invalid file fails the run with a one-line reason and
@@ -30,6 +30,7 @@ def corpus_snapshot(warehouse: WarehouseResource, corpus_source: CorpusSource):
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
+    context.log_event(corpus_observation(corpus_source.path, stored.fingerprint, stored.active_docs))
     return dg.MaterializeResult(
         metadata={
             "fingerprint": short_fingerprint(stored.fingerprint),

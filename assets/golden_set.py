@@ -1,12 +1,13 @@
 """The golden-set build, its checks, the relabel queue and the export."""
 
-from datetime import UTC
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
+from goldenset.bench.gates import MAX_AGE_DAYS
 from goldenset.build import TRIGGERS, BuildResult, build_golden_set
 from goldenset.build_record import FunnelStep, load_build
 from goldenset.checks import CHECKS, BuildChecks, CheckOutcome
@@ -78,11 +79,20 @@ def _metadata_value(key: str, value):
     return dg.MetadataValue.json(value) if isinstance(value, dict) else value
 
 
+# The benchmark refuses a golden set built more than MAX_AGE_DAYS ago (exit 3): the UI says
+# "failing" from that moment, and warns a week before, while a build still helps.
+FRESHNESS_NOTICE_DAYS = 7
+FRESHNESS = dg.FreshnessPolicy.time_window(
+    fail_window=timedelta(days=MAX_AGE_DAYS), warn_window=timedelta(days=MAX_AGE_DAYS - FRESHNESS_NOTICE_DAYS)
+)
+
+
 @dg.asset(
     deps=[serve_log, human_labels, corpus_snapshot],
     pool="duckdb",
     group_name="golden_set",
     kinds={"duckdb"},
+    freshness_policy=FRESHNESS,
     check_specs=[
         *(
             dg.AssetCheckSpec(c.name, asset="golden_set", blocking=c.blocking, description=c.description)

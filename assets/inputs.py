@@ -1,19 +1,37 @@
-"""The raw inputs as external assets: what the pipeline reads but does not make.
+"""The raw inputs as external assets: what the pipeline reads but does not make, and what each read saw.
 
 They carry no code: declaring them (`AssetSpec`, not the deprecated `SourceAsset`) puts
 the log folder, the corpus file, the label folder and the rubric in the lineage graph,
 upstream of the assets that read them, so a person sees what the corpus sensor watches
-and what the labelling page writes into.
+and what the labelling page writes into. The trace import writes into the log folder, so
+`trace_export` feeds `serve_log_files` (not `serve_log` directly: a refresh never imports,
+and its "Materialize all" has no unmaterialized upstream to warn about).
+
+Observations: every step that reads an input, and every command that writes one, records
+an `AssetObservation` of it (files, bytes, oldest and newest day; the corpus's
+fingerprint; the rubric's sha256), with a data version (the folder's signature of names,
+sizes and mtimes; the fingerprint; the rubric's sha256). The data version is what makes
+"Unsynced" true: an asset whose recorded input version differs from its input's latest is
+out of date with what is on disk. An observation from a step is logged before the step
+materializes, so the materialization records the version it read.
 """
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 import dagster as dg
 
+from goldenset.layout import summarize
+
 serve_log_files = dg.AssetSpec(
     "serve_log_files",
+    deps=["trace_export"],
     group_name="inputs",
     kinds={"file"},
     description="The RAG service's log folder (GOLDENSET_LOGS): dt=YYYY-MM-DD folders of JSON-lines "
-    "serve and verdict files, written by the service, read by serve_log.",
+    "serve and verdict files, written by the service (and by the trace import), read by serve_log.",
 )
 corpus_file = dg.AssetSpec(
     "corpus_file",
@@ -27,7 +45,7 @@ label_files = dg.AssetSpec(
     group_name="inputs",
     kinds={"file"},
     description="The LABELS folder (GOLDENSET_LABELS): dt=YYYY-MM-DD folders of label lines, written by "
-    "the labelling page, `goldenset labels` imports and judges, read by human_labels.",
+    "the labelling page, `goldenset labels import` and `goldenset judge label`, read by human_labels.",
 )
 rubric_file = dg.AssetSpec(
     "rubric_file",
@@ -38,3 +56,53 @@ rubric_file = dg.AssetSpec(
 )
 
 INPUTS = [serve_log_files, corpus_file, label_files, rubric_file]
+DATA_VERSION_TAG = "dagster/data_version"  # what Dagster reads an observation's data version from
+
+
+def folder_observation(spec: dg.AssetSpec, root: str | Path) -> dg.AssetObservation:
+    """What a LOGS or LABELS folder holds now (days, files, bytes, oldest and newest day), versioned."""
+    s = summarize(Path(root))
+    return dg.AssetObservation(
+        spec.key,
+        metadata={
+            "path": dg.MetadataValue.path(str(root)),
+            "days": s.days,
+            "files": s.files,
+            "size_bytes": s.size_bytes,
+            "oldest_day": dg.MetadataValue.text(s.oldest_day or "none"),
+            "newest_day": dg.MetadataValue.text(s.newest_day or "none"),
+        },
+        tags={DATA_VERSION_TAG: s.signature[:16]},
+    )
+
+
+def corpus_observation(path: str | Path, fingerprint: str, active_docs: int) -> dg.AssetObservation:
+    """The corpus file as a read found it: its fingerprint (its data version), size and active documents."""
+    size = Path(path).stat().st_size if Path(path).is_file() else 0
+    return dg.AssetObservation(
+        corpus_file.key,
+        metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "fingerprint": dg.MetadataValue.text(fingerprint[:16]),
+            "size_bytes": size,
+            "active_docs": active_docs,
+        },
+        tags={DATA_VERSION_TAG: fingerprint[:16]},
+    )
+
+
+def rubric_observation(path: str | Path) -> dg.AssetObservation:
+    """The rubric file (or folder of them) as it is: its files, bytes and the sha256 of their bytes."""
+    root = Path(path)
+    files = sorted(p for p in root.glob("*.y*ml") if p.is_file()) if root.is_dir() else [root] if root.exists() else []
+    digest = hashlib.sha256()
+    size = 0
+    for f in files:
+        data = f.read_bytes()
+        size += len(data)
+        digest.update(f.name.encode() + b"\x1f" + hashlib.sha256(data).digest())
+    return dg.AssetObservation(
+        rubric_file.key,
+        metadata={"path": dg.MetadataValue.path(str(root)), "files": len(files), "size_bytes": size},
+        tags={DATA_VERSION_TAG: digest.hexdigest()[:16]},
+    )

@@ -7,6 +7,7 @@ from goldenset import settings
 from goldenset.labelling.pool import DEFAULT_DEPTH, DEFAULT_RANKERS, queue_summary, run_pool
 from goldenset_dagster.assets import raise_for, table_metadata
 from goldenset_dagster.assets.golden_set import golden_set
+from goldenset_dagster.commands import handed_over, run_handed
 from goldenset_dagster.resources import LabelSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 
@@ -27,21 +28,26 @@ def labelling_queue(config: PoolConfig, warehouse: WarehouseResource, embedder: 
     """Stale labels first, then successors of superseded documents, then what the rankers found unlabelled.
 
     Its own job (`pool_labelling_queue`), not the nightly refresh: the pool asks every
-    ranker about every golden query. Runs only when the labelling loop is in use (a
-    LABELS directory exists); without it the queue is left as it is and says so.
+    ranker about every golden query. Launched here it runs only when the labelling loop is
+    in use (a LABELS directory exists); without it the queue is left as it is and says so.
+    A run of `goldenset pool` pools with the command's own options.
     """
-    if not labels.exists():
+    handoff = handed_over("pool")
+    if handoff is None and not labels.exists():
         return dg.MaterializeResult(metadata={"note": f"no LABELS directory at {labels.root}: nothing pooled"})
+    if handoff is not None:
+        run_handed(handoff)  # `goldenset pool` with its own options
     try:
-        con = warehouse.connect()
+        con = warehouse.connect(read_only=handoff is not None)
         try:
-            run_pool(
-                con,
-                embedder=embedder.get_embedder(),
-                rankers=config.rankers,
-                depth=config.depth,
-                index_dir=config.index_dir or settings.resolve("bench_index"),
-            )
+            if handoff is None:
+                run_pool(
+                    con,
+                    embedder=embedder.get_embedder(),
+                    rankers=config.rankers,
+                    depth=config.depth,
+                    index_dir=config.index_dir or settings.resolve("bench_index"),
+                )
             summary = queue_summary(con)
         finally:
             con.close()

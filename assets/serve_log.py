@@ -9,7 +9,7 @@ from goldenset.ingest import ingest_all
 from goldenset.staging import load_staged, stage_partitions
 from goldenset.status import partition_samples, partition_stats
 from goldenset_dagster.assets import raise_for, sample_caption, table_metadata
-from goldenset_dagster.assets.inputs import serve_log_files
+from goldenset_dagster.assets.inputs import folder_observation, serve_log_files
 from goldenset_dagster.partitions import days
 from goldenset_dagster.resources import LogSource, WarehouseResource
 
@@ -19,9 +19,8 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning, message=".*backfill_p
 
 
 @dg.asset(
-    # The log folder, and after the span files are imported as lines into it (trace_export,
-    # contract 14), when there are any.
-    deps=[serve_log_files, dg.AssetKey("trace_export")],
+    # The log folder (which the trace import, trace_export, writes into: contract 14).
+    deps=[serve_log_files],
     partitions_def=days,
     backfill_policy=dg.BackfillPolicy.single_run(),
     pool="duckdb",
@@ -37,6 +36,7 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
     verdicts, rejected lines by reason, a sample) and what this run did to it.
     """
     keys = list(context.partition_keys)
+    context.log_event(folder_observation(serve_log_files, logs.root))
     try:
         staging = logs.staging
         if staging is not None:
@@ -50,34 +50,41 @@ def serve_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource, l
                 reports = {r.dt: r for r in load_staged(con, staging, keys)}
             else:
                 reports = {r.dt: r for r in ingest_all(con, logs.root, keys)}
-            stats = partition_stats(con, keys)
-            samples = partition_samples(con, [dt for dt in keys if stats[dt].log_lines_rejected_at_ingest])
+            metadata = day_metadata(con, keys, reports)
         finally:
             con.close()
     except Exception as exc:
         raise_for(exc, warehouse.db_path)
     for dt in keys:
-        st, rep = stats[dt], reports.get(dt)
-        context.add_asset_metadata(
-            {
-                "files": st.files,
-                # The names of goldenset.counts, for one day: log_lines_read = serves + verdicts +
-                # log_lines_rejected_at_ingest + blank_lines (conflicting duplicate serves are
-                # found at build, over every day: the golden_set asset counts them).
-                "log_lines_read": st.lines_read,
-                "serves": st.serves,
-                "verdicts": st.verdicts,
-                "log_lines_rejected_at_ingest": st.log_lines_rejected_at_ingest,
-                "blank_lines": st.blank_lines,
-                "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
-                "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.log_lines_rejected_at_ingest)),
-                **table_metadata("log_serves", st.serves),
-                "files_ingested_this_run": rep.files_ingested if rep else 0,
-                "files_unchanged_this_run": rep.files_unchanged if rep else 0,
-            },
-            partition_key=dt,
-        )
+        context.add_asset_metadata(metadata[dt], partition_key=dt)
     return dg.MaterializeResult()
+
+
+def day_metadata(con, keys: list[str], reports: dict) -> dict[str, dict]:
+    """What the warehouse holds of each log day (files, lines, serves, verdicts, rejects, a sample) and what
+    this run did to it (`reports`: the day's ingest report, if it read the day)."""
+    stats = partition_stats(con, keys)
+    samples = partition_samples(con, [dt for dt in keys if stats[dt].log_lines_rejected_at_ingest])
+    out = {}
+    for dt in keys:
+        st, rep = stats[dt], reports.get(dt)
+        out[dt] = {
+            "files": st.files,
+            # The names of goldenset.counts, for one day: log_lines_read = serves + verdicts +
+            # log_lines_rejected_at_ingest + blank_lines (conflicting duplicate serves are
+            # found at build, over every day: the golden_set asset counts them).
+            "log_lines_read": st.lines_read,
+            "serves": st.serves,
+            "verdicts": st.verdicts,
+            "log_lines_rejected_at_ingest": st.log_lines_rejected_at_ingest,
+            "blank_lines": st.blank_lines,
+            "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
+            "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.log_lines_rejected_at_ingest)),
+            **table_metadata("log_serves", st.serves),
+            "files_ingested_this_run": rep.files_ingested if rep else 0,
+            "files_unchanged_this_run": rep.files_unchanged if rep else 0,
+        }
+    return out
 
 
 def sample_md(rows, total: int) -> str:

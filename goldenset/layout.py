@@ -8,11 +8,14 @@ what is there, instead of publishing an empty golden set.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from goldenset.errors import InputError
+from goldenset.logfiles import list_files, list_partitions
 
 _DT = re.compile(r"dt=[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MAX_NAMED = 3
@@ -72,3 +75,39 @@ def require_files(root: Path, what: str, option: str) -> None:
         if p.is_dir() and _DT.fullmatch(p.name) and any(c.is_file() and _is_log_file(c.name) for c in p.iterdir()):
             return
     raise InputError(f"no files match {root}/dt=YYYY-MM-DD/*.jsonl[.gz]; found {describe(root)}")
+
+
+@dataclass(frozen=True)
+class FolderSummary:
+    """What a LOGS or LABELS folder holds of what the contract reads: its days, files and bytes.
+
+    `signature` changes whenever a file read is added, removed, resized or touched (its
+    path relative to the folder, size and mtime): the Dagster UI shows it as the folder's
+    data version, so what read an older folder shows as out of date.
+    """
+
+    days: int
+    files: int
+    size_bytes: int
+    oldest_day: str | None
+    newest_day: str | None
+    signature: str
+
+
+def summarize(root: Path) -> FolderSummary:
+    """The days, files and bytes of `root/dt=YYYY-MM-DD/*.jsonl[.gz]` (all zero for a missing folder)."""
+    digest = hashlib.sha256()
+    days = list_partitions(Path(root))
+    files = size = 0
+    for day in days:
+        for f in list_files(Path(root), day):
+            try:
+                st = f.path.stat()
+            except OSError:  # removed between listing and stat: not there
+                continue
+            files += 1
+            size += st.st_size
+            digest.update(f"{f.source_file}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n".encode())
+    return FolderSummary(
+        len(days), files, size, days[0] if days else None, days[-1] if days else None, digest.hexdigest()
+    )

@@ -125,8 +125,22 @@ VARIABLES: tuple[Variable, ...] = (
         "Processes that stage log days in parallel; 0 ingests straight into the warehouse.",
         "--workers",
     ),
-    Variable("nightly_cron", "GOLDENSET_NIGHTLY_CRON", "text", "0 2 * * *", "When the nightly schedules run (cron)."),
+    Variable("nightly_cron", "GOLDENSET_NIGHTLY_CRON", "text", "0 2 * * *", "When the nightly schedule runs (cron)."),
+    Variable(
+        "staged_cron",
+        "GOLDENSET_STAGED_CRON",
+        "text",
+        "0 1 * * *",
+        "When the staged nightly schedule (its alternative, for GOLDENSET_INGEST_WORKERS above 0) runs (cron).",
+    ),
     Variable("schedule_tz", "GOLDENSET_SCHEDULE_TZ", "text", "UTC", "The time zone of the nightly cron."),
+    Variable(
+        "owners",
+        "GOLDENSET_OWNERS",
+        "text",
+        "team:goldenset",
+        "Who owns the pipeline's assets in the Dagster UI: emails or team:NAME, comma-separated.",
+    ),
     Variable(
         "dense_model",
         "GOLDENSET_DENSE_MODEL",
@@ -187,7 +201,9 @@ class Settings(BaseModel):
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     ingest_workers: int = 0
     nightly_cron: str = "0 2 * * *"
+    staged_cron: str = "0 1 * * *"
     schedule_tz: str = "UTC"
+    owners: str = "team:goldenset"
     dense_model: str = ""
     from_environment: frozenset[str] = frozenset()
 

@@ -3,7 +3,9 @@
 `build` and `demo` run the Dagster jobs in-process against the instance the UI
 shows, so they live here, in the orchestration package, and join the program
 through the library's one hook, `create_app(register=...)`; every other command
-is `goldenset.cli`'s and needs no Dagster.
+is `goldenset.cli`'s. Those that change an asset (`pool`, `bench run`, `traces import`,
+`labels import`, `judge label`, `forget`) hand their change to this program, which runs
+it as a run of the command's job (`goldenset.hooks`, `goldenset_dagster.commands`).
 """
 
 from __future__ import annotations
@@ -141,23 +143,15 @@ app = create_app(register)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the program with `argv`; return its exit code (errors already reported on stderr)."""
-    with hooks.listening(_record_on_asset):
+    """Run the program with `argv`; return its exit code (errors already reported on stderr).
+
+    A command that changes an asset runs as a run of its job (goldenset_dagster.commands).
+    """
+    from goldenset_dagster.commands import perform_as_run
+    from goldenset_dagster.launch import running_command
+
+    with hooks.performing(perform_as_run), running_command(sys.argv[1:] if argv is None else list(argv)):
         return run_app(argv, application=app)
-
-
-def _record_on_asset(event: str, details: dict) -> None:
-    """A pool or a benchmark run of the command line, recorded on its asset (goldenset_dagster.record)."""
-    from goldenset_dagster.instance import get_instance
-    from goldenset_dagster.record import record_benchmark, record_pool
-
-    if event not in ("pool", "bench_run"):
-        return
-    with get_instance() as instance:
-        if event == "pool":
-            record_pool(details["db"], instance)
-        else:
-            record_benchmark(details["result"], instance)
 
 
 def entry() -> None:

@@ -7,8 +7,11 @@ is imported, and the `build` command passes the settings of its own flags.
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 
+from goldenset.errors import UsageError
 from goldenset.settings import Settings
 from goldenset_dagster.assets.benchmark import BENCHMARK_ASSETS, BENCHMARK_JOBS
 from goldenset_dagster.assets.corpus import corpus_snapshot
@@ -18,12 +21,14 @@ from goldenset_dagster.assets.labelling import labelling_queue
 from goldenset_dagster.assets.labels import human_labels
 from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.assets.trace_export import trace_export
+from goldenset_dagster.command_jobs import COMMAND_JOBS
 from goldenset_dagster.jobs import import_trace_export, pool_labelling_queue, rebuild_golden_set, refresh_golden_set
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_schedules, refresh_after_staging
 from goldenset_dagster.sensors import corpus_reindex_sensor, trace_export_sensor
 from goldenset_dagster.staging import stage_serve_log
+from goldenset_dagster.versions import code_version
 
 # One process per run by default, steps one after the other: the steps share a DuckDB file
 # one writer at a time, so a process per step (Dagster's default) bought nothing but each
@@ -50,20 +55,48 @@ def _path(settings: Settings, name: str) -> str | dg.EnvVar:
     return str(getattr(settings, name))
 
 
+def owners(text: str) -> list[str]:
+    """GOLDENSET_OWNERS as Dagster takes it: each an email or team:NAME (UsageError naming the one that is not)."""
+    found = [o.strip() for o in text.split(",") if o.strip()]
+    for owner in found:
+        if not (OWNER.fullmatch(owner) or owner.startswith("team:") and len(owner) > 5):
+            raise UsageError(
+                f"{Settings.variable('owners').env}: {owner!r} is neither an email nor team:NAME; "
+                "give owners comma-separated, e.g. team:search,ana@example.com"
+            )
+    return found
+
+
+OWNER = re.compile(r"[^@\s,]+@[^@\s,]+")
+
+
+def _owned_and_versioned(assets: list[dg.AssetsDefinition], owned_by: list[str]) -> list[dg.AssetsDefinition]:
+    """Each asset with its owners and the code version of the code it runs (goldenset_dagster.versions)."""
+    out = []
+    for asset in assets:
+        version = code_version(asset.op.compute_fn.decorated_fn.__module__)  # type: ignore[union-attr]
+        out += dg.map_asset_specs(lambda s, v=version: s.replace_attributes(owners=owned_by, code_version=v), [asset])
+    return out
+
+
 def build_definitions(settings: Settings) -> dg.Definitions:
-    """The assets, jobs, schedules, sensors and resources, with `settings`' paths and schedule."""
+    """The assets, jobs, schedules, sensors and resources, with `settings`' paths, schedule and owners."""
+    owned_by = owners(settings.owners)
+    made = [
+        trace_export,
+        serve_log,
+        human_labels,
+        corpus_snapshot,
+        golden_set,
+        relabel_queue,
+        labelling_queue,
+        golden_set_export,
+        *BENCHMARK_ASSETS,
+    ]
     return dg.Definitions(
         assets=[
-            *INPUTS,
-            trace_export,
-            serve_log,
-            human_labels,
-            corpus_snapshot,
-            golden_set,
-            relabel_queue,
-            labelling_queue,
-            golden_set_export,
-            *BENCHMARK_ASSETS,
+            *(spec.replace_attributes(owners=owned_by) for spec in INPUTS),
+            *_owned_and_versioned(made, owned_by),
         ],
         executor=IN_PROCESS_UNLESS_ASKED,
         jobs=[
@@ -73,8 +106,9 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             stage_serve_log,
             import_trace_export,
             *BENCHMARK_JOBS,
+            *COMMAND_JOBS,
         ],
-        schedules=nightly_schedules(settings.nightly_cron, settings.schedule_tz),
+        schedules=nightly_schedules(settings.nightly_cron, settings.staged_cron, settings.schedule_tz),
         sensors=[corpus_reindex_sensor, refresh_after_staging, trace_export_sensor],
         resources={
             "warehouse": WarehouseResource(db_path=_path(settings, "db"), lock_timeout=settings.lock_timeout),

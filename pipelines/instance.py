@@ -28,6 +28,11 @@ run_retries:
   retry_on_asset_or_op_failure: false
 telemetry:
   enabled: false
+# Dagster's step output files, with a line where a step printed nothing (else the UI says
+# "No log file available" for a run whose steps were quiet).
+compute_logs:
+  module: goldenset_dagster.compute_logs
+  class: ComputeLogManager
 """
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +19,15 @@ from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric_change import rubric_change
 from goldenset.labelling.rubric_set import load_rubrics
 from goldenset.logfiles import list_partitions
-from goldenset.settings import DEFAULT_LOCK_TIMEOUT, PATH_NAMES, Paths, Settings
+from goldenset.settings import DEFAULT_LOCK_TIMEOUT, Paths, Settings
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, golden_status
 from goldenset.warehouse import connect, require_folder
 from goldenset_dagster.assets import damaged_message
+from goldenset_dagster.commands import concrete
 from goldenset_dagster.instance import get_instance
-from goldenset_dagster.jobs import build_run_config, trigger_tags
+from goldenset_dagster.jobs import build_run_config
+from goldenset_dagster.launch import announce_process, cli_tags, execute, reclaim_dead_runs
 from goldenset_dagster.partitions import range_tags, register_days
 
 
@@ -73,7 +73,7 @@ def run_refresh(
     if not Path(settings.db).exists():
         require_folder(Path(settings.db), settings.home)  # a typo in --db is refused before anything is read
     with remembering_reads(), build_marker.marking(Path(settings.db)):
-        return _run_refresh(_concrete(settings), trigger, golden_set_config, notify, guard)
+        return _run_refresh(concrete(settings), trigger, golden_set_config, notify, guard)
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,6 @@ class Guard:
 
     new_source: bool = False
     accept_rubric_change: bool = False
-
-
-def _concrete(settings: Settings) -> Settings:
-    # The runs get the paths themselves, absolute, rather than references to variables:
-    # the values may come from an environment the caller scoped, which Dagster cannot see.
-    update: dict = {name: Path(getattr(settings, name)).resolve() for name in PATH_NAMES}
-    return settings.model_copy(update={**update, "from_environment": frozenset()})
 
 
 def _run_refresh(
@@ -159,10 +152,11 @@ def _run_refresh(
         run_id = announce_process(instance, job.name)
         try:
             try:
-                job.execute_in_process(
-                    instance=instance,
+                execute(
+                    job,
+                    instance,
                     run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                    tags={**range_tags(keys), **trigger_tags(trigger), **location_tags()},
+                    tags={**range_tags(keys), **cli_tags()},
                     run_id=run_id,
                 )
             finally:
@@ -256,104 +250,27 @@ def _label_days_to_read(
 
 def _stage_in_parallel(instance: dg.DagsterInstance, settings: Settings) -> None:
     """Run stage_serve_log on the multiprocess executor; a failed day is one error line."""
-    from goldenset_dagster.staging import run_config, stage_job_with
+    from goldenset_dagster.staging import JOB_NAME, run_config, stage_job_with
 
-    with dg.execute_job(
-        # The worker processes rebuild the job from the settings themselves (JSON), not from
-        # an environment this process would have had to write.
-        dg.build_reconstructable_job(
-            "goldenset_dagster.staging", stage_job_with.__name__, reconstructable_args=(settings.model_dump_json(),)
-        ),
-        instance=instance,
-        run_config=run_config(settings.ingest_workers),
-        tags={**location_tags(), "goldenset/step": "staging"},
-    ) as result:
-        if result.success:
-            return
-        failures = [e for e in result.all_events if e.is_step_failure]
-        data = failures[0].step_failure_data if failures else None
-        message = data.error.message.strip() if data is not None and data.error is not None else ""
-        raise GoldensetError(f"staging the log days failed: {message.splitlines()[-1] if message else 'see the run'}")
-
-
-# An in-process run holds its `duckdb` pool slot in the instance; a process killed mid-run
-# (kill -9, OOM) never gives it back, and the next build would wait for it forever. Runs the
-# CLI starts record the process's identity, so the next build can tell a dead one. The
-# identity is metadata of an engine event at the head of the run's log, not run tags: as
-# tags, host, pid and process start cluttered every row of the UI's run lists.
-PROCESS_EVENT = "goldenset process"
-PID_KEY, HOST_KEY, START_KEY = "goldenset/pid", "goldenset/host", "goldenset/process-start"
-# The run lists of a job's page select runs by this tag (`name@location`); the UI's own
-# launches carry it, the CLI's in-process runs must say it to be listed there.
-REPOSITORY_TAG = ".dagster/repository"
-REPOSITORY_LABEL = "__repository__@goldenset"  # a Definitions' repository, the location of workspace.yaml
-
-
-def location_tags() -> dict[str, str]:
-    """The tag that lists a CLI run on its job's page and timeline, as if launched from the UI."""
-    return {REPOSITORY_TAG: REPOSITORY_LABEL}
-
-
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of process `pid` (field 22 of /proc/PID/stat), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def announce_process(instance: dg.DagsterInstance, job_name: str) -> str:
-    """A new run id, whose log opens with this process's identity (host, pid, start); return the id.
-
-    Written before the run is created, so a run that is live always has it.
-    """
-    from dagster._core.events import EngineEventData
-    from dagster._core.utils import make_new_run_id
-
-    run_id = make_new_run_id()
-    pid = os.getpid()
-    instance.report_engine_event(
-        f"{PROCESS_EVENT} {pid} on {socket.gethostname()} runs this run",
-        engine_event_data=EngineEventData(
-            metadata={
-                PID_KEY: dg.MetadataValue.int(pid),
-                HOST_KEY: dg.MetadataValue.text(socket.gethostname()),
-                START_KEY: dg.MetadataValue.text(_process_start(pid) or ""),
-            }
-        ),
-        job_name=job_name,
-        run_id=run_id,
+    # The worker processes rebuild the job from the settings themselves (JSON), not from an
+    # environment this process would have had to write.
+    recon = dg.build_reconstructable_job(
+        "goldenset_dagster.staging", stage_job_with.__name__, reconstructable_args=(settings.model_dump_json(),)
     )
-    return run_id
-
-
-def _process_of(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[str, int, str | None] | None:
-    """(host, pid, process start) of the CLI process that runs `run`, or None for a run the CLI did not start."""
-    if PID_KEY in run.tags:  # runs started before the identity moved out of the tags
-        return run.tags.get(HOST_KEY, ""), int(run.tags.get(PID_KEY) or 0), run.tags.get(START_KEY)
-    for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
-        event = entry.dagster_event
-        meta = getattr(event.event_specific_data, "metadata", None) if event is not None else None
-        if meta and PID_KEY in meta:
-            values = {k: str(meta[k].value) for k in (HOST_KEY, PID_KEY, START_KEY)}
-            return values[HOST_KEY], int(values[PID_KEY]), values[START_KEY] or None
-    return None
-
-
-def reclaim_dead_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Fail the CLI's runs whose process is gone and free their pool slots; say what was freed."""
-    freed = []
-    live = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=live)):
-        process = _process_of(instance, run)
-        if process is None or process[0] != socket.gethostname():
-            continue
-        _, pid, started = process
-        if not pid or (_process_start(pid) == started and started is not None):
-            continue
-        instance.report_run_failed(run, f"the goldenset process {pid} that ran it is gone")
-        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-        freed.append(f"freed the `duckdb` pool slot of run {run.run_id[:8]}: its process {pid} is gone")
-    return freed
+    run_id = announce_process(instance, JOB_NAME)
+    try:
+        execute(
+            recon.get_definition(),
+            instance,
+            run_config=run_config(settings.ingest_workers),
+            tags={**cli_tags(), "goldenset/step": "staging"},
+            run_id=run_id,
+            reconstructable=recon,
+        )
+    except Exception:
+        failures = [e.dagster_event for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
+        data = failures[0].step_failure_data if failures and failures[0] is not None else None
+        message = data.error.message.strip() if data is not None and data.error is not None else ""
+        raise GoldensetError(
+            f"staging the log days failed: {message.splitlines()[-1] if message else 'see the run'}"
+        ) from None

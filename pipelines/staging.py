@@ -54,7 +54,6 @@ def stage_log_days(context: dg.OpExecutionContext, logs: LogSource, days: list) 
 @dg.job(
     name=JOB_NAME,
     executor_def=dg.multiprocess_executor,
-    tags={"goldenset/trigger": "manual"},
     description="Stage every log day as Parquet in parallel processes (no warehouse write); "
     "the refresh's serve_log then loads them.",
 )

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
 from goldenset.labelling.rubric_set import RubricSet, load_rubrics
 from goldenset.logfiles import list_partitions
+from goldenset_dagster.resources.stamped import StampedResource
 
 
-class LabelSource(dg.ConfigurableResource):
+class LabelSource(StampedResource):
     """LABELS/dt=YYYY-MM-DD/*.jsonl[.gz] and the rubric they are checked against (contract 7)."""
 
     path: str = Field(

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import dagster as dg
 from pydantic import Field
 
 from goldenset import settings
 from goldenset.logfiles import list_partitions
+from goldenset_dagster.resources.stamped import StampedResource
 
 
-class LogSource(dg.ConfigurableResource):
+class LogSource(StampedResource):
     """The Hive-style directory of serve logs (GOLDENSET_LOGS, else GOLDENSET_HOME/logs).
 
     With `workers` above 0, log days are staged as Parquet under `staging_path` (in

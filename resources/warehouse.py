@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dagster as dg
 from pydantic import Field
 
 from goldenset import settings, warehouse
+from goldenset_dagster.resources.stamped import StampedResource
 
 
-class WarehouseResource(dg.ConfigurableResource):
+class WarehouseResource(StampedResource):
     """The DuckDB file every asset reads and writes (GOLDENSET_DB, else GOLDENSET_HOME/goldenset.duckdb)."""
 
     db_path: str = Field(

@@ -1,4 +1,4 @@
-"""What the Dagster UI lists of the command line's runs: on their job's page, with readable tags."""
+"""What the Dagster UI lists of the command line's runs: on their job's page and timeline, with readable tags."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dagster._core.utils import make_new_run_id
 
 from goldenset_dagster.cli import main
 from goldenset_dagster.instance import get_instance
-from goldenset_dagster.runner import announce_process, reclaim_dead_runs
+from goldenset_dagster.launch import announce_process, reclaim_dead_runs
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ DATA = Path(__file__).parent / "data" / "conformance"
 JOB_PAGE_TAG = ".dagster/repository"
 
 
-def test_a_cli_build_is_listed_on_its_job_page_with_its_trigger_and_no_process_tags(tmp_path):
+def test_a_cli_build_is_listed_on_its_job_page_and_timeline_with_its_trigger_and_no_process_tags(tmp_path):
     db = tmp_path / "g.duckdb"
     assert main(["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)]) == 0
     with get_instance() as instance:
@@ -33,7 +33,11 @@ def test_a_cli_build_is_listed_on_its_job_page_with_its_trigger_and_no_process_t
         assert len(listed) == 1
         run = listed[0]
         user_tags = {k for k in run.tags if not k.startswith((".dagster/", "dagster/"))}
-        assert user_tags == {"goldenset/trigger"} and run.tags["goldenset/trigger"] == "manual"
+        assert user_tags == {"goldenset/trigger", "user"} and run.tags["goldenset/trigger"] == "cli"
+        assert run.tags["user"].endswith("(goldenset CLI)") and run.tags["dagster/max_retries"] == "0"
+        # The Overview timeline lists a run only with the origin of a code location's launch.
+        origin = run.remote_job_origin
+        assert (origin.location_name, origin.repository_origin.repository_name) == ("goldenset", "__repository__")
         # The process that ran it is in the run's log, as metadata of its first event.
         first = instance.all_logs(run.run_id)[0].dagster_event
         assert first.event_type == dg.DagsterEventType.ENGINE_EVENT

@@ -186,22 +186,25 @@ def test_reindex_trigger_is_stamped_on_the_build(tmp_path, resources):
 
 
 def test_sensor_decides_one_rebuild_per_fingerprint_change_including_a_to_b_to_a():
-    fps = iter(["A", "B", "A"])
-    cursor: dict = {}
+    fps = iter(["A", "B", "A", "B"])
+    # The first evaluation reads the fingerprint and records it: no rebuild.
+    cursor, key, why = decide(None, (10, 1.0), lambda: next(fps))
+    assert key is None and cursor["fingerprint"] == "A" and why.startswith("first evaluation")
     keys = []
-    for stat in [(10, 1.0), (11, 2.0), (10, 3.0)]:
+    for stat in [(11, 2.0), (10, 3.0), (11, 4.0)]:
         cursor, key, _ = decide(cursor, stat, lambda: next(fps))
         keys.append(key)
+    # A to B to A to B: three changes, three rebuilds, three run keys.
     assert len(keys) == 3 and all(keys) and len(set(keys)) == 3
     # Unchanged size and mtime: the file is not even read.
-    same, key, why = decide(cursor, (10, 3.0), lambda: pytest.fail("read an unchanged file"))
+    same, key, why = decide(cursor, (11, 4.0), lambda: pytest.fail("read an unchanged file"))
     assert key is None and "unchanged" in why
     # Touched but same content: no rebuild.
-    _, key, _ = decide(cursor, (10, 4.0), lambda: "A")
+    _, key, _ = decide(cursor, (10, 5.0), lambda: "B")
     assert key is None
 
 
-def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
+def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes_not_when_turned_on(tmp_path):
     corpus = write_corpus(tmp_path / "corpus.jsonl", [doc("d1")])
     logs = tmp_path / "logs"
     write_log(logs, "2026-11-01", "part-0001.jsonl", [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])])
@@ -214,16 +217,16 @@ def test_sensor_launches_a_reindex_run_when_the_corpus_file_changes(tmp_path):
     with dg.instance_for_test() as instance:
         with dg.build_sensor_context(instance=instance, resources=res, definitions=defs) as ctx:
             first = corpus_reindex_sensor(ctx)
-        assert [r.run_config["ops"]["golden_set"]["config"]["trigger"] for r in first.run_requests] == ["reindex"]
-        assert first.dynamic_partitions_requests[0].partition_keys == ["2026-11-01"]
+        assert first.run_requests == [] and first.cursor
         with dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs) as ctx2:
-            assert isinstance(corpus_reindex_sensor(ctx2), dg.SkipReason)
+            assert corpus_reindex_sensor(ctx2).run_requests in ([], None)
         write_corpus(corpus, [doc("d1", "v2")])
         os.utime(corpus, (1, 1))
         with dg.build_sensor_context(instance=instance, resources=res, cursor=first.cursor, definitions=defs) as ctx3:
             third = corpus_reindex_sensor(ctx3)
-        assert len(third.run_requests) == 1
-        assert third.run_requests[0].run_key != first.run_requests[0].run_key
+        assert [r.run_config["ops"]["golden_set"]["config"]["trigger"] for r in third.run_requests] == ["reindex"]
+        assert third.run_requests[0].tags["goldenset/trigger"] == "sensor:corpus_reindex_sensor"
+        assert third.dynamic_partitions_requests[0].partition_keys == ["2026-11-01"]
     # The sensor has no way to reach the warehouse: it is not among its resources.
     assert "warehouse" not in corpus_reindex_sensor.required_resource_keys
 

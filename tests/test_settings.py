@@ -49,7 +49,9 @@ def test_every_variable_defaults_to_its_row_of_the_table(tmp_path):
         "lock_timeout": 30.0,
         "ingest_workers": 0,
         "nightly_cron": "0 2 * * *",
+        "staged_cron": "0 1 * * *",
         "schedule_tz": "UTC",
+        "owners": "team:goldenset",
         "dense_model": "",
     }
     assert {v.name: getattr(s, v.name) for v in VARIABLES if v.name != "home"} == expected
@@ -90,14 +92,15 @@ def test_the_definitions_take_paths_and_the_nightly_cron_from_the_settings_they_
         {
             "GOLDENSET_HOME": str(tmp_path),
             "GOLDENSET_NIGHTLY_CRON": "30 3 * * 1",
+            "GOLDENSET_STAGED_CRON": "30 2 * * 1",
             "GOLDENSET_SCHEDULE_TZ": "Europe/Paris",
         },
         db=str(tmp_path / "flag.duckdb"),
     )
     defs = build_definitions(s)
-    for name in ("nightly_golden_set", "nightly_staged_golden_set"):
+    for name, cron in (("nightly_golden_set", "30 3 * * 1"), ("nightly_staged_golden_set", "30 2 * * 1")):
         schedule = defs.resolve_schedule_def(name)
-        assert (schedule.cron_schedule, schedule.execution_timezone) == ("30 3 * * 1", "Europe/Paris")
+        assert (schedule.cron_schedule, schedule.execution_timezone) == (cron, "Europe/Paris")
     warehouse = defs.resources["warehouse"]
     assert warehouse.db_path == str(tmp_path / "flag.duckdb")  # type: ignore[attr-defined]
 

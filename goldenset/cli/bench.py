@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt
 from goldenset.cli.shared import command_group
 from goldenset.settings import resolve_paths
@@ -119,14 +119,11 @@ def run_cmd(
         index_dir=index_dir or settings.resolve("bench_index"),
         coverage_floor=Thresholds(floor=settings.coverage_floor(coverage_floor)).floor,
     )
-    result = run_and_store(paths.db, paths.corpus, config, report_dir=report)
+    # A run of the retrieval_benchmark_job when the Dagster program runs this command (goldenset.hooks).
+    result = hooks.perform(
+        "bench_run", lambda: run_and_store(paths.db, paths.corpus, config, report_dir=report), db=paths.db
+    )
     print_run(console(), result.run, result.report)
-    from goldenset import hooks
-    from goldenset.consoles import console as stderr_console
-
-    # Shown on the retrieval_benchmark asset when the Dagster program runs this command.
-    for warning in hooks.announce("bench_run", result=result):
-        stderr_console(stderr=True).print(f"WARNING: {warning}", markup=False, soft_wrap=True)
 
 
 @app.command("eval")

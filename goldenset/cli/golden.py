@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from goldenset import hooks
 from goldenset.cli.options import CorpusOpt, DbOpt, WaitOpt
 from goldenset.cli.shared import err, open_warehouse, out, reading
 from goldenset.errors import UsageError
@@ -138,11 +139,16 @@ def forget(
             raise UsageError(f"would remove {plan.line()}; add --yes to do it (stdin is not a terminal to ask)")
         if not typer.confirm(f"remove {plan.line()}?", err=True):
             raise typer.Exit(1)
-    con = open_warehouse(path, read_only=False, wait=wait)
-    try:
-        done = forget_files(con, kind, pattern)
-    finally:
-        con.close()
+
+    def work():
+        con = open_warehouse(path, read_only=False, wait=wait)
+        try:
+            return forget_files(con, kind, pattern)
+        finally:
+            con.close()
+
+    # A run of the forget_files job when the Dagster program runs this command (goldenset.hooks).
+    done = hooks.perform("forget", work, db=path)
     typer.echo(f"removed {done.line()}; the next build shows the effect")
 
 

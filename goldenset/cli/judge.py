@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError, UsageError
@@ -85,30 +85,36 @@ def label_cmd(
         )
     closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed().only("judge label")
     as_of = None if closed.as_of is None else str(closed.as_of)
-    client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
-    db_path = settings.resolve("db", db)
-    started_at = utcnow()
-    try:
-        # Read, then close: the judge may take minutes, and a build must not wait for it.
-        with reading(db_path, wait) as con:
-            rows = queue_rows(con)
-        with scoring_progress(f"asking the judge ({annotator})") as report:
-            result = judge_queue(rows, client, closed, annotator, settings.resolve("labels", labels), progress=report)
-    finally:
-        client.close()
-    # The run's figures are recorded whatever its outcome (contract 13.1): health reads them.
-    con = open_warehouse(db_path, read_only=False, wait=wait)
-    try:
-        run = record_run(
-            con,
-            result,
-            started_at=started_at,
-            finished_at=utcnow(),
-            scorer_version=f"{judge_model}/prompt-{PROMPT_VERSION}",
-            max_unusable=max_unusable,
-        )
-    finally:
-        con.close()
+    db_path, labels_dir = settings.resolve("db", db), settings.resolve("labels", labels)
+
+    def work():
+        client = JudgeClient(JudgeSettings(judge_url, judge_model, task=closed.task, as_of=as_of), timeout=timeout)
+        started_at = utcnow()
+        try:
+            # Read, then close: the judge may take minutes, and a build must not wait for it.
+            with reading(db_path, wait) as con:
+                rows = queue_rows(con)
+            with scoring_progress(f"asking the judge ({annotator})") as report:
+                result = judge_queue(rows, client, closed, annotator, labels_dir, progress=report)
+        finally:
+            client.close()
+        # The run's figures are recorded whatever its outcome (contract 13.1): health reads them.
+        con = open_warehouse(db_path, read_only=False, wait=wait)
+        try:
+            run = record_run(
+                con,
+                result,
+                started_at=started_at,
+                finished_at=utcnow(),
+                scorer_version=f"{judge_model}/prompt-{PROMPT_VERSION}",
+                max_unusable=max_unusable,
+            )
+        finally:
+            con.close()
+        return rows, result, run
+
+    # A run of the judge_label_queue job when the Dagster program runs this command (goldenset.hooks).
+    rows, result, run = hooks.perform("judge_label", work, db=db_path, labels=labels_dir)
     if as_json:
         typer.echo(json.dumps(result.to_json()))
     else:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt, LabelsOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
 from goldenset.errors import GoldensetError
@@ -49,7 +49,13 @@ def import_cmd(
     from goldenset.labelling.rubric_set import load_rubrics
 
     closed = load_rubrics(settings.resolve("rubric", rubric)).require_closed()
-    result = import_labels(file, rubric=closed, labels_dir=settings.resolve("labels", labels), annotator=annotator)
+    labels_dir = settings.resolve("labels", labels)
+    # A run of the import_labels job when the Dagster program runs this command (goldenset.hooks).
+    result = hooks.perform(
+        "labels_import",
+        lambda: import_labels(file, rubric=closed, labels_dir=labels_dir, annotator=annotator),
+        labels=labels_dir,
+    )
     for reject in result.rejects:
         typer.echo(reject.line())
     for line in result.summary():

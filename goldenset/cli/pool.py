@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
 from goldenset.consoles import console
@@ -125,25 +125,29 @@ def pool(
     # Contract 9.5: only pairs some rubric judges are queued; without a rubric yet, every pair is.
     rubric_path = settings.resolve("rubric", rubric)
     rubrics = load_rubrics(rubric_path).require_closed() if rubric_path.exists() else None
-    con = _connect(db, wait, read_only=False)
-    try:
-        # The names are checked after the build is found: with no build the lower exit code (1) wins.
-        result = run_pool(
-            con,
-            rankers=rankers if rankers is not None or from_run else "lexical,dense,core",
-            depth=depth,
-            index_dir=index_dir or settings.resolve("bench_index"),
-            from_run=from_run,
-            strategy=strategy,
-            budget=budget,
-            audit=audit,
-            seed=seed,
-            rubrics=rubrics,
-            active_judge=check_active(active, judge),
-        )
-    finally:
-        con.close()
-    _announce_pool(db)
+
+    def work():
+        con = _connect(db, wait, read_only=False)
+        try:
+            # The names are checked after the build is found: with no build the lower exit code (1) wins.
+            return run_pool(
+                con,
+                rankers=rankers if rankers is not None or from_run else "lexical,dense,core",
+                depth=depth,
+                index_dir=index_dir or settings.resolve("bench_index"),
+                from_run=from_run,
+                strategy=strategy,
+                budget=budget,
+                audit=audit,
+                seed=seed,
+                rubrics=rubrics,
+                active_judge=check_active(active, judge),
+            )
+        finally:
+            con.close()
+
+    # A run of the pool_labelling_queue job when the Dagster program runs this command (goldenset.hooks).
+    result = hooks.perform("pool", work, db=settings.resolve("db", db))
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return
@@ -164,14 +168,6 @@ def pool(
     out.print(t)
     for line in report.lines():
         out.print(line, markup=False, soft_wrap=True)
-
-
-def _announce_pool(db: str | None) -> None:
-    # Shown on the labelling_queue asset when the Dagster program runs this command.
-    from goldenset import hooks
-
-    for warning in hooks.announce("pool", db=settings.resolve("db", db)):
-        console(stderr=True).print(f"WARNING: {warning}", markup=False, soft_wrap=True)
 
 
 @app.command("export")

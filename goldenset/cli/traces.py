@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from goldenset import settings
+from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt, LabelsOpt, LogsOpt, WaitOpt
 from goldenset.cli.shared import LOOPBACK_NAMES, bind_socket, command_group, is_loopback, open_warehouse
 from goldenset.errors import GoldensetError, UsageError
@@ -63,11 +63,17 @@ def import_cmd(
 
     rules = load_mapping(mapping)
     labels_dir = settings.resolve("labels", labels) if rules.judge is not None else None
-    con = open_warehouse(settings.resolve("db", db), read_only=False, wait=wait)
-    try:
-        result = import_traces(con, path, fmt, rules, settings.resolve("logs", logs), labels_dir)
-    finally:
-        con.close()
+    db_path, logs_dir = settings.resolve("db", db), settings.resolve("logs", logs)
+
+    def work():
+        con = open_warehouse(db_path, read_only=False, wait=wait)
+        try:
+            return import_traces(con, path, fmt, rules, logs_dir, labels_dir)
+        finally:
+            con.close()
+
+    # A run of the import_trace_export job when the Dagster program runs this command (goldenset.hooks).
+    result = hooks.perform("traces_import", work, db=db_path, logs=logs_dir, labels=labels_dir)
     for line in result.summary():
         typer.echo(line)
     if result.rejected and not (result.serves or result.verdicts or result.judge_labels):

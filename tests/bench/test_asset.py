@@ -204,7 +204,7 @@ def test_the_benchmark_checks_target_the_run_they_judged_and_its_plot_fits_a_dia
 
 
 @pytest.mark.slow
-def test_goldenset_bench_run_from_the_command_line_shows_on_the_asset(golden):
+def test_goldenset_bench_run_is_one_run_of_its_job_with_both_checks_evaluated(golden):
     from goldenset_dagster.cli import main
     from goldenset_dagster.instance import get_instance
 
@@ -217,9 +217,25 @@ def test_goldenset_bench_run_from_the_command_line_shows_on_the_asset(golden):
     finally:
         con.close()
     with get_instance() as instance:
-        event = instance.get_latest_materialization_event(dg.AssetKey("retrieval_benchmark"))
-        assert event is not None and event.asset_materialization is not None
-        meta = event.asset_materialization.metadata
+        (run,) = instance.get_runs()
+        records = instance.fetch_materializations(dg.AssetKey("retrieval_benchmark"), limit=5).records
+        checks = {
+            check: instance.event_log_storage.get_asset_check_execution_history(
+                dg.AssetCheckKey(dg.AssetKey("retrieval_benchmark"), check), limit=5
+            )
+            for check in (AGE_CHECK, COMPONENTS_CHECK)
+        }
+    assert (run.job_name, run.status, run.tags["goldenset/trigger"]) == (
+        "retrieval_benchmark_job",
+        dg.DagsterRunStatus.SUCCESS,
+        "cli",
+    )
+    assert [r.run_id for r in records] == [run.run_id]
+    meta = records[0].asset_materialization.metadata
     assert meta["run_id"].value == run_id and meta["n_queries"].value == n_queries == 6
-    assert meta["recorded_from"].value == "goldenset bench run"
     assert "| recall@5 |" in meta["metrics"].value
+    # Each check evaluated once, in that run, passed, on that materialization (as a run launched in the UI).
+    for check, history in checks.items():
+        assert [(h.run_id, h.status.value) for h in history] == [(run.run_id, "SUCCEEDED")], check
+        target = history[0].event.dagster_event.event_specific_data.target_materialization_data
+        assert target.storage_id == records[0].storage_id, check

@@ -26,8 +26,9 @@ def test_definitions_carry_the_trace_export_asset_job_and_sensor():
     assert defs.resolve_job_def("import_trace_export") is not None
     assert defs.resolve_sensor_def("trace_export_sensor") is not None
     graph = defs.resolve_asset_graph()
-    # serve_log comes after the import (a dependency, not data passed between them).
-    assert dg.AssetKey("trace_export") in graph.get(dg.AssetKey("serve_log")).parent_keys
+    # The import writes into the log folder serve_log reads (a dependency, not data passed between them).
+    assert dg.AssetKey("trace_export") in graph.get(dg.AssetKey("serve_log_files")).parent_keys
+    assert dg.AssetKey("serve_log_files") in graph.get(dg.AssetKey("serve_log")).parent_keys
 
 
 @pytest.mark.slow
@@ -56,6 +57,7 @@ def test_the_asset_imports_the_folder_and_the_sensor_fires_once_per_change(tmp_p
         ) as ctx:
             third = trace_export_sensor(ctx)
         assert len(third.run_requests) == 1 and third.cursor != first.cursor
+        assert third.run_requests[0].tags["goldenset/trigger"] == "sensor:trace_export_sensor"
         # What a receiver killed before its merge leaves: a sealed segment, an open one with a
         # torn last line (never acknowledged) and spooled rejects. The sensor sees it.
         spool = leave_a_spool(tmp_path / "spool")
