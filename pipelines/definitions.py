@@ -72,10 +72,14 @@ OWNER = re.compile(r"[^@\s,]+@[^@\s,]+")
 
 def _owned_and_versioned(assets: list[dg.AssetsDefinition], owned_by: list[str]) -> list[dg.AssetsDefinition]:
     """Each asset with its owners and the code version of the code it runs (goldenset_dagster.versions)."""
-    out = []
+    out: list[dg.AssetsDefinition] = []
     for asset in assets:
         version = code_version(asset.op.compute_fn.decorated_fn.__module__)  # type: ignore[union-attr]
-        out += dg.map_asset_specs(lambda s, v=version: s.replace_attributes(owners=owned_by, code_version=v), [asset])
+
+        def attributes(spec: dg.AssetSpec, version: str = version) -> dg.AssetSpec:
+            return spec.replace_attributes(owners=owned_by, code_version=version)
+
+        out += dg.map_asset_specs(attributes, [asset])
     return out
 
 
