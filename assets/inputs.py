@@ -8,12 +8,13 @@ and what the labelling page writes into. The trace import writes into the log fo
 and its "Materialize all" has no unmaterialized upstream to warn about).
 
 Observations: every step that reads an input, and every command that writes one, records
-an `AssetObservation` of it (files, bytes, oldest and newest day; the corpus's
-fingerprint; the rubric's sha256), with a data version (the folder's signature of names,
-sizes and mtimes; the fingerprint; the rubric's sha256). The data version is what makes
-"Unsynced" true: an asset whose recorded input version differs from its input's latest is
-out of date with what is on disk. An observation from a step is logged before the step
-materializes, so the materialization records the version it read.
+an `AssetObservation` of it: a folder's days, files, bytes, oldest and newest day and its
+signature (names, sizes, mtimes); the corpus's fingerprint, size and active documents; the
+rubric's files, bytes and sha256. They carry no data version: Dagster's Unsynced reads data
+versions of observable source assets only (assets with an observe function), while a step
+records its inputs' latest version in its materialization whatever they are, so a data
+version here left every reader Unsynced from its second build on (measured: corpus_snapshot
+"has a new dependency data version" right after a build).
 """
 
 from __future__ import annotations
@@ -56,11 +57,10 @@ rubric_file = dg.AssetSpec(
 )
 
 INPUTS = [serve_log_files, corpus_file, label_files, rubric_file]
-DATA_VERSION_TAG = "dagster/data_version"  # what Dagster reads an observation's data version from
 
 
 def folder_observation(spec: dg.AssetSpec, root: str | Path) -> dg.AssetObservation:
-    """What a LOGS or LABELS folder holds now (days, files, bytes, oldest and newest day), versioned."""
+    """What a LOGS or LABELS folder holds now: days, files, bytes, oldest and newest day, its signature."""
     s = summarize(Path(root))
     return dg.AssetObservation(
         spec.key,
@@ -71,13 +71,13 @@ def folder_observation(spec: dg.AssetSpec, root: str | Path) -> dg.AssetObservat
             "size_bytes": s.size_bytes,
             "oldest_day": dg.MetadataValue.text(s.oldest_day or "none"),
             "newest_day": dg.MetadataValue.text(s.newest_day or "none"),
+            "signature": dg.MetadataValue.text(s.signature[:16]),
         },
-        tags={DATA_VERSION_TAG: s.signature[:16]},
     )
 
 
 def corpus_observation(path: str | Path, fingerprint: str, active_docs: int) -> dg.AssetObservation:
-    """The corpus file as a read found it: its fingerprint (its data version), size and active documents."""
+    """The corpus file as a read found it: its fingerprint, size and active documents."""
     size = Path(path).stat().st_size if Path(path).is_file() else 0
     return dg.AssetObservation(
         corpus_file.key,
@@ -87,7 +87,6 @@ def corpus_observation(path: str | Path, fingerprint: str, active_docs: int) -> 
             "size_bytes": size,
             "active_docs": active_docs,
         },
-        tags={DATA_VERSION_TAG: fingerprint[:16]},
     )
 
 
@@ -103,6 +102,10 @@ def rubric_observation(path: str | Path) -> dg.AssetObservation:
         digest.update(f.name.encode() + b"\x1f" + hashlib.sha256(data).digest())
     return dg.AssetObservation(
         rubric_file.key,
-        metadata={"path": dg.MetadataValue.path(str(root)), "files": len(files), "size_bytes": size},
-        tags={DATA_VERSION_TAG: digest.hexdigest()[:16]},
+        metadata={
+            "path": dg.MetadataValue.path(str(root)),
+            "files": len(files),
+            "size_bytes": size,
+            "sha256": dg.MetadataValue.text(digest.hexdigest()[:16]),
+        },
     )

@@ -6,6 +6,8 @@ Two pages of the MkDocs site are written by this module, whole:
 generated section between `<!-- BEGIN GENERATED name -->` and `<!-- END GENERATED name -->`
 markers: the settings table in `docs/reference/settings.md` (from `goldenset.settings.VARIABLES`),
 whose page also explains the home, the writer lock and the variables outside that table.
+The guide to the Dagster UI (`docs/guides/dagster-ui.md`) has three generated sections: the
+jobs, the asset checks and the schedules and sensors, from the Definitions themselves.
 `python -m goldenset_dagster.docs` rewrites them; a test checks that the committed pages
 equal what it would write.
 
@@ -77,9 +79,62 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
+def _definitions():
+    """The Definitions as a deployment with no variable set loads them (the defaults)."""
+    from goldenset_dagster.definitions import build_definitions
+
+    return build_definitions(settings.Settings.resolve({}))
+
+
+def _cell(text: str | None) -> str:
+    return " ".join((text or "").split()).replace("|", "\\|")
+
+
+def checks_reference() -> str:
+    """Every asset check of the Definitions: its asset, whether it blocks, what it checks."""
+    graph = _definitions().resolve_asset_graph()
+    rows = ["| asset | check | blocking | what it checks |", "| --- | --- | --- | --- |"]
+    for key in sorted(graph.asset_check_keys, key=lambda k: (k.asset_key.to_user_string(), k.name)):
+        spec = graph.get_check_spec(key)
+        rows.append(
+            f"| `{key.asset_key.to_user_string()}` | `{key.name}` | {'yes' if spec.blocking else 'no'} "
+            f"| {_cell(spec.description)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def jobs_reference() -> str:
+    """Every job of the Definitions (Dagster's hidden asset job aside) and its description."""
+    rows = ["| job | what it does |", "| --- | --- |"]
+    for job in sorted(_definitions().resolve_all_job_defs(), key=lambda j: j.name):
+        if not job.name.startswith("__"):
+            rows.append(f"| `{job.name}` | {_cell(job.description)} |")
+    return "\n".join(rows) + "\n"
+
+
+def automation_reference() -> str:
+    """The schedules and sensors, their default status and when they act."""
+    defs = _definitions()
+    rows = ["| name | kind | starts | when | what it does |", "| --- | --- | --- | --- | --- |"]
+    for schedule in sorted(defs.schedules, key=lambda s: s.name):
+        when = f"`{schedule.cron_schedule}` ({schedule.execution_timezone or 'UTC'})"
+        status = schedule.default_status.value.lower()
+        rows.append(f"| `{schedule.name}` | schedule | {status} | {when} | {_cell(schedule.description)} |")
+    for sensor in sorted(defs.sensors, key=lambda s: s.name):
+        when = f"every {sensor.minimum_interval_seconds} s" if sensor.minimum_interval_seconds else "each tick"
+        status = sensor.default_status.value.lower()
+        rows.append(f"| `{sensor.name}` | sensor | {status} | {when} | {_cell(sensor.description)} |")
+    return "\n".join(rows) + "\n"
+
+
 # Page -> {section name -> the function that writes the section}, for hand-written pages.
 SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/reference/settings.md": {"settings": settings.markdown_reference},
+    "docs/guides/dagster-ui.md": {
+        "jobs": jobs_reference,
+        "checks": checks_reference,
+        "automation": automation_reference,
+    },
 }
 
 

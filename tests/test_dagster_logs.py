@@ -33,6 +33,27 @@ def speaking():
     shout()
 
 
+@dg.op
+def hush() -> None:
+    pass
+
+
+@dg.job
+def quiet():
+    hush()
+
+
+def _log_data(instance: dg.DagsterInstance, run_id: str):
+    """The steps' captured stdout and stderr, read through Dagster's API as the UI reads them."""
+    captured = [
+        e.dagster_event.event_specific_data
+        for e in instance.all_logs(run_id)
+        if e.dagster_event is not None and e.dagster_event.event_type_value == "LOGS_CAPTURED"
+    ]
+    assert len(captured) == 1
+    return instance.compute_log_manager.get_log_data([run_id, "compute_logs", captured[0].file_key])
+
+
 def _stdout_of(instance: dg.DagsterInstance, run_id: str) -> bytes | None:
     """The step's captured stdout, read through Dagster's API as the UI reads it."""
     captured = [
@@ -75,3 +96,15 @@ def test_the_command_lines_instance_keeps_step_logs_under_the_home(isolated_home
     with get_instance() as second:
         assert _stdout_of(second, run_id) == (SAID + "\n").encode()
     assert (isolated_home / "dagster" / "storage" / run_id).is_dir()
+
+
+def test_a_run_whose_steps_print_nothing_says_no_output_instead_of_no_log_file(isolated_home):
+    from goldenset_dagster.instance import get_instance
+
+    # The command line's runs: the console logger quiet, the steps silent.
+    hushed = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    with get_instance() as instance:
+        data = _log_data(instance, quiet.execute_in_process(instance=instance, run_config=hushed).run_id)
+    # The UI shows "No log file available" for empty bytes (its API turns them into none), this line otherwise.
+    assert data.stdout == b"no output: nothing was printed on stdout while the steps ran\n"
+    assert data.stderr == b"no output: nothing was printed on stderr while the steps ran\n"

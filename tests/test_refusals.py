@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from goldenset.cli.app import main as library_main  # forget: the library's, not its Dagster run
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import copy_build, isolated_settings, ranked, serve, verdict, write_log
@@ -131,7 +132,7 @@ def test_forget_removes_a_wrong_first_folder_and_the_next_build_drops_its_labels
     assert _build(db, logs) == 1
     capsys.readouterr()
 
-    assert main(["forget", "--logs", "dt=2026-11-05/*", "--db", str(db), "--yes"]) == 0
+    assert library_main(["forget", "--logs", "dt=2026-11-05/*", "--db", str(db), "--yes"]) == 0
 
     # One file of 6 lines (3 serves, 3 verdicts, nothing rejected), as _other_team wrote it.
     assert capsys.readouterr().out == (
@@ -159,15 +160,15 @@ def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes
     db = workdir / "g.duckdb"
     copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"
     capsys.readouterr()
-    assert main(["forget", "--logs", "*", "--db", str(db)]) == 2
+    assert library_main(["forget", "--logs", "*", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Error: would remove 2 logs file(s)") and err.rstrip().endswith(
         "add --yes to do it (stdin is not a terminal to ask)"
     )
     assert _one(db, "SELECT count(*) FROM log_files") == [(2,)]
-    assert main(["forget", "--labels", "nothing/*", "--db", str(db), "--yes"]) == 0
+    assert library_main(["forget", "--labels", "nothing/*", "--db", str(db), "--yes"]) == 0
     assert capsys.readouterr().out == "no ingested labels file matches 'nothing/*'; nothing removed\n"
-    assert main(["forget", "--db", str(db)]) == 2
+    assert library_main(["forget", "--db", str(db)]) == 2
 
 
 @pytest.fixture(scope="module")

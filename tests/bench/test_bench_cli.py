@@ -223,7 +223,7 @@ def test_refusals_surface_as_typed_errors(tmp_path, monkeypatch, goldens):
 
 
 def test_top_level_cli_exit_codes_and_component_down_line(tmp_path, monkeypatch, capsys, goldens):
-    from goldenset_dagster.cli import main
+    from goldenset.cli.app import main  # the benchmark, not its Dagster run (tests/bench/test_asset.py)
 
     old = build_golden(tmp_path / "old", built_at=days_ago(60))
     assert main(["bench", *[str(a) for a in run_args(old)]]) == 3
@@ -291,7 +291,7 @@ def test_an_empty_golden_set_is_refused_rather_than_shown_as_n_a(tmp_path, golde
 def test_one_helped_document_per_query_exits_0_with_one_warning_and_no_degraded_stamp(tmp_path, capsys, goldens):
     from bench_world import QUERIES
 
-    from goldenset_dagster.cli import main
+    from goldenset.cli.app import main  # the benchmark, not its Dagster run (tests/bench/test_asset.py)
 
     g = goldens(tmp_path / "g", queries=[(task, helped[:1], noise) for task, helped, noise in QUERIES])
     assert main(["bench", *[str(a) for a in run_args(g)]]) == 0

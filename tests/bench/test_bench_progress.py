@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from goldenset import progress
-from goldenset_dagster.cli import main
+from goldenset.cli.app import main  # the benchmark, not its Dagster run (tests/bench/test_asset.py)
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from goldenset import warehouse
-from goldenset_dagster.cli import main
+from goldenset.cli.app import main  # the benchmark, not its Dagster run (tests/bench/test_asset.py)
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "plugins.md"
 

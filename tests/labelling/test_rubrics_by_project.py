@@ -30,6 +30,7 @@ for folder in (HERE, HERE.parent.parent):
 
 from project_rankers import BILLING_TASK, OPS_TASK, WEB_TASK  # noqa: E402
 
+from goldenset.cli.app import main as library_main  # noqa: E402  (pool, labels import: not their Dagster runs)
 from goldenset.labelling.lines import parse_label_line  # noqa: E402
 from goldenset.labelling.page import create_app, open_session  # noqa: E402
 from goldenset.labelling.rubric import RubricError  # noqa: E402
@@ -122,7 +123,7 @@ def _rows(w: Path, sql: str, params=None) -> list[tuple]:
 
 def _pool(w: Path, capsys) -> dict:
     capsys.readouterr()
-    assert main(["pool", "--rankers", RANKER, "--json", "--rubric", str(w / "rubrics"), *_args(w)]) == 0
+    assert library_main(["pool", "--rankers", RANKER, "--json", "--rubric", str(w / "rubrics"), *_args(w)]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -449,7 +450,9 @@ def test_label_studio_import_checks_each_annotation_against_its_tasks_project_ru
     export.write_text(json.dumps([good, moved]), encoding="utf-8")
     capsys.readouterr()
     assert (
-        main(["labels", "import", str(export), "--labels", str(world / "labels"), "--rubric", str(world / "rubrics")])
+        library_main(
+            ["labels", "import", str(export), "--labels", str(world / "labels"), "--rubric", str(world / "rubrics")]
+        )
         == 0
     )
     out = capsys.readouterr().out.splitlines()

@@ -113,8 +113,9 @@ JUDGE = {**ANA, (Q2, "d6"): "relevant", **JUDGE_ONLY}
 
 def judge_label(world, url: str, *args: str, annotator="qwen", rubric=RUBRIC, timeout: str | None = None) -> int:
     """`goldenset judge label` in this process, against the judge stub at `url` (model stub-model);
-    `timeout` is the per-request --timeout (else the command's default)."""
-    from goldenset_dagster.cli import main
+    `timeout` is the per-request --timeout (else the command's default). The library's program:
+    what the judge does, not its Dagster run (tests/test_command_runs.py)."""
+    from goldenset.cli.app import main
 
     argv = ["judge", "label", "--annotator", annotator, "--judge-url", url, "--judge-model", "stub-model"]
     if timeout is not None:
@@ -224,7 +225,7 @@ def pool_world(world: World, audit: tuple[int, int] | None = None) -> None:
     import contextlib
     import io
 
-    from goldenset_dagster.cli import main
+    from goldenset.cli.app import main  # the pool, not its Dagster run
 
     out = io.StringIO()
     extra = ["--audit", str(audit[0]), "--seed", str(audit[1])] if audit else []

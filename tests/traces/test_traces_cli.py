@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from goldenset.cli.app import main as library_main  # traces import itself (its run: tests/test_command_runs.py)
 from goldenset.records import normalise_task, query_id
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
@@ -26,7 +27,7 @@ def test_the_how_to_goes_from_spans_to_a_golden_set(project_dir, capsys):
     logs, db = project_dir / "logs", project_dir / "g.duckdb"
     args = ["traces", "import", str(EXAMPLE / "export"), "--format", "otlp-json"]
     args += ["--mapping", str(EXAMPLE / "mapping.yaml"), "--logs", str(logs), "--db", str(db)]
-    assert main(args) == 0
+    assert library_main(args) == 0
     assert capsys.readouterr().out.splitlines() == [
         "files read: 2",
         "spans read: 4 (2 not retriever spans)",
@@ -36,7 +37,7 @@ def test_the_how_to_goes_from_spans_to_a_golden_set(project_dir, capsys):
         "rejected (unknown_document_version): 1",
         "files written: dt=2026-11-28/traces.jsonl, dt=2026-11-29/traces.jsonl",
     ]
-    assert main(args) == 0
+    assert library_main(args) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "files written: none (unchanged)"
     assert main(["build", "--logs", str(logs), "--corpus", str(EXAMPLE / "corpus.jsonl"), "--db", str(db)]) == 0
     capsys.readouterr()
@@ -67,7 +68,7 @@ def test_the_how_to_goes_from_spans_to_a_golden_set(project_dir, capsys):
 def test_a_bad_mapping_is_one_line_and_exit_1(project_dir, capsys):
     bad = project_dir / "mapping.yaml"
     bad.write_text("verdicts:\n  kinds: [HUMAN, LLM]\n")
-    code = main(["traces", "import", str(EXAMPLE / "export"), "--format", "otlp-json", "--mapping", str(bad)])
+    code = library_main(["traces", "import", str(EXAMPLE / "export"), "--format", "otlp-json", "--mapping", str(bad)])
     err = capsys.readouterr().err.strip()
     assert code == 1 and "\n" not in err
     assert err == (
@@ -77,7 +78,7 @@ def test_a_bad_mapping_is_one_line_and_exit_1(project_dir, capsys):
 
 
 def test_an_unknown_format_is_a_usage_error(project_dir, capsys):
-    assert main(["traces", "import", str(EXAMPLE / "export"), "--format", "zipkin"]) == 2
+    assert library_main(["traces", "import", str(EXAMPLE / "export"), "--format", "zipkin"]) == 2
     assert "--format must be one of otlp-json, openinference, got 'zipkin'" in capsys.readouterr().err
 
 
@@ -86,7 +87,10 @@ def test_every_record_rejected_exits_1_and_says_where_to_look(project_dir, capsy
     export.mkdir()
     (export / "broken.jsonl").write_text("{not json\n")
     shutil.copy(EXAMPLE / "mapping.yaml", project_dir / "mapping.yaml")
-    assert main(["traces", "import", str(export), "--format", "otlp-json", "--db", str(project_dir / "g.duckdb")]) == 1
+    assert (
+        library_main(["traces", "import", str(export), "--format", "otlp-json", "--db", str(project_dir / "g.duckdb")])
+        == 1
+    )
     assert (
         "nothing imported: all 1 records rejected; see `goldenset rejects --file 'traces/*'`" in capsys.readouterr().err
     )
