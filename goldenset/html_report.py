@@ -15,10 +15,16 @@ import html
 import re
 from pathlib import Path
 
+# Nothing runs past the page or its box at any width (tests/test_report_layout.py measures
+# 1280 and 800 px): long words (a run id, a path, a config value) break; code blocks wrap;
+# a table wider than the page scrolls inside its own box instead of widening the page.
 _STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d232b; max-width: 60rem;
-       margin: 1.5rem auto; padding: 0 1rem; }
-table { border-collapse: collapse; margin: .6rem 0; }
+       margin: 1.5rem auto; padding: 0 1rem; overflow-wrap: anywhere; }
+table { border-collapse: collapse; margin: .6rem 0; display: block; max-width: 100%; overflow-x: auto;
+        overflow-wrap: normal; }
+pre { white-space: pre-wrap; }
+blockquote ul { margin: 0; padding-left: 1.2rem; }
 th, td { border: 1px solid #d8dde3; padding: .2rem .6rem; }
 th { background: #f2f4f7; }
 td { font-variant-numeric: tabular-nums; }

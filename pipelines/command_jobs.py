@@ -34,6 +34,8 @@ def _label_files_op(event: str, command: str, name: str) -> dg.OpDefinition:
                 context.log.info(line)
         else:
             context.log.info(f"not started by `{command}`: no label line written; LABELS as it is now")
+        # Every day of LABELS a partition, so that a refresh launched in the UI can choose it.
+        register_days(context.instance, labels.partitions())
         yield folder_observation(label_files, labels.root)
 
     return record

@@ -74,7 +74,7 @@ def cli_tags() -> dict[str, str]:
     """The tags of every run the command line starts: its trigger, who ran it, its job page, no retry."""
     return {
         TRIGGER_TAG: CLI,
-        USER_TAG: f"{_login()} (goldenset CLI)",
+        USER_TAG: f"cli:{_login()}",
         MAX_RETRIES_TAG: "0",
         **location_tags(),
     }

@@ -34,7 +34,7 @@ def test_a_cli_build_is_listed_on_its_job_page_and_timeline_with_its_trigger_and
         run = listed[0]
         user_tags = {k for k in run.tags if not k.startswith((".dagster/", "dagster/"))}
         assert user_tags == {"goldenset/trigger", "user"} and run.tags["goldenset/trigger"] == "cli"
-        assert run.tags["user"].endswith("(goldenset CLI)") and run.tags["dagster/max_retries"] == "0"
+        assert run.tags["user"].startswith("cli:") and run.tags["dagster/max_retries"] == "0"
         # The Overview timeline lists a run only with the origin of a code location's launch.
         origin = run.remote_job_origin
         assert (origin.location_name, origin.repository_origin.repository_name) == ("goldenset", "__repository__")

@@ -1,30 +1,38 @@
-"""The Dagster UI read in a real headless Chromium after command-line builds: what a person sees.
+"""The Dagster UI read in a real headless Chromium after command-line runs: what a person sees.
 
-Two `goldenset build`s from the command line, then the webserver on the same instance (as
-`dagster dev` in a deployment shares it) and Debian's Chromium: the job page lists the
-command line's runs, the `rejected_share` check names its unit, and a log day's counts add up.
+Two `goldenset build`s and a `labels import` from the command line, then `dagster dev` (the
+webserver and the daemon) on the same instance, as a deployment shares it, once for the
+module, and Debian's Chromium: the command line's runs are on their job pages and the
+Overview timeline, filtered by their trigger; a quiet run's output says so; golden_set shows
+its owners, its freshness and metadata keys clear of their values; the corpus shows its
+observations; and a full refresh is two clicks from the page the guide links to (its time,
+click to success, is printed). With GOLDENSET_SCREENSHOTS=FOLDER the screens the UI guide shows
+are written there (`GOLDENSET_SCREENSHOTS=docs/images/dagster-ui`).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from goldenset_dagster.cli import main
-from goldenset_dagster.instance import get_instance
-from tests.helpers import browser_wait
+from tests.helpers import browser_wait, isolated_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "conformance"
+SHOTS = os.environ.get("GOLDENSET_SCREENSHOTS")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _free_port() -> int:
@@ -33,26 +41,58 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def ui_after_builds(tmp_path, isolated_home):
-    db = tmp_path / "g.duckdb"
-    argv = ["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)]
-    assert main(argv) == 0 and main(argv) == 0
+@dataclass(frozen=True)
+class UI:
+    """`dagster dev` on the instance of the command-line runs: its address and those runs (job, run id)."""
+
+    url: str
+    runs: list[tuple[str, str]]
+
+    def graphql(self, query: str) -> dict:
+        request = urllib.request.Request(
+            self.url + "/graphql", json.dumps({"query": query}).encode(), {"Content-Type": "application/json"}
+        )
+        return json.loads(urllib.request.urlopen(request, timeout=60).read())["data"]
+
+
+def _commands(root: Path) -> list[tuple[str, str]]:
+    """Run the command line's part in this process; the runs it made."""
+    from goldenset_dagster.cli import main
+    from goldenset_dagster.instance import get_instance
+
+    db = root / "g.duckdb"
+    build = ["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), "--db", str(db)]
+    assert main(build) == 0 and main(build) == 0
+    rubric = ["--labels", str(root / "labels"), "--rubric", str(DATA / "rubric.yaml")]
+    assert main(["labels", "import", str(DATA / "labels" / "dt=2026-11-03" / "part-0001.jsonl"), *rubric]) == 0
     with get_instance() as instance:
-        runs = [(r.job_name, r.run_id) for r in instance.get_runs()]
+        return [(r.job_name, r.run_id) for r in instance.get_runs()]
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory) -> Iterator[UI]:
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    root = tmp_path_factory.mktemp("ui")
+    home = root / "goldenset-home"
+    with isolated_settings(home), pytest.MonkeyPatch.context() as mp, set_defs_state_storage(None):
+        mp.chdir(root)
+        runs = _commands(root)
     env = {
-        **os.environ,
-        "DAGSTER_HOME": str(isolated_home / "dagster"),
-        "GOLDENSET_HOME": str(isolated_home),
-        "GOLDENSET_DB": str(db),
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GOLDENSET_", "DAGSTER_"))},
+        "DAGSTER_HOME": str(home / "dagster"),
+        "GOLDENSET_HOME": str(home),
+        "GOLDENSET_DB": str(root / "g.duckdb"),
         "GOLDENSET_LOGS": str(DATA / "logs"),
         "GOLDENSET_CORPUS": str(DATA / "corpus.jsonl"),
+        "GOLDENSET_LABELS": str(root / "labels"),
+        "GOLDENSET_RUBRIC": str(DATA / "rubric.yaml"),
         "HF_HUB_OFFLINE": "1",
     }
     port = _free_port()
-    log = (tmp_path / "webserver.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+    log = (root / "dev.log").open("w")
+    dev = subprocess.Popen(
+        [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -61,19 +101,23 @@ def ui_after_builds(tmp_path, isolated_home):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while True:
-            assert server.poll() is None, (tmp_path / "webserver.log").read_text()[-2000:]
+            assert dev.poll() is None, (root / "dev.log").read_text()[-2000:]
             try:
                 urllib.request.urlopen(url + "/server_info", timeout=5)
                 break
             except OSError:
-                assert time.monotonic() < deadline, "the webserver did not answer within 180 s"
+                assert time.monotonic() < deadline, "dagster dev did not answer within 300 s"
                 time.sleep(1)
-        yield url, runs
+        yield UI(url, runs)
     finally:
-        os.killpg(server.pid, 9)
-        server.wait(30)
+        os.killpg(dev.pid, signal.SIGINT)
+        try:
+            dev.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(dev.pid, signal.SIGKILL)
+            dev.wait(30)
         log.close()
 
 
@@ -81,28 +125,148 @@ def _body(driver) -> str:
     return driver.execute_script("return document.body ? document.body.innerText : ''") or ""
 
 
-def test_the_ui_lists_cli_runs_names_units_and_adds_up_counts(browser, ui_after_builds):  # noqa: F811
-    url, runs = ui_after_builds
-    # The first build ingests (refresh_golden_set); the second has no new file (rebuild_golden_set).
-    assert [job for job, _ in sorted(runs, key=lambda r: r[0], reverse=True)] == [
-        "refresh_golden_set",
-        "rebuild_golden_set",
-    ]
+def _open(driver, ui: UI, path: str, shown: str, what: str) -> str:
+    """Open `path` (the community pop-up dismissed) and wait until `shown` is on the page."""
+    driver.get(ui.url + "/server_info")
+    driver.execute_script("window.localStorage.setItem('communityNux', JSON.stringify(true))")
+    driver.get(ui.url + path)
+    browser_wait(driver, lambda d: shown in _body(d), what)
+    return _body(driver)
 
-    # Each job's page lists its command-line run (it said it had never run), with the trigger tag.
-    for job, run_id in runs:
-        browser.get(url + f"/locations/goldenset/jobs/{job}/runs")
-        browser_wait(browser, lambda d, run_id=run_id: run_id[:8] in _body(d), f"the CLI run on {job}'s page")
-        assert "goldenset/trigger: manual" in _body(browser)
-        assert "You have not materialized any assets with this job yet" not in _body(browser)
+
+def _shot(driver, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        time.sleep(1)  # the last requests of the page settle
+        driver.save_screenshot(str(Path(SHOTS) / f"{name}.png"))
+
+
+def test_the_ui_lists_cli_runs_names_units_and_adds_up_counts(browser, ui):
+    assert sorted(job for job, _ in ui.runs) == ["import_labels", "rebuild_golden_set", "refresh_golden_set"]
+    # Each job's page lists its command-line run, with the trigger tag.
+    for job, run_id in ui.runs:
+        _open(browser, ui, f"/locations/goldenset/jobs/{job}/runs", run_id[:8], f"the CLI run on {job}'s page")
+        assert "goldenset/trigger: cli" in _body(browser)
         assert "goldenset/pid" not in _body(browser) and "goldenset/host" not in _body(browser)
 
     # The rejected_share check: its share and threshold in one unit (fractions), named.
-    browser.get(url + "/assets/golden_set?view=checks&checkDetail=rejected_share")
-    browser_wait(browser, lambda d: "block_above" in _body(d), "the check's metadata")
+    _open(browser, ui, "/assets/golden_set?view=checks&checkDetail=rejected_share", "block_above", "the check")
     assert "rejected_share" in _body(browser) and "_pct" not in _body(browser)
 
     # A log day: 13 lines = 2 serves + 8 verdicts + 2 rejected + 1 blank (the conformance README).
-    browser.get(url + "/assets/serve_log?view=partitions&partition=2026-11-01")
-    browser_wait(browser, lambda d: "blank_lines" in _body(d), "the partition's metadata")
+    _open(browser, ui, "/assets/serve_log?view=partitions&partition=2026-11-01", "blank_lines", "the partition")
     assert "2 of 2 lines rejected at ingest" in _body(browser)
+
+
+def test_every_command_run_is_on_the_overview_timeline_and_filtered_by_its_trigger(browser, ui):
+    # The timeline's own query keeps runs with a repository origin (useRunsForTimeline).
+    runs = ui.graphql(
+        "{ runsOrError(filter: {statuses: [SUCCESS]}) { ... on Runs { results { runId jobName "
+        "repositoryOrigin { repositoryName repositoryLocationName } startTime endTime } } } }"
+    )["runsOrError"]["results"]
+    listed = {r["runId"]: r for r in runs}
+    for job, run_id in ui.runs:
+        run = listed[run_id]
+        assert run["repositoryOrigin"] == {"repositoryName": "__repository__", "repositoryLocationName": "goldenset"}
+        assert run["startTime"] is not None and run["endTime"] is not None, job
+    page = _open(browser, ui, "/overview/timeline", "refresh_golden_set", "the timeline's job rows")
+    assert {"refresh_golden_set", "rebuild_golden_set", "import_labels"} <= set(page.split())
+    _shot(browser, "overview-timeline")
+
+    # The guide's link: the runs the command line started, "Launched by" its user.
+    page = _open(browser, ui, "/runs?q[]=tag%3Agoldenset%2Ftrigger%3Dcli", "refresh_golden_set", "the filtered runs")
+    for _, run_id in ui.runs:
+        assert run_id[:8] in page
+    assert page.count("user: cli:") == len(ui.runs)
+    _shot(browser, "runs-by-trigger")
+
+
+def test_a_quiet_runs_output_says_no_output_not_no_log_file(browser, ui):
+    run_id = dict(ui.runs)["rebuild_golden_set"]
+    events = ui.graphql(
+        f'{{ logsForRun(runId: "{run_id}") {{ ... on EventConnection {{ events {{ __typename '
+        "... on LogsCapturedEvent { fileKey } } } } }"
+    )["logsForRun"]["events"]
+    (file_key,) = [e["fileKey"] for e in events if e["__typename"] == "LogsCapturedEvent"]
+    logs = ui.graphql(f'{{ capturedLogs(logKey: ["{run_id}", "compute_logs", "{file_key}"]) {{ stdout stderr }} }}')
+    assert logs["capturedLogs"] == {
+        "stdout": "no output: nothing was printed on stdout while the steps ran\n",
+        "stderr": "no output: nothing was printed on stderr while the steps ran\n",
+    }
+    from selenium.webdriver.common.by import By
+
+    _open(browser, ui, f"/runs/{run_id}?logFileKey={file_key}", "RUN_SUCCESS", "the run's events")
+    for stream in ("stdout", "stderr"):
+        next(b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == stream).click()
+        browser_wait(browser, lambda d, s=stream: f"nothing was printed on {s}" in _body(d), f"the run's {stream}")
+        assert "No log file available" not in _body(browser)
+
+
+def test_golden_set_shows_its_owners_and_freshness_and_the_corpus_its_observations(browser, ui):
+    # The daemon evaluates freshness every 30 s: wait for its first word.
+    page = _open(browser, ui, "/assets/golden_set", "Owners", "the asset's definition")
+    deadline = time.monotonic() + 180
+    while "Passing" not in page:
+        assert time.monotonic() < deadline, "no freshness state within 180 s"
+        time.sleep(5)
+        page = _open(browser, ui, "/assets/golden_set", "Owners", "the asset's definition")
+    assert "goldenset" in page.split("Owners", 1)[1][:200] and "Freshness policy" in page
+    _shot(browser, "golden-set-overview")
+    page = _open(browser, ui, "/assets/corpus_file?view=events", "fingerprint", "the corpus's observations")
+    assert "Observed in run" in page and "active_docs" in page
+    _shot(browser, "corpus-file-observations")
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_no_metadata_key_runs_into_its_value(browser, ui, width):
+    browser.set_window_size(width, 1000)
+    _open(browser, ui, "/assets/golden_set?view=events", "rejected_share_pct", "the build's metadata")
+    overflowing = browser.execute_script(
+        """
+        const out = [];
+        for (const row of document.querySelectorAll('table tr')) {
+          const cell = row.querySelector('td');
+          if (cell && cell.scrollWidth > cell.clientWidth + 1) out.push(cell.innerText);
+        }
+        return out;
+        """
+    )
+    assert overflowing == []
+
+
+def test_a_full_refresh_is_materialize_all_then_launch_backfill(browser, ui):
+    from selenium.webdriver.common.by import By
+
+    def button(text: str):
+        found: list = []
+        browser_wait(
+            browser,
+            lambda d: (
+                found.extend(b for b in d.find_elements(By.TAG_NAME, "button") if text in (b.text or "")) or found
+            ),
+            f"the button {text!r}",
+        )
+        return found[0]
+
+    before = {run_id for _, run_id in ui.runs}
+    _open(browser, ui, "/locations/goldenset/jobs/refresh_golden_set?default_range=*", "Materialize", "the job")
+    clicked = time.monotonic()
+    button("Materialize all").click()
+    launch = button("Launch backfill")
+    # No warning about an upstream asset first, and every day chosen: the dialog can launch as it opens.
+    assert "have not been materialized" not in _body(browser)
+    browser_wait(browser, lambda d: launch.is_enabled(), "Launch backfill enabled")
+    _shot(browser, "full-refresh-dialog")
+    launch.click()
+    query = "{ runsOrError { ... on Runs { results { runId status tags { key value } } } } }"
+    while True:
+        new = [r for r in ui.graphql(query)["runsOrError"]["results"] if r["runId"] not in before]
+        if new and new[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+            break
+        assert time.monotonic() - clicked < 300, "the refresh did not end within 300 s of the click"
+        time.sleep(0.5)
+    took = time.monotonic() - clicked
+    print(f"full refresh: click to {new[0]['status']} in {took:.1f} s")
+    assert [r["status"] for r in new] == ["SUCCESS"]
+    tags = {t["key"]: t["value"] for t in new[0]["tags"]}
+    assert tags["goldenset/trigger"] == "backfill" and "dagster/backfill" in tags

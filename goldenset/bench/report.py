@@ -185,47 +185,44 @@ def write_html_next_to(md: Path, title: str) -> Path:
     return write(md, title)
 
 
-def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Path:
-    """One panel per comparison, stacked: each metric's mean difference with its 95% interval.
+def differences_figure(comps: Sequence[Comparison], title: str):
+    """One panel per comparison, stacked: each metric's mean difference with its 95% interval (a Figure, Agg).
 
     Panels are stacked, not side by side, so the image keeps one width (640 px at 100 dpi)
     whatever the number of rows: three panels side by side made 1,500 px, clipped in the
-    Dagster UI's metadata dialog and wider than a report page.
+    Dagster UI's metadata dialog and wider than a report page. The layout is matplotlib's
+    constrained one, which makes room for the figure's title: `tight_layout` left it over
+    the first panel's title ("+graph"). Drawn on the Agg canvas with the object API (no
+    pyplot), so nothing global changes.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never a display
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     panels = [c for c in comps if c.results] or list(comps)
     per_panel = 0.4 * max((len(c.results) for c in panels), default=1) + 1.2
-    fig, axes = plt.subplots(
-        max(1, len(panels)),
-        1,
-        figsize=(PLOT_WIDTH_INCHES, per_panel * max(1, len(panels)) + 0.4),
-        squeeze=False,
-    )
+    fig = Figure(figsize=(PLOT_WIDTH_INCHES, per_panel * max(1, len(panels)) + 0.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(max(1, len(panels)), 1, squeeze=False)
     for ax, comp in zip(axes[:, 0], panels, strict=False):  # one axis even with no panel
-        names = [p.metric for p in comp.results][::-1]
         res = comp.results[::-1]
         ys = range(len(res))
-        diffs = [p.diff for p in res]
-        lo = [p.diff - p.lo if math.isfinite(p.lo) else 0.0 for p in res]
-        hi = [p.hi - p.diff if math.isfinite(p.hi) else 0.0 for p in res]
-        colors = [
-            "tab:green" if p.verdict in ("better",) else "tab:red" if p.verdict == "worse" else "tab:gray" for p in res
-        ]
-        for y, d, below, above, c in zip(ys, diffs, lo, hi, colors, strict=True):
-            ax.errorbar([d], [y], xerr=[[below], [above]], fmt="o", color=c, ecolor=c, capsize=3)
+        for y, p in zip(ys, res, strict=True):
+            color = "tab:green" if p.verdict == "better" else "tab:red" if p.verdict == "worse" else "tab:gray"
+            below = p.diff - p.lo if math.isfinite(p.lo) else 0.0
+            above = p.hi - p.diff if math.isfinite(p.hi) else 0.0
+            ax.errorbar([p.diff], [y], xerr=[[below], [above]], fmt="o", color=color, ecolor=color, capsize=3)
         ax.axvline(0.0, color="black", linewidth=0.8)
-        ax.set_yticks(list(ys), names)
+        ax.set_yticks(list(ys), [p.metric for p in res])
         ax.set_xlabel("difference (B - A), 95% CI")
         ax.set_title(_stamp(f"{comp.row}", comp.degraded), fontsize=10)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    return fig
+
+
+def plot_differences(comps: Sequence[Comparison], path: Path, title: str) -> Path:
+    """Write `differences_figure` as a PNG at `path` (its folder made when missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    differences_figure(comps, title).savefig(path, dpi=100)
     return path
 
 
@@ -251,11 +248,15 @@ def _md_comparison(comp: Comparison) -> list[str]:
     return out
 
 
+def _warnings_md(warnings: Sequence[str]) -> list[str]:
+    """The warnings as a list in one quoted block, one item each (as lines they ran into one paragraph)."""
+    return [f"> - {w}" for w in warnings] + ([""] if warnings else [])
+
+
 def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str | None) -> str:
     """The Markdown report of one run: warnings, means per row, each row against core, notes."""
     lines = [f"# {_stamp('Retrieval benchmark ' + run.run_id, run.degraded)}", ""]
-    warnings = run.coverage_warnings + run.warnings
-    lines += [f"> {w}" for w in warnings] + ([""] if warnings else [])
+    lines += _warnings_md(run.coverage_warnings + run.warnings)
     lines += [
         f"- started: {run.started_at:%Y-%m-%d %H:%M:%S} UTC; golden build {run.build_id}; "
         f"{run.n_queries} queries; corpus fingerprint `{run.corpus_fingerprint[:16]}`",
@@ -296,8 +297,7 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
 def comparison_markdown(comp: Comparison, plot_name: str | None) -> str:
     """The Markdown report of `bench compare`."""
     lines = [f"# {_stamp(f'Benchmark comparison: {comp.b} vs {comp.a}', comp.degraded)}", ""]
-    warnings = comp.coverage_lines + comp.warnings
-    lines += [f"> {w}" for w in warnings] + ([""] if warnings else [])
+    lines += _warnings_md(comp.coverage_lines + comp.warnings)
     lines += [f"- {line}" for line in _sides(comp)] + ([""] if comp.sides else [])
     method = comp.results[0].method if comp.results else "paired t"
     lines += [f"Row `{comp.row}`, {method}, n = {comp.n} queries both runs saw; B - A > 0 means B scored higher.", ""]

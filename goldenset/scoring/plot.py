@@ -1,7 +1,8 @@
 """The calibration plot: both rates against the cutoff, the single cutoff and the review band marked.
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot), so nothing global
-changes and it works without a display.
+changes and it works without a display. The legend is the figure's, below the axes, so it
+covers no curve (tests/test_report_layout.py measures it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def rates_figure(cal: Calibration) -> Any:
     finite = [r for r in m.cutoffs if r.cutoff is not None]
     xs = [float(r.cutoff) for r in finite if r.cutoff is not None]
     top = max(xs)
-    fig = Figure(figsize=(8, 5), dpi=100)
+    # Constrained layout, the legend below the axes: inside them ("best") it sat over the
+    # false-pass curve, whose top spans the plot's width.
+    fig = Figure(figsize=(8, 5.6), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)  # no pyplot: nothing global, safe in a server or a test run
     ax = fig.add_subplot(1, 1, 1)
     # A cutoff between two distinct scores passes what the upper one passes: steps "pre".
@@ -65,7 +68,7 @@ def rates_figure(cal: Calibration) -> Any:
         fontsize=9,
     )
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
     return fig
 
 

@@ -161,10 +161,10 @@ def test_the_reports_put_biased_first_and_the_asset_metadata_carries_coverage():
 
     a, b = _run("runA", [1.0] * 5, A_RECALL), _run("runB", B_JUDGED, B_RECALL)
     md = comparison_markdown(compare_runs(a, b), None)
-    assert md.splitlines()[2] == f"> {LINE}"
+    assert md.splitlines()[2] == f"> - {LINE}"
     assert "worse (incomplete judgments)" in md
     b.coverage_warnings = coverage.check_run(b, "core").lines
-    assert run_markdown(b, [], None).splitlines()[2].startswith("> BIASED: run runB's top 5 is 60% judged")
+    assert run_markdown(b, [], None).splitlines()[2].startswith("> - BIASED: run runB's top 5 is 60% judged")
     meta = materialization_metadata(b, "", None)
     assert meta["coverage"].value == {"core": {"judged@5": 0.6}}
     assert meta["coverage_warning"].value.startswith("BIASED: run runB's top 5 is 60% judged")

@@ -470,9 +470,10 @@ def test_plot_marks_the_rates_the_single_cutoff_and_the_band(tmp_path):
     cal = calibrate(SEVEN, scorer="dense", version="v1")
     path = plot_rates(cal, tmp_path / "out" / "rates.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    ax = rates_figure(cal).axes[0]
+    fig = rates_figure(cal)
+    ax = fig.axes[0]
     assert "cutoff" in ax.get_xlabel() and ax.get_ylabel() == "rate"
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[0].startswith("false-pass rate") and labels[1].startswith("false-fail rate")
     assert labels[2] == "single cutoff 0.4 (cost 2)"
     assert labels[3].startswith("review band [0.2, 0.7)")
