@@ -369,3 +369,43 @@ def test_the_benchmark_says_once_per_cut_off_when_its_top_k_is_partly_unjudged(d
         assert demo.out.count(line) == 1
     assert demo.out.count("BIASED: ") == len(below)
     assert demo.out.count(f"To close it: `goldenset pool --from-run {run_id} --depth {max(below)}`") == 1
+
+
+def test_the_demo_records_each_command_once_as_a_run_of_its_job(demo):
+    """One run per command, one materialization per change, the checks once per run (the UI walk found two of each)."""
+    import dagster as dg
+
+    from goldenset.checks import CHECKS
+
+    with dg.DagsterInstance.from_config(str(demo.root / "dagster")) as instance:
+        runs = list(reversed(instance.get_runs()))
+        assert [(r.job_name, r.status.value, r.tags["goldenset/trigger"]) for r in runs] == [
+            ("refresh_golden_set", "SUCCESS", "cli"),  # build
+            ("rebuild_golden_set", "SUCCESS", "cli"),  # the reindex: no log file to read
+            ("pool_labelling_queue", "SUCCESS", "cli"),
+            ("refresh_golden_set", "SUCCESS", "cli"),  # the labels merge
+            ("retrieval_benchmark_job", "SUCCESS", "cli"),
+        ]
+        assert all(r.remote_job_origin is not None for r in runs)  # on the Overview timeline
+
+        def in_runs(key: str) -> list[str]:
+            return [r.run_id for r in instance.fetch_materializations(dg.AssetKey(key), limit=50).records]
+
+        builds = [r.run_id for r in runs if r.job_name.endswith("golden_set")]
+        assert sorted(in_runs("golden_set")) == sorted(builds)
+        assert in_runs("labelling_queue") == [runs[2].run_id] and in_runs("retrieval_benchmark") == [runs[4].run_id]
+        for asset, checks, run_ids in (
+            ("golden_set", [c.name for c in CHECKS] + ["judge_health"], builds),
+            ("retrieval_benchmark", ["golden_set_fresh", "retrieval_components_up"], [runs[4].run_id]),
+        ):
+            for check in checks:
+                history = instance.event_log_storage.get_asset_check_execution_history(
+                    dg.AssetCheckKey(dg.AssetKey(asset), check), limit=50
+                )
+                assert sorted(h.run_id for h in history) == sorted(run_ids), check
+        # The corpus as each build read it: the reindex is the second fingerprint.
+        seen = [
+            r.asset_observation.metadata["fingerprint"].value
+            for r in reversed(instance.fetch_observations(dg.AssetKey("corpus_file"), limit=10).records)
+        ]
+    assert len(seen) == 3 and seen[0] != seen[1] == seen[2]

@@ -245,6 +245,7 @@ def test_nightly_schedule_registers_log_days_and_covers_them_in_one_run(tmp_path
         assert req.tags["dagster/asset_partition_range_start"] == "2026-11-01"
         assert req.tags["dagster/asset_partition_range_end"] == "2026-11-02"
         assert req.run_config["ops"]["golden_set"]["config"]["trigger"] == "schedule"
+        assert req.tags["goldenset/trigger"] == "schedule"  # and the run says the schedule launched it
 
 
 @pytest.mark.slow
