@@ -147,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     A command that changes an asset runs as a run of its job (goldenset_dagster.commands).
     """
-    from goldenset_dagster.commands import perform_as_run
-    from goldenset_dagster.launch import running_command
+    from goldenset_dagster.commands import perform_as_run, running_command
 
     with hooks.performing(perform_as_run), running_command(sys.argv[1:] if argv is None else list(argv)):
         return run_app(argv, application=app)

@@ -14,6 +14,9 @@ thread (the jobs' default in-process executor), and a step finds the call only w
 the one the running command hands over (`handed_over(event)`); a run launched anywhere
 else finds none and does what its config says. A failing call fails its step for good
 (no step retry: the command reports its own error, once).
+
+This module imports Dagster only when a run is made: `goldenset status` and the other
+commands that change nothing never pay for it (about 1.4 s).
 """
 
 from __future__ import annotations
@@ -24,8 +27,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import dagster as dg
 
 from goldenset import progress
 from goldenset.settings import PATH_NAMES, Settings
@@ -53,6 +54,23 @@ class Handoff:
 
 
 _HANDOFF: ContextVar[Handoff | None] = ContextVar("goldenset_handoff", default=None)
+# The command line being run, as its user typed it after `goldenset` (set by the program's `main`).
+_COMMAND: ContextVar[str] = ContextVar("goldenset_command", default="")
+
+
+@contextmanager
+def running_command(argv: list[str]) -> Iterator[None]:
+    """Name the command line the runs started inside the block belong to (a command inside another: its own)."""
+    token = _COMMAND.set(" ".join(["goldenset", *argv]))
+    try:
+        yield
+    finally:
+        _COMMAND.reset(token)
+
+
+def current_command() -> str:
+    """The command line being run (`goldenset pool ...`), or empty outside the program."""
+    return _COMMAND.get()
 
 
 def handed_over(event: str) -> Handoff | None:
@@ -73,6 +91,8 @@ def handing(handoff: Handoff) -> Iterator[None]:
 
 def run_handed(handoff: Handoff) -> Any:
     """Run the command's call; any error fails the step for good (the command reports it itself)."""
+    import dagster as dg
+
     try:
         return handoff.work()
     except Exception as exc:
@@ -97,14 +117,14 @@ def _settings(details: dict[str, Any]) -> Settings:
 
 def perform_as_run(event: str, work: Callable[[], Any], details: dict[str, Any]) -> None:
     """Execute a run of `event`'s job whose step calls `work` (goldenset.hooks' performer)."""
-    from goldenset_dagster.definitions import build_definitions
-    from goldenset_dagster.instance import get_instance
-    from goldenset_dagster.launch import announce_process, cli_tags, execute, reclaim_dead_runs
-
     job_name = EVENT_JOBS.get(event)
     if job_name is None:
         work()
         return
+    from goldenset_dagster.definitions import build_definitions
+    from goldenset_dagster.instance import get_instance
+    from goldenset_dagster.launch import announce_process, cli_tags, execute, reclaim_dead_runs
+
     job = build_definitions(_settings(details)).resolve_job_def(job_name)
     with get_instance() as instance:
         for freed in reclaim_dead_runs(instance):

@@ -25,9 +25,7 @@ import getpass
 import os
 import socket
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -44,18 +42,6 @@ REPOSITORY_NAME, LOCATION_NAME = "__repository__", "goldenset"  # a Definitions'
 REPOSITORY_LABEL = f"{REPOSITORY_NAME}@{LOCATION_NAME}"
 DEFINITIONS_MODULE = "goldenset_dagster.definitions"
 USER_TAG, MAX_RETRIES_TAG = "user", "dagster/max_retries"
-# The command line being run, as its user typed it after `goldenset` (set by the program's `main`).
-_COMMAND: ContextVar[str] = ContextVar("goldenset_command", default="")
-
-
-@contextmanager
-def running_command(argv: list[str]) -> Iterator[None]:
-    """Name the command line the runs started inside the block belong to (a command inside another: its own)."""
-    token = _COMMAND.set(" ".join(["goldenset", *argv]))
-    try:
-        yield
-    finally:
-        _COMMAND.reset(token)
 
 
 def location_tags() -> dict[str, str]:
@@ -153,7 +139,9 @@ def announce_process(instance: dg.DagsterInstance, job_name: str) -> str:
     from dagster._core.utils import make_new_run_id
 
     run_id = make_new_run_id()
-    pid, command = os.getpid(), _COMMAND.get()
+    from goldenset_dagster.commands import current_command
+
+    pid, command = os.getpid(), current_command()
     metadata = {
         PID_KEY: dg.MetadataValue.int(pid),
         HOST_KEY: dg.MetadataValue.text(socket.gethostname()),

@@ -73,3 +73,16 @@ def test_a_run_whose_process_is_gone_is_failed_and_a_live_one_kept(tmp_path):
         assert len(freed) == 1 and dead_id[:8] in freed[0]
         assert instance.get_run_by_id(dead_id).status == dg.DagsterRunStatus.FAILURE
         assert instance.get_run_by_id(live_id).status == dg.DagsterRunStatus.STARTED
+
+
+def test_a_command_that_changes_nothing_does_not_load_dagster(tmp_path):
+    """`goldenset status` stays as quick as it was: Dagster (about 1.4 s to import) loads only for a run."""
+    import sys
+
+    probe = (
+        "import sys; from goldenset_dagster.cli import main; "
+        f"code = main(['status', '--db', {str(tmp_path / 'none.duckdb')!r}]); "
+        "print('dagster' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
