@@ -224,7 +224,7 @@ def test_golden_set_shows_its_owners_and_freshness_and_the_corpus_its_observatio
 @pytest.mark.parametrize("width", [1280, 800])
 def test_no_metadata_key_runs_into_its_value(browser, ui, width):
     browser.set_window_size(width, 1000)
-    _open(browser, ui, "/assets/golden_set?view=events", "rejected_share_pct", "the build's metadata")
+    _open(browser, ui, "/assets/golden_set?view=events", "corpus_active_docs", "the build's metadata")
     overflowing = browser.execute_script(
         """
         const out = [];

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from goldenset_dagster.cli import main
+from goldenset.cli.app import main  # traces import itself (its Dagster run: tests/test_command_runs.py)
 from tests.traces.receiver_process import ReceiverProcess
 
 pytestmark = pytest.mark.slow
