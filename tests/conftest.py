@@ -181,6 +181,9 @@ RUN_FIRST = (
     "tests/reliability/test_concurrency.py",
     "tests/reliability/test_changing_inputs.py",
     "tests/test_demo.py",
+    # Mostly waiting (dagster dev's start, its daemon's backfill loop): 140 s of wall for 30 CPU s,
+    # so it starts early rather than keep one worker busy after the other is done.
+    "tests/test_dagster_ui_browser.py",
     "tests/test_ingest_edges.py",
     "tests/reliability/test_corpus_snapshots.py",
     "tests/test_staging.py",
