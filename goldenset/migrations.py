@@ -210,6 +210,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0006_judge_gate_on_the_audit", add_columns(schema.BUILD_JUDGES, *_GATE_COLUMNS)),
     Migration("0007_active_audit", _active_audit),
     Migration("0008_human_positives_display_text", _human_positives_display_text),
+    # Issue 42: the named measures of `bench run --measure`.
+    Migration("0009_benchmark_named_measures", add_columns(schema.BENCHMARK_RUNS, "measures")),
 )
 
 

@@ -1056,6 +1056,12 @@ BENCHMARK_RUNS = Relation(
             "JSON: the prediction-powered estimates of `bench run --estimate ppi` (judge, design, audit, "
             "one estimate per row and metric; contract 12.2); null without --estimate",
         ),
+        C(
+            "measures",
+            "VARCHAR",
+            "JSON list of ir_measures' canonical names measured with `bench run --measure` (contract 16.5), "
+            "stored in benchmark_results beside the metrics; null for runs stored before it was kept",
+        ),
     ),
     primary_key=("run_id",),
 )
@@ -1084,7 +1090,12 @@ BENCHMARK_RESULTS = Relation(
             "absent when graph or boosts had nothing to learn from)",
         ),
         C("query_id", "VARCHAR", "query; 'all' for the mean"),
-        C("metric", "VARCHAR", "canonical metric name, e.g. recall@5"),
+        C(
+            "metric",
+            "VARCHAR",
+            "canonical metric name, e.g. recall@5, or a named measure of `bench run --measure` as ir_measures "
+            "writes it, e.g. nDCG@20",
+        ),
         C("value", "DOUBLE", "value"),
     ),
 )

@@ -24,6 +24,7 @@ NAMES = [
     "0006_judge_gate_on_the_audit",
     "0007_active_audit",
     "0008_human_positives_display_text",
+    "0009_benchmark_named_measures",
 ]
 
 

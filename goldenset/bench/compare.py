@@ -51,6 +51,8 @@ class Comparison:
     estimates: list[RowEstimate] = field(default_factory=list)
     # The fifth gate: judged@k of each side and, when BIASED, its lines and the closing command.
     coverage: cov.CoverageCheck | None = None
+    # Named measures (`bench run --measure`) among the results: no direction, never deciding (16.5).
+    measures: frozenset[str] = frozenset()
 
     @property
     def coverage_lines(self) -> list[str]:
@@ -67,10 +69,14 @@ class Comparison:
 
     def incomplete(self, metric: str) -> bool:
         """Whether the verdict on `metric` rests on incomplete judgments (BIASED, a deciding metric)."""
+        if metric in self.measures:
+            return False
         return self.biased and get_metric(metric).deciding
 
     def verdict_text(self, p: Paired) -> str:
-        """The verdict as printed: marked (reference) or (incomplete judgments) where it applies."""
+        """The verdict as printed: marked (reference), (named measure) or (incomplete judgments) where it applies."""
+        if p.metric in self.measures:
+            return f"{p.verdict} (named measure)"
         if get_metric(p.metric).reference:
             return f"{p.verdict} (reference)"
         return f"{p.verdict} (incomplete judgments)" if self.incomplete(p.metric) else p.verdict
@@ -78,7 +84,7 @@ class Comparison:
 
 def _metrics(run_a: BenchmarkRun, run_b: BenchmarkRun, metrics: Sequence[str] | None) -> list[str]:
     if metrics:
-        return [get_metric(m).name for m in metrics]
+        return [m if m in run_a.measures and m in run_b.measures else get_metric(m).name for m in metrics]
     return [m for m in run_a.metric_names if m in run_b.metric_names]
 
 
@@ -138,9 +144,15 @@ def compare_runs(
         if estimate == "ppi"
         else []
     )
+    named = frozenset(m for m in names if m in run_a.measures)
     results = [
         compare_paired(
-            m, run_a.per_query(row, m), run_b.per_query(row, m), get_metric(m).direction, bootstrap=bootstrap, seed=seed
+            m,
+            run_a.per_query(row, m),
+            run_b.per_query(row, m),
+            0 if m in named else get_metric(m).direction,
+            bootstrap=bootstrap,
+            seed=seed,
         )
         for m in names
     ]
@@ -163,6 +175,7 @@ def compare_runs(
         config_differences=diffs,
         coverage=coverage,
         estimates=ppi,
+        measures=named,
     )
 
 

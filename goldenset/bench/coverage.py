@@ -26,7 +26,7 @@ Decisions
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from goldenset.bench.metrics import judged_cutoffs
@@ -69,6 +69,11 @@ class CoverageCheck:
     def warning(self) -> str | None:
         """The BIASED lines and the commands, one text (what --json calls coverage_warning)."""
         return "\n".join(self.lines + self.commands) if self.lines else None
+
+
+def is_biased(ca: float, cb: float, thresholds: Thresholds) -> bool:
+    """10.3's rule for two coverages at one k: a gap above max_gap, or either below the floor (strict)."""
+    return abs(ca - cb) > thresholds.max_gap or min(ca, cb) < thresholds.floor
 
 
 def _pct(x: float) -> str:
@@ -115,7 +120,7 @@ def check_comparison(
         if ca is None or cb is None:
             continue
         cov["a"][f"judged@{k}"], cov["b"][f"judged@{k}"] = ca, cb
-        if abs(ca - cb) <= thresholds.max_gap and min(ca, cb) >= thresholds.floor:
+        if not is_biased(ca, cb, thresholds):
             continue
         (low, low_run, cl), (high, high_run, ch) = (
             (("A", run_a, ca), ("B", run_b, cb)) if ca < cb else (("B", run_b, cb), ("A", run_a, ca))
@@ -150,3 +155,94 @@ def check_run(run: BenchmarkRun, row: str, floor: float = DEFAULT_FLOOR) -> Cove
             )
             worst = k
     return CoverageCheck({"run": cov}, lines, _commands({run.run_id: worst} if lines else {}))
+
+
+@dataclass(frozen=True)
+class RunsCoverage:
+    """The fifth gate over the pairs of an N-run comparison (contract 16.4): each pair by 10.3's rule,
+    each flagged run printed once."""
+
+    coverage: dict[str, dict[str, float]]  # run_id -> judged@k -> mean over the compared queries
+    biased_pairs: frozenset[tuple[str, str]]  # (A, B) run ids of every BIASED pair
+    lines: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def biased(self) -> bool:
+        return bool(self.biased_pairs)
+
+    @property
+    def warning(self) -> str | None:
+        return "\n".join(self.lines + self.commands) if self.lines else None
+
+
+def check_runs(
+    runs: Sequence[BenchmarkRun],
+    row: str,
+    pairs: Sequence[tuple[int, int]],
+    queries: Iterable[str],
+    thresholds: Thresholds = Thresholds(),
+) -> RunsCoverage:
+    """Coverage of every run on `row` over `queries`; each pair (A, B) = (runs[i], runs[j]) checked at each k.
+
+    A BIASED pair flags its less-judged run (B when both are equal) at that k, and the other one too
+    when it is below the floor. Each flagged run gets one line, its flagged k ascending: against the
+    best-judged run that flagged it, or below the floor when only the floor did.
+    """
+    keep = sorted(set(queries))
+    common = [set(judged_cutoffs(r.metric_names)) for r in runs]
+    ks = sorted(set.intersection(*common)) if common else []
+    cov: dict[str, dict[str, float]] = {r.run_id: {} for r in runs}
+    for r in runs:
+        for k in ks:
+            c = mean_judged(r, row, k, keep)
+            if c is not None:
+                cov[r.run_id][f"judged@{k}"] = c
+    biased: set[tuple[str, str]] = set()
+    flags: dict[int, dict[int, int | None]] = {}  # run index -> k -> best-judged run against it (None: floor)
+    for i, j in pairs:
+        for k in ks:
+            ci, cj = cov[runs[i].run_id].get(f"judged@{k}"), cov[runs[j].run_id].get(f"judged@{k}")
+            if ci is None or cj is None or not is_biased(ci, cj, thresholds):
+                continue
+            biased.add((runs[i].run_id, runs[j].run_id))
+            low, high = (i, j) if ci < cj else (j, i)
+            _flag(flags, cov, runs, low, k, high)
+            if max(ci, cj) < thresholds.floor:
+                flags.setdefault(high, {}).setdefault(k, None)
+    lines = [_run_line(runs[i], flags[i], cov, runs, thresholds) for i in sorted(flags)]
+    needs = {runs[i].run_id: max(flags[i]) for i in sorted(flags)}
+    return RunsCoverage(cov, frozenset(biased), lines, _commands(needs))
+
+
+def _flag(
+    flags: dict[int, dict[int, int | None]],
+    cov: Mapping[str, Mapping[str, float]],
+    runs: Sequence[BenchmarkRun],
+    low: int,
+    k: int,
+    against: int,
+) -> None:
+    by_k = flags.setdefault(low, {})
+    before = by_k.get(k)
+    name = f"judged@{k}"
+    if before is None or cov[runs[against].run_id][name] > cov[runs[before].run_id][name]:
+        by_k[k] = against
+
+
+def _run_line(
+    run: BenchmarkRun,
+    by_k: Mapping[int, int | None],
+    cov: Mapping[str, Mapping[str, float]],
+    runs: Sequence[BenchmarkRun],
+    thresholds: Thresholds,
+) -> str:
+    parts = []
+    for k in sorted(by_k):
+        mine = f"top {k} is {_pct(cov[run.run_id][f'judged@{k}'])} judged"
+        other = by_k[k]
+        if other is None:
+            parts.append(f"{mine}, below the floor of {_pct(thresholds.floor)}")
+        else:
+            parts.append(f"{mine} against {_pct(cov[runs[other].run_id][f'judged@{k}'])} for run {runs[other].run_id}")
+    return f"BIASED: run {run.run_id}'s " + "; its ".join(parts) + "; its unjudged documents count as misses."

@@ -54,6 +54,8 @@ class BenchmarkRun:
     ranked: dict[str, dict[str, list[tuple[str, float]]]] = field(default_factory=dict, repr=False)
     # `bench run --estimate ppi`: prediction-powered estimates (goldenset.bench.estimate); None without.
     estimates: RunEstimates | None = None
+    # `bench run --measure NAME`: ir_measures' canonical names (contract 16.5), values beside the metrics'.
+    measures: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> list[str]:
@@ -69,16 +71,19 @@ class BenchmarkRun:
         return len(self.values.get(DECIDING_ROW) or next(iter(self.values.values()), {}))
 
     def means(self, row: str) -> dict[str, float]:
+        """The mean of every metric and named measure over the row's queries (nan without any)."""
         per_query = self.values.get(row, {})
         n = len(per_query)
-        return {m: (sum(v[m] for v in per_query.values()) / n if n else math.nan) for m in self.metric_names}
+        return {
+            m: (sum(v[m] for v in per_query.values()) / n if n else math.nan) for m in self.metric_names + self.measures
+        }
 
     def per_query(self, row: str, metric: str) -> dict[str, float]:
         if row not in self.values:
             raise UsageError(f"run {self.run_id} has no row {row!r}; it has {', '.join(self.rows)}")
-        if metric not in self.metric_names:
+        if metric not in self.metric_names and metric not in self.measures:
             raise UsageError(
-                f"run {self.run_id} did not measure {metric!r}; it measured {', '.join(self.metric_names)}"
+                f"run {self.run_id} did not measure {metric!r}; it measured {', '.join(self.metric_names + self.measures)}"
             )
         return {q: v[metric] for q, v in self.values[row].items()}
 
@@ -123,8 +128,8 @@ def store_run(con: Connection, run: BenchmarkRun) -> None:
         con.execute(
             "INSERT INTO benchmark_runs (run_id, started_at, build_id, corpus_fingerprint, retriever, "
             "retriever_config, degraded, warnings, k_values, depth, exclude_stale, n_queries, stale_labels, "
-            "corpus_drift, down_components, metrics, labels_build_id, skipped_queries) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "corpus_drift, down_components, metrics, labels_build_id, skipped_queries, measures) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run.run_id,
                 run.started_at,
@@ -144,6 +149,7 @@ def store_run(con: Connection, run: BenchmarkRun) -> None:
                 json.dumps(run.metric_names),
                 run.labels_build_id,
                 run.skipped_queries,
+                json.dumps(run.measures),
             ],
         )
         con.register("_goldenset_bench_values", table)
@@ -179,7 +185,7 @@ def load_run(con: Connection, run_id: str) -> BenchmarkRun:
     meta = con.execute(
         "SELECT r.run_id, r.started_at, r.build_id, r.corpus_fingerprint, r.retriever, r.retriever_config, "
         "r.degraded, r.warnings, r.k_values, r.depth, r.exclude_stale, r.stale_labels, r.corpus_drift, "
-        "r.down_components, r.metrics, " + _LABELS_BUILD + ", r.skipped_queries "
+        "r.down_components, r.metrics, " + _LABELS_BUILD + ", r.skipped_queries, r.measures "
         "FROM benchmark_runs r LEFT JOIN golden_builds b ON b.build_id = r.build_id WHERE r.run_id = ?",
         [run_id],
     ).fetchone()
@@ -203,6 +209,7 @@ def load_run(con: Connection, run_id: str) -> BenchmarkRun:
         metric_names=json.loads(meta[14] or "[]"),
         labels_build_id=meta[15],
         skipped_queries=meta[16],
+        measures=json.loads(meta[17] or "[]"),
     )
     for row, qid, metric, value in con.execute(
         "SELECT row_name, query_id, metric, value FROM benchmark_results "
@@ -210,7 +217,7 @@ def load_run(con: Connection, run_id: str) -> BenchmarkRun:
         [run_id, ALL],
     ).fetchall():
         run.values.setdefault(row, {}).setdefault(qid, {})[metric] = value
-        if metric not in run.metric_names:
+        if metric not in run.metric_names and metric not in run.measures:
             run.metric_names.append(metric)
     run.estimates = load_estimates(con, run_id)
     return run
@@ -224,14 +231,14 @@ def list_runs(con: Connection) -> list[dict]:
     """
     rows = con.execute(
         "SELECT r.run_id, r.started_at, r.build_id, " + _LABELS_BUILD + ", r.retriever, r.retriever_config, "
-        "r.degraded, r.n_queries, r.corpus_fingerprint, m.metric, m.value "
+        "r.degraded, r.n_queries, r.corpus_fingerprint, r.measures, m.metric, m.value "
         "FROM benchmark_runs r LEFT JOIN golden_builds b ON b.build_id = r.build_id "
         "LEFT JOIN benchmark_results m ON m.run_id = r.run_id AND m.query_id = ? AND m.row_name = ? "
         "ORDER BY r.started_at DESC, r.run_id DESC, m.metric",
         [ALL, DECIDING_ROW],
     ).fetchall()
     out: dict[str, dict] = {}
-    for run_id, started, build_id, labels, retriever, cfg, degraded, n, fp, metric, value in rows:
+    for run_id, started, build_id, labels, retriever, cfg, degraded, n, fp, measures, metric, value in rows:
         full = json.loads(cfg or "{}")
         item = out.setdefault(
             run_id,
@@ -246,6 +253,7 @@ def list_runs(con: Connection) -> list[dict]:
                 "degraded": bool(degraded),
                 "n_queries": n,
                 "corpus_fingerprint": fp,
+                "measures": json.loads(measures or "[]"),
                 "means": {},
             },
         )

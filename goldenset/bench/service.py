@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from goldenset import settings, warehouse
 from goldenset.bench import golden, trec
 from goldenset.bench import metrics as M
 from goldenset.bench.compare import Comparison, compare_rows, compare_runs
+from goldenset.bench.compare_many import ManyComparison, compare_many, order_runs
 from goldenset.bench.coverage import Thresholds
 from goldenset.bench.report import write_comparison_report, write_run_report
 from goldenset.bench.runner import BenchConfig, run_benchmark
@@ -221,6 +223,35 @@ def compare_stored(
         ppi_lambda=ppi_lambda,
     )
     md = write_comparison_report(comp, report_dir) if report_dir else None
+    return comp, md
+
+
+def compare_many_stored(
+    db: Path,
+    run_ids: Sequence[str],
+    *,
+    baseline: str | None = None,
+    report_dir: Path | None = None,
+    rescore: bool = False,
+    **options: Any,
+) -> tuple[ManyComparison, Path | None]:
+    """Load the runs (the baseline first when not among them) and compare them all (contract 16).
+
+    `options` are compare_many's (row, metrics, test, correction, permutations, seed, thresholds).
+    """
+    from goldenset.bench.report_many import write_many_report
+
+    ids = order_runs(run_ids, baseline)
+    _require_db(db)
+    con = warehouse.connect(db, read_only=True, wait=settings.lock_timeout())
+    try:
+        runs = [load_run(con, r) for r in ids]
+        if rescore:
+            runs = [rescore_run(con, r) for r in runs]
+    finally:
+        con.close()
+    comp = compare_many(runs, baseline=baseline, **options)
+    md = write_many_report(comp, report_dir) if report_dir else None
     return comp, md
 
 

@@ -179,19 +179,49 @@ def eval_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    run_a: Annotated[str, typer.Argument(help="Baseline run id (A).")],
-    run_b: Annotated[str, typer.Argument(help="Candidate run id (B); differences are B - A.")],
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Run ids. Two (A B): B against A, differences B - A. Three or more (or --test, --correction, "
+            "--baseline): every pair, corrected for multiple testing (contract 16).",
+            metavar="RUN_A RUN_B [RUN ...]",
+            show_default=False,
+        ),
+    ],
     db: DbOpt = None,
     row: Annotated[str, typer.Option(help="Row to compare (core decides).")] = "core",
     metric: Annotated[
         list[str] | None,
-        typer.Option("--metric", help="Metric to compare; repeat for several (default: all both runs have)."),
+        typer.Option(
+            "--metric",
+            help="Metric or named measure to compare; repeat for several (default: all both runs have; with more "
+            "runs, every decision metric all of them have).",
+        ),
     ] = None,
     bootstrap: Annotated[
         int | None, typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    report: Annotated[Path | None, typer.Option(help="Write report.md and differences.png into this folder.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap or of the randomization test.")] = 0,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="Compare every other run against this one only (it is run a; added when not named)."),
+    ] = None,
+    test: Annotated[
+        str | None,
+        typer.Option(
+            "--test", help="t (Student's paired t, the default) or randomization (Fisher's, paired sign flips)."
+        ),
+    ] = None,
+    correction: Annotated[
+        str | None,
+        typer.Option(help="holm (the default), bonferroni or none: over every pair x decision metric of the command."),
+    ] = None,
+    permutations: Annotated[
+        int | None, typer.Option(help="Sign flips of the randomization test (default 10000).")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Write report.md, report.html and the plot into this folder.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
     coverage_max_gap: Annotated[
         float | None,
@@ -220,32 +250,73 @@ def compare_cmd(
     ppi_lambda: PpiLambdaOpt = "tuned",
 ) -> None:
     """Pair two runs query by query: mean difference, 95% CI, verdict per metric; BIASED first when
-    the verdicts rest on documents the golden set never judged."""
+    the verdicts rest on documents the golden set never judged. More runs: every pair, corrected."""
+    from goldenset.bench.coverage import Thresholds
+    from goldenset.errors import ComparisonBiased
+
+    thresholds = Thresholds(settings.coverage_max_gap(coverage_max_gap), settings.coverage_floor(coverage_floor))
+    family = len(runs) != 2 or any(o is not None for o in (baseline, test, correction, permutations))
+    if family:
+        biased = _compare_many(
+            runs,
+            resolve_paths(None, None, db).db,
+            row=row,
+            metrics=metric,
+            baseline=baseline,
+            test=test,
+            correction=correction,
+            permutations=permutations,
+            seed=seed,
+            report=report,
+            as_json=as_json,
+            thresholds=thresholds,
+            rescore=rescore,
+            refused={
+                "--bootstrap": bootstrap is not None,
+                "--estimate": estimate is not None or judge is not None or ppi_lambda != "tuned",
+            },
+        )
+    else:
+        biased = _compare_two(
+            runs[0],
+            runs[1],
+            resolve_paths(None, None, db).db,
+            row=row,
+            metrics=metric,
+            bootstrap=bootstrap,
+            seed=seed,
+            report=report,
+            as_json=as_json,
+            thresholds=thresholds,
+            rescore=rescore,
+            estimate=estimate,
+            judge=judge,
+            ppi_lambda=ppi_lambda,
+        )
+    if fail_on_bias and biased:
+        raise ComparisonBiased(biased)
+
+
+def _compare_two(
+    run_a: str, run_b: str, db: Path, *, as_json: bool, estimate, judge, ppi_lambda, report, **options
+) -> str | None:
+    """`bench compare A B` as it always was; the --fail-on-bias message when BIASED, else None."""
     from dataclasses import asdict
 
-    from goldenset.bench.coverage import Thresholds
     from goldenset.bench.estimate import check_compare_estimate
     from goldenset.bench.ppi import check_lambda
     from goldenset.bench.report import console, print_comparison
     from goldenset.bench.service import compare_stored
-    from goldenset.errors import ComparisonBiased
-
-    thresholds = Thresholds(settings.coverage_max_gap(coverage_max_gap), settings.coverage_floor(coverage_floor))
 
     comp, md = compare_stored(
-        resolve_paths(None, None, db).db,
+        db,
         run_a,
         run_b,
-        row=row,
-        metrics=metric,
-        bootstrap=bootstrap,
-        seed=seed,
         report_dir=report,
-        thresholds=thresholds,
-        rescore=rescore,
         estimate=check_compare_estimate(estimate, judge, ppi_lambda),
         judge=judge,
         ppi_lambda=check_lambda(ppi_lambda),
+        **options,
     )
     if as_json:
         runs = {"a_run": asdict(comp.sides[0]), "b_run": asdict(comp.sides[1])} if comp.sides else {}
@@ -270,10 +341,62 @@ def compare_cmd(
         )
     else:
         print_comparison(console(), comp, md)
-    if fail_on_bias and comp.biased:
-        raise ComparisonBiased(
-            f"comparison of {comp.b} against {comp.a} is BIASED by unjudged documents (--fail-on-bias)"
+    if comp.biased:
+        return f"comparison of {comp.b} against {comp.a} is BIASED by unjudged documents (--fail-on-bias)"
+    return None
+
+
+def _compare_many(
+    runs: list[str],
+    db: Path,
+    *,
+    as_json: bool,
+    refused: dict[str, bool],
+    report: Path | None,
+    test: str | None,
+    correction: str | None,
+    permutations: int | None,
+    **options,
+) -> str | None:
+    """`bench compare` of a family (contract 16); the --fail-on-bias message when a pair is BIASED, else None."""
+    from goldenset.bench import significance as sig
+    from goldenset.bench.report import console
+    from goldenset.bench.report_many import many_json, print_many
+    from goldenset.bench.service import compare_many_stored
+    from goldenset.errors import UsageError
+
+    if refused["--bootstrap"]:
+        raise UsageError(
+            "--bootstrap compares two runs; with more runs (or --test, --correction, --baseline) the tests are "
+            "--test t or --test randomization"
         )
+    if refused["--estimate"]:
+        raise UsageError(
+            "--estimate ppi compares two runs: its intervals are not corrected for a family of comparisons; "
+            "compare two runs at a time with --estimate ppi, or leave it out"
+        )
+    test = sig.check_test(test or sig.DEFAULT_TEST)
+    if permutations is not None and test != "randomization":
+        raise UsageError(
+            f"--permutations {permutations} is for --test randomization; add it or leave --permutations out"
+        )
+    comp, md = compare_many_stored(
+        db,
+        runs,
+        report_dir=report,
+        test=test,
+        correction=sig.check_correction(correction or sig.DEFAULT_CORRECTION),
+        permutations=sig.check_permutations(permutations if permutations is not None else sig.DEFAULT_PERMUTATIONS),
+        **options,
+    )
+    if as_json:
+        typer.echo(json.dumps(many_json(comp)))
+    else:
+        print_many(console(), comp, md)
+    if comp.biased:
+        pairs = len(comp.coverage.biased_pairs)
+        return f"{pairs} comparison(s) of {len(comp.runs)} runs are BIASED by unjudged documents (--fail-on-bias)"
+    return None
 
 
 @app.command("list")
