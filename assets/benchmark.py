@@ -48,6 +48,10 @@ class BenchmarkConfig(dg.Config):
     estimate_lambda: str = Field(
         default="tuned", description="tuned (PPI++) or a fixed lambda in [0, 1] (bench run --ppi-lambda)."
     )
+    measures: list[str] = Field(
+        default=[],
+        description="Named measures as ir_measures writes them (bench run --measure), e.g. nDCG@20, R@100.",
+    )
 
 
 def _age_days(warehouse: WarehouseResource) -> float:
@@ -91,6 +95,7 @@ def _run(config: BenchmarkConfig, db: Path, corpus_source: CorpusSource, embedde
         estimate_judge=config.estimate_judge or None,
         estimate_design=check_design(config.estimate_design),
         estimate_lambda=check_lambda(config.estimate_lambda),
+        measures=tuple(config.measures),
     )
     # Imported here: the benchmark's statistics (scipy) cost a second at every load of the location.
     from goldenset.bench.service import run_and_store

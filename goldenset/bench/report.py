@@ -54,15 +54,17 @@ def run_table(run: BenchmarkRun) -> Table:
     for row in run.rows:
         t.add_column(f"{row} (deciding)" if row == DECIDING_ROW else f"{row} (reference)", justify="right")
     means = {row: run.means(row) for row in run.rows}
-    for m in run.metric_names:
-        t.add_row(metric_label(m), *(fmt(means[row][m]) for row in run.rows))
+    for m in run.metric_names + run.measures:
+        t.add_row(metric_label(m, run.measures), *(fmt(means[row][m]) for row in run.rows))
     return t
 
 
-def metric_label(name: str) -> str:
-    """A metric's name as a table shows it: reference metrics (coverage, condensed) say so."""
+def metric_label(name: str, measures: Sequence[str] = ()) -> str:
+    """A metric's name as a table shows it: reference metrics (coverage, condensed) and named measures say so."""
     from goldenset.bench.metrics import get_metric
 
+    if name in measures:
+        return f"{name} (named measure)"
     return f"{name} (reference)" if get_metric(name).reference else name
 
 
@@ -276,7 +278,8 @@ def run_markdown(run: BenchmarkRun, comps: Sequence[Comparison], plot_name: str 
     ]
     means = {row: run.means(row) for row in run.rows}
     lines += [
-        f"| {metric_label(m)} | " + " | ".join(fmt(means[r][m]) for r in run.rows) + " |" for m in run.metric_names
+        f"| {metric_label(m, run.measures)} | " + " | ".join(fmt(means[r][m]) for r in run.rows) + " |"
+        for m in run.metric_names + run.measures
     ]
     for comp in comps:
         lines += ["", f"## {comp.row} against core (paired t, B = {comp.row}, A = core)", ""] + _md_comparison(comp)

@@ -35,6 +35,8 @@ from goldenset import progress
 from goldenset.bench import coverage, gates, golden
 from goldenset.bench import feedback as fb
 from goldenset.bench.estimate import run_estimates
+from goldenset.bench.measures import compute as compute_measures
+from goldenset.bench.measures import parse_measures
 from goldenset.bench.metrics import QueryPolicy, benchmark_metrics, evaluate, select_queries
 from goldenset.bench.runs import DECIDING_ROW, ROWS, BenchmarkRun, new_run_id
 from goldenset.bench.trec import ranked_lists
@@ -88,6 +90,8 @@ class BenchConfig:
     estimate_judge: str | None = None
     estimate_design: str = "finite"
     estimate_lambda: float | None = None
+    # `--measure NAME` (contract 16.5): ir_measures' names, computed by trec_eval beside the metrics.
+    measures: tuple[str, ...] = ()
 
     def effective_depth(self) -> int:
         if any(k < 1 for k in self.k_values) or not self.k_values:
@@ -172,6 +176,7 @@ def open_gates(
     """
     build = golden.latest_build(con)
     config.effective_depth()
+    parse_measures(config.measures)
     factory = load_factory(config.retriever)
     # The retriever is built before the age gate: a factory whose object cannot search is
     # wrong usage (2), which must win over a golden set that is too old (3). Building it
@@ -227,6 +232,10 @@ def run_benchmark(
         row: evaluate(ranked_lists(lists[row]), gq.qrels, metrics, policy=QueryPolicy.SKIP_NO_RELEVANT)
         for row in features.rows
     }
+    measures = parse_measures(config.measures)
+    for row in features.rows:
+        for qid, named in compute_measures(measures, ranked_lists(lists[row]), gq.qrels, list(values[row])).items():
+            values[row][qid].update(named)
     estimates = None
     if config.estimate_judge is not None:
         estimates = run_estimates(
@@ -261,6 +270,7 @@ def run_benchmark(
         skipped_queries=len(gq.queries_without_relevant),
         ranked=lists,
         estimates=estimates,
+        measures=measures,
     )
     check = coverage.check_run(run, DECIDING_ROW, coverage.Thresholds(floor=config.coverage_floor).floor)
     run.coverage_warnings = check.lines + check.commands

@@ -94,10 +94,19 @@ def run_cmd(
         ),
     ] = "finite",
     ppi_lambda: PpiLambdaOpt = "tuned",
+    measure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--measure",
+            help="A measure as ir_measures names it (nDCG@20, R@100, P(rel=2)@5), computed by trec_eval and "
+            "stored beside the metrics; repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.coverage import Thresholds
     from goldenset.bench.estimate import check_estimate
+    from goldenset.bench.measures import parse_measures
     from goldenset.bench.ppi import check_design, check_lambda
     from goldenset.bench.report import console, print_run
     from goldenset.bench.runner import DEFAULT_K, BenchConfig
@@ -118,6 +127,7 @@ def run_cmd(
         allow_degraded=allow_degraded,
         index_dir=index_dir or settings.resolve("bench_index"),
         coverage_floor=Thresholds(floor=settings.coverage_floor(coverage_floor)).floor,
+        measures=tuple(parse_measures(measure or [])),
     )
     # A run of the retrieval_benchmark_job when the Dagster program runs this command (goldenset.hooks).
     result = hooks.perform(
@@ -416,7 +426,8 @@ def list_cmd(
         ),
     ] = None,
 ) -> None:
-    """List stored benchmark runs, newest first: retriever and config, deciding row's recall and nDCG."""
+    """List stored benchmark runs, newest first: retriever and config, deciding row's recall and nDCG, and the
+    means of its named measures (bench run --measure)."""
     from rich.table import Table
 
     from goldenset.bench.report import console, fmt
@@ -436,6 +447,7 @@ def list_cmd(
         "degraded",
         "ndcg@10",
         "recall@5",
+        "named measures",
     ):
         t.add_column(col)
     for r in runs:
@@ -448,5 +460,6 @@ def list_cmd(
             "DEGRADED" if r["degraded"] else "",
             fmt(r["means"].get("ndcg@10")),
             fmt(r["means"].get("recall@5")),
+            ", ".join(f"{m} {fmt(r['means'].get(m))}" for m in r["measures"]),
         )
     console().print(t)
