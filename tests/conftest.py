@@ -198,6 +198,7 @@ RUN_FIRST = (
     "tests/traces/test_phoenix.py",
     "tests/bench/test_ppi.py",
     "tests/labelling/test_judge_agreement.py",
+    "tests/bench/test_ranx.py",
 )
 
 

@@ -1,0 +1,198 @@
+"""The summary table's marks held to ranx's `compare` on the same runs, ranx run live from its own venv.
+
+ranx pulls numba (and its own numpy constraints), so it is not a test dependency: it lives in
+a virtual environment of its own, GOLDENSET_RANX_VENV, else the checkout's var/ranx-venv
+(`.ci/run` creates it in the background and compiles ranx's metrics once; by hand: `python -m
+venv var/ranx-venv && var/ranx-venv/bin/pip install ranx==0.3.21`). The tests marked `ranx`
+send five seeded runs to `ranx.compare(qrels, runs, metrics, stat_test="student",
+max_p=0.05)` in a subprocess (`python -I`: nothing of this checkout on its path) and compare
+its superscripts and p-values with goldenset's on the same runs; without the venv they skip and
+say why, and under CI they fail. The values recorded from it below keep the parity checked on
+a machine without the venv.
+
+Differences of definition, and how the comparison handles them:
+- ranx corrects nothing: goldenset's marks are compared with `correction="none"`; with Holm
+  they can only be fewer (a subset), which is checked too.
+- ranx marks p <= max_p, goldenset p < 0.05: they differ only at p exactly 0.05 (none here).
+- ranx marks a run better when its mean is higher; goldenset reads the metric's direction
+  (lower noise is better). ranx has no noise metric, so the five metrics here are all
+  higher-is-better.
+- Where every difference is 0, scipy's p (and ranx's) is nan, goldenset's 1: no mark either way.
+- ranx's randomization test draws its own permutations (numba's generator) and reports #/B,
+  goldenset (1 + #)/(1 + B): not compared mark for mark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from goldenset.bench import metrics as M
+from goldenset.bench.compare_many import compare_many
+from goldenset.bench.runs import BenchmarkRun
+from tests.helpers import running_under_ci, wait_for_venv
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_VENV = "GOLDENSET_RANX_VENV"
+RANX_VERSION = "0.3.21"
+# ranx's name -> goldenset's (lists are 30 long, so ranx's @100 reads the whole list, as map and mrr do).
+METRICS = {
+    "ndcg@10": "ndcg@10",
+    "precision@5": "precision@5",
+    "recall@10": "recall@10",
+    "map@100": "map",
+    "mrr@100": "mrr",
+}
+SUPERSCRIPTS = "ᵃᵇᶜᵈᵉ"
+
+ORACLE = """
+import json, sys
+from importlib.metadata import version
+from ranx import Qrels, Run, compare
+case = json.load(sys.stdin)
+runs = [Run(r, name=name) for name, r in case["runs"].items()]
+report = compare(Qrels(case["qrels"]), runs, case["metrics"], stat_test="student", max_p=0.05)
+names = list(case["runs"])
+out = {"version": version("ranx"), "marks": {}, "p": {}}
+for a in names:
+    out["marks"][a] = {m: report.get_superscript_for_table(a, m) for m in case["metrics"]}
+    for b in names[names.index(a) + 1:]:
+        out["p"][a + " " + b] = {m: float(report.comparisons[a, b][m]["p_value"]) for m in case["metrics"]}
+json.dump(out, sys.stdout)
+"""
+
+
+def case() -> dict:
+    """Five seeded rankers of growing skill over 50 queries of 60 documents, graded qrels 0-2."""
+    rng = np.random.default_rng(42)
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(50):
+        docs = rng.choice(60, size=12, replace=False)
+        grades = rng.choice([0, 1, 1, 2], size=12)
+        grades[0] = max(grades[0], 1)  # every query has a relevant document
+        qrels[f"q{q:02d}"] = {f"d{d:02d}": int(g) for d, g in zip(docs, grades, strict=True)}
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    for name, skill in zip("abcde", (0.0, 0.1, 0.12, 0.6, 0.65), strict=True):
+        runs[f"run_{name}"] = {}
+        for q, rels in qrels.items():
+            scores = rng.random(60) + np.array([skill * rels.get(f"d{d:02d}", 0) for d in range(60)])
+            top = np.argsort(-scores, kind="stable")[:30]
+            runs[f"run_{name}"][q] = {f"d{d:02d}": float(30 - i) for i, d in enumerate(top)}
+    return {"qrels": qrels, "runs": runs, "metrics": list(METRICS)}
+
+
+def goldenset_runs(data: dict) -> list[BenchmarkRun]:
+    metrics = [M.get_metric(m) for m in METRICS.values()]
+    out = []
+    for name, scored in data["runs"].items():
+        lists = {q: sorted(docs, key=lambda d: -docs[d]) for q, docs in scored.items()}
+        values = M.evaluate(lists, data["qrels"], metrics, policy=M.QueryPolicy.SKIP_NO_RELEVANT)
+        out.append(
+            BenchmarkRun(
+                run_id=name,
+                started_at=datetime(2026, 1, 1),
+                build_id=1,
+                corpus_fingerprint="f" * 64,
+                retriever="x:y",
+                retriever_config={},
+                degraded=False,
+                warnings=[],
+                k_values=(5, 10),
+                depth=30,
+                exclude_stale=False,
+                stale_labels=0,
+                corpus_drift=0.0,
+                down_components=[],
+                metric_names=[m.name for m in metrics],
+                values={"core": values},
+            )
+        )
+    return out
+
+
+def goldenset_marks(correction: str) -> dict[str, dict[str, str]]:
+    comp = compare_many(goldenset_runs(case()), metrics=list(METRICS.values()), correction=correction)
+    return {
+        r.run_id: {
+            ranx: "".join(SUPERSCRIPTS["abcde".index(x)] for x in comp.better_than(r.run_id, ours))
+            for ranx, ours in METRICS.items()
+        }
+        for r in comp.runs
+    }
+
+
+# ranx 0.3.21's superscripts on case(), recorded so that the parity holds without its venv;
+# test_the_recorded_marks_are_what_ranx_prints checks them against the live package.
+RANX_MARKS = {
+    run: dict.fromkeys(METRICS, mark)
+    for run, mark in {"run_a": "", "run_b": "ᵃ", "run_c": "ᵃᵇ", "run_d": "ᵃᵇᶜ", "run_e": "ᵃᵇᶜ"}.items()
+}
+
+
+def test_marks_without_correction_equal_ranx_compare():
+    assert goldenset_marks("none") == RANX_MARKS
+
+
+def test_holm_marks_are_a_subset_of_the_uncorrected_ones():
+    holm, none = goldenset_marks("holm"), goldenset_marks("none")
+    assert all(set(holm[r][m]) <= set(none[r][m]) for r in holm for m in holm[r])
+    assert holm != none  # on these runs the correction takes some marks away
+
+
+def ranx_venv() -> Path:
+    return Path(os.environ.get(ENV_VENV) or ROOT / "var" / "ranx-venv")
+
+
+@pytest.fixture(scope="module")
+def ranx(tmp_path_factory) -> dict:
+    """ranx's marks and p-values on case(), computed live in its venv."""
+    venv = ranx_venv()
+    wait_for_venv(venv)
+    python = venv / "bin" / "python"
+    if not python.exists():
+        why = (
+            f"no ranx venv at {venv}: create it with `python -m venv {venv} && "
+            f"{venv}/bin/pip install ranx=={RANX_VERSION}` or set {ENV_VENV}"
+        )
+        if running_under_ci():
+            pytest.fail("CI must run the ranx tests: " + why, pytrace=False)
+        pytest.skip(why)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [str(python), "-I", "-W", "ignore", "-c", ORACLE],
+        input=json.dumps(case()),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path_factory.mktemp("ranx"),
+        env=env,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"ranx exited with {proc.returncode}: {proc.stderr[-2000:]}", pytrace=False)
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.ranx
+def test_the_recorded_marks_are_what_ranx_prints(ranx):
+    assert ranx["version"] == RANX_VERSION
+    assert ranx["marks"] == RANX_MARKS
+
+
+@pytest.mark.slow
+@pytest.mark.ranx
+def test_the_p_values_equal_ranx_student_test(ranx):
+    comp = compare_many(goldenset_runs(case()), metrics=list(METRICS.values()), correction="none")
+    ours = {(t.a, t.b, t.metric): t.p for t in comp.tests}
+    for pair, by_metric in ranx["p"].items():
+        a, b = pair.split()
+        for name, p in by_metric.items():
+            expected = 1.0 if math.isnan(p) else p  # every difference 0: nan for scipy, 1 here
+            assert ours[a, b, METRICS[name]] == pytest.approx(expected, rel=1e-9), (pair, name)
