@@ -23,11 +23,12 @@ from goldenset.cli.app import main
 QUERIES = [f"q{i:02d}" for i in range(40)]
 METRICS = ["recall@5", "ndcg@10", "noise@5", "hole@5", "judged@5"]
 # run id -> (shift of recall and ndcg, noise level, judged@5 of every query)
-RUNS = {"r1": (0.0, 0.2, 1.0), "r2": (0.05, 0.2, 1.0), "r3": (0.3, 0.1, 0.6), "r4": (0.31, 0.2, 0.95)}
+RUNS = {"r1": (0.0, 0.2, 1.0), "r2": (0.09, 0.2, 1.0), "r3": (0.3, 0.1, 0.6), "r4": (0.31, 0.2, 0.95)}
 
 
 def make_run(run_id: str, shift: float, noise: float, judged: float, seed: int, measures=()) -> BenchmarkRun:
     rng = np.random.default_rng(seed)
+    other = np.random.default_rng(seed + 100)  # the named measures' noise, apart from the metrics' draws
     base = np.random.default_rng(0).random(len(QUERIES)) * 0.5  # shared by every run: paired differences
     values = {}
     for i, q in enumerate(QUERIES):
@@ -38,7 +39,7 @@ def make_run(run_id: str, shift: float, noise: float, judged: float, seed: int, 
             "noise@5": float(np.clip(noise + rng.normal(0, 0.1), 0, 1)),
             "hole@5": 0.2,
             "judged@5": judged,
-            **{m: float(rng.random()) for m in measures},
+            **{m: float(np.clip(0.9 * recall + 0.05 + other.normal(0, 0.05), 0, 1)) for m in measures},
         }
     return BenchmarkRun(
         run_id=run_id,
@@ -191,7 +192,7 @@ def test_the_two_run_form_compares_a_named_measure_without_direction(capsys, db)
     assert main(["bench", "compare", "r1", "r3", "--db", str(db), "--metric", "nDCG@20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [m["metric"] for m in out["metrics"]] == ["nDCG@20"]
-    assert out["metrics"][0]["verdict"] in ("higher", "lower", "indistinguishable")
+    assert out["metrics"][0]["verdict"] == "higher"  # never better: a named measure has no direction
     assert out["metrics"][0]["incomplete_judgments"] is False
 
 
@@ -272,6 +273,7 @@ def test_the_randomization_test_reports_its_monte_carlo_error(capsys, db):
     assert c["verdict"] == "better"
 
 
+@pytest.mark.slow
 def test_the_report_has_the_tables_and_the_plot_inline(capsys, db, tmp_path):
     out = tmp_path / "report"
     assert main(["bench", "compare", "r1", "r2", "r3", "--db", str(db), "--baseline", "r1", "--report", str(out)]) == 0
@@ -281,3 +283,66 @@ def test_the_report_has_the_tables_and_the_plot_inline(capsys, db, tmp_path):
     )
     assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert 'src="data:image/png;base64,' in (out / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_plot_is_a_library_function_returning_png_or_svg_with_the_baseline_marked():
+    from goldenset.bench.plot_runs import RunMeans, runs_figure
+
+    runs = [RunMeans("a r1", {"ndcg@10": (0.25, 0.2, 0.3)}), RunMeans("b r2", {"ndcg@10": (0.5, 0.4, 0.6)})]
+    svg = runs_figure(runs, ["ndcg@10"], baseline="a r1", fmt="svg").decode("utf-8")
+    assert svg.lstrip().startswith("<?xml") and "a r1 (baseline)" in svg and "b r2 (baseline)" not in svg
+    assert runs_figure(runs, ["ndcg@10"], fmt="svg") == runs_figure(runs, ["ndcg@10"], fmt="svg")  # reproducible
+    assert runs_figure(runs, ["ndcg@10"])[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="format 'pdf'"):
+        runs_figure(runs, ["ndcg@10"], fmt="pdf")
+
+
+def test_queries_some_run_lacks_are_left_out_and_counted(capsys, tmp_path):
+    runs = [make_run(r, *RUNS[r], seed=n) for n, r in enumerate(("r1", "r2", "r3"), start=1)]
+    del runs[1].values["core"]["q00"], runs[2].values["core"]["q01"]
+    comp = compare_many(runs, metrics=["recall@5"])
+    assert (comp.n, comp.left_out) == (38, 2) and "q00" not in comp.queries and "q01" not in comp.queries
+    a = np.array([runs[0].values["core"][q]["recall@5"] for q in comp.queries])
+    assert comp.means["r1"]["recall@5"][0] == pytest.approx(a.mean())
+
+
+@pytest.mark.parametrize(
+    ("ca", "cb", "biased"),
+    [
+        (1.0, 0.75, False),  # a gap equal to max_gap passes
+        (1.0, float(np.nextafter(0.75, 0.0)), True),
+        (float(np.nextafter(0.75, 0.0)), 0.5, False),
+        (0.5, 0.5, False),  # a coverage equal to the floor passes
+        (0.5, float(np.nextafter(0.5, 0.0)), True),
+    ],
+)
+def test_each_pair_is_biased_by_10_3s_rule_at_its_boundaries(ca, cb, biased):
+    from goldenset.bench.coverage import Thresholds, is_biased
+
+    assert is_biased(ca, cb, Thresholds(max_gap=0.25, floor=0.5)) is biased
+
+
+def test_the_better_judged_run_of_a_pair_is_flagged_only_below_the_floor():
+    from goldenset.bench.coverage import Thresholds
+
+    at_floor = [make_run("x", 0.0, 0.2, 0.75, seed=1), make_run("y", 0.0, 0.2, 0.25, seed=2)]
+    comp = compare_many(at_floor, metrics=["recall@5"], thresholds=Thresholds(max_gap=0.25, floor=0.75))
+    assert [line.split("'s")[0] for line in comp.coverage.lines] == ["BIASED: run y"]
+    below = [make_run("x", 0.0, 0.2, 0.5, seed=1), make_run("y", 0.0, 0.2, 0.25, seed=2)]
+    comp = compare_many(below, metrics=["recall@5"], thresholds=Thresholds(max_gap=0.25, floor=0.75))
+    assert [line.split("'s")[0] for line in comp.coverage.lines] == ["BIASED: run x", "BIASED: run y"]
+
+
+def test_a_randomization_verdict_that_its_interval_contradicts_says_why():
+    # Five positive differences: Student's interval excludes 0, but no sign-flip p can go below
+    # 2/32 = 0.0625: the verdict is indistinguishable and says the randomization test decided.
+    runs = [make_run(r, 0.0, 0.2, 1.0, seed=1) for r in ("x", "y")]
+    for i, q in enumerate(QUERIES):
+        runs[0].values["core"][q]["recall@5"] = 0.25
+        runs[1].values["core"][q]["recall@5"] = 0.5 + (0.25 if i % 2 else 0.0)
+    for r in runs:
+        r.values["core"] = {q: r.values["core"][q] for q in QUERIES[:5]}
+    (t,) = compare_many(runs, metrics=["recall@5"], test="randomization", correction="none", permutations=2000).tests
+    assert t.lo > 0 and t.p >= 0.05 and t.verdict == "indistinguishable"
+    assert t.verdict_text() == "indistinguishable (randomization test)"
