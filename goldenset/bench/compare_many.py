@@ -180,7 +180,7 @@ def resolve_metrics(runs: Sequence[BenchmarkRun], names: Sequence[str] | None) -
     decision: list[str] = []
     others: list[str] = []
     for name in names:
-        resolved = name if all(name in r.measures for r in runs) else get_metric(name).name
+        resolved = name if all(name in r.measures for r in runs) else _metric_name(runs, name)
         for r in runs:
             if resolved not in r.metric_names and resolved not in r.measures:
                 raise UsageError(
@@ -190,6 +190,18 @@ def resolve_metrics(runs: Sequence[BenchmarkRun], names: Sequence[str] | None) -
         if resolved not in target:
             target.append(resolved)
     return decision, others
+
+
+def _metric_name(runs: Sequence[BenchmarkRun], name: str) -> str:
+    """The canonical name of a metric goldenset computes; else the run lacking `name` as a named measure."""
+    try:
+        return get_metric(name).name
+    except UsageError:
+        run = next(r for r in runs if name not in r.measures)
+        raise UsageError(
+            f"run {run.run_id} did not measure {name!r}; it measured {', '.join(run.metric_names + run.measures)} "
+            f"(a named measure is stored by `bench run --measure {name}`)"
+        ) from None
 
 
 def _kind(metric: str, run: BenchmarkRun | None = None) -> str:
