@@ -187,6 +187,29 @@ def eval_cmd(
     out.print(result.policy, markup=False, highlight=False)
 
 
+# The family form of `bench compare` (contract 16).
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(help="Compare every other run against this one only (it is run a; added when not named)."),
+]
+TestOpt = Annotated[
+    str | None,
+    typer.Option("--test", help="t (Student's paired t, the default) or randomization (Fisher's, paired sign flips)."),
+]
+CorrectionOpt = Annotated[
+    str | None,
+    typer.Option(help="holm (the default), bonferroni or none: over every pair x decision metric of the command."),
+]
+PermutationsOpt = Annotated[int | None, typer.Option(help="Sign flips of the randomization test (default 10000).")]
+MaxGapOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--coverage-max-gap",
+        help="BIASED when the runs' judged@k differ by more than this (else GOLDENSET_COVERAGE_MAX_GAP, else 0.10).",
+    ),
+]
+
+
 @app.command("compare")
 def compare_cmd(
     runs: Annotated[
@@ -194,7 +217,7 @@ def compare_cmd(
         typer.Argument(
             help="Run ids. Two (A B): B against A, differences B - A. Three or more (or --test, --correction, "
             "--baseline): every pair, corrected for multiple testing (contract 16).",
-            metavar="RUN_A RUN_B [RUN ...]",
+            metavar="RUN",
             show_default=False,
         ),
     ],
@@ -212,34 +235,15 @@ def compare_cmd(
         int | None, typer.Option(help="Use a paired bootstrap with this many resamples instead of Student's t.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap or of the randomization test.")] = 0,
-    baseline: Annotated[
-        str | None,
-        typer.Option(help="Compare every other run against this one only (it is run a; added when not named)."),
-    ] = None,
-    test: Annotated[
-        str | None,
-        typer.Option(
-            "--test", help="t (Student's paired t, the default) or randomization (Fisher's, paired sign flips)."
-        ),
-    ] = None,
-    correction: Annotated[
-        str | None,
-        typer.Option(help="holm (the default), bonferroni or none: over every pair x decision metric of the command."),
-    ] = None,
-    permutations: Annotated[
-        int | None, typer.Option(help="Sign flips of the randomization test (default 10000).")
-    ] = None,
+    baseline: BaselineOpt = None,
+    test: TestOpt = None,
+    correction: CorrectionOpt = None,
+    permutations: PermutationsOpt = None,
     report: Annotated[
         Path | None, typer.Option(help="Write report.md, report.html and the plot into this folder.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
-    coverage_max_gap: Annotated[
-        float | None,
-        typer.Option(
-            "--coverage-max-gap",
-            help="BIASED when the runs' judged@k differ by more than this (else GOLDENSET_COVERAGE_MAX_GAP, else 0.10).",
-        ),
-    ] = None,
+    coverage_max_gap: MaxGapOpt = None,
     coverage_floor: FloorOpt = None,
     fail_on_bias: Annotated[
         bool, typer.Option("--fail-on-bias", help="Exit 5 when the comparison is BIASED (after printing it).")

@@ -155,3 +155,6 @@ def test_bench_run_stores_each_measure_equal_to_ir_measures_on_the_files_it_wrot
     for name in config.measures:
         assert means[name] == pytest.approx(aggregate[name], abs=1e-12)
     assert listed["measures"] == list(config.measures) and listed["means"]["R@100"] == pytest.approx(aggregate["R@100"])
+    table = CliRunner().invoke(bench_app, ["list", "--db", str(golden.db)]).output
+    assert f"nDCG@20 {aggregate['nDCG@20']:.4f}" in table
+    assert "| nDCG@20 (named measure) |" in (out / "report.md").read_text(encoding="utf-8")
