@@ -15,7 +15,7 @@ What it does, in order:
    (graded: codes 1-2 grade 2, 3-4 grade 1, -1 judged not relevant), over the queries with a
    relevant document (the benchmark's skip_no_relevant policy), at the benchmark's default
    cut-offs (k = 5 and 24): recall@k, precision@k, ndcg@10, mrr, map and noise@k, the nine
-   decision metrics of `bench run`.
+   deciding metrics of `bench run`.
 2. **The five-run comparison** through the library `bench compare` calls
    (`goldenset.bench.compare_many.compare_many`), paired t test, Holm over the family (10 pairs
    x 9 metrics = 90 comparisons), and the same without correction: the summary table with its
@@ -31,7 +31,7 @@ What it does, in order:
    difference: none of them is a null of the paired test `bench compare` runs. On each
    resample the families of the command are tested as the command tests them
    (`goldenset.bench.significance`): all pairs on ndcg@10 (m = 10), all pairs on the nine
-   decision metrics (m = 90), the first run as `--baseline` on ndcg@10 (m = 4), with the t
+   deciding metrics (m = 90), the first run as `--baseline` on ndcg@10 (m = 4), with the t
    test and the randomization test (`--permutations` sign flips, seed = the resample's), and
    10 disjoint pairs of 20 shuffled runs on ndcg@10 (nearly independent tests, where 1 -
    0.95^m applies). The family-wise error is the share of resamples with any verdict, per
@@ -104,7 +104,7 @@ def per_query_values(collection: cc.Collection, specs: list[str], depth: int) ->
     return queries, values
 
 
-def decision_metrics() -> list[str]:
+def deciding_metrics() -> list[str]:
     return [m.name for m in M.benchmark_metrics(K_VALUES) if not m.reference and m.direction != 0]
 
 
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> dict:
     specs = args.rankers.split(",")
     queries, values = per_query_values(collection, specs, args.depth)
     names = [ranker_name(s) for s in specs]
-    metrics = decision_metrics()
+    metrics = deciding_metrics()
     matrix = np.array([[[values[n][q][m] for m in metrics] for q in queries] for n in names])
     check_resample_zero(matrix, names, metrics, queries, args.seed)
     return {

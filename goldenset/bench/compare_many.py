@@ -2,13 +2,13 @@
 
 `bench compare RUN_1 ... RUN_k` pairs every two runs (A = the earlier in the command, B the
 later; or, with `--baseline`, the baseline as A against every other run as B) on one row,
-and tests each pair on each decision metric. All those tests are one *family*: pairs x
-decision metrics, and the correction (Holm by default) holds the chance of any false
+and tests each pair on each deciding metric. All those tests are one *family*: pairs x
+deciding metrics, and the correction (Holm by default) holds the chance of any false
 verdict among them at 5%.
 
 Decisions
 ---------
-- **Decision metrics** are those a gate or verdict reads: not a reference metric (judged@k,
+- **Deciding metrics** are those a gate or verdict reads: not a reference metric (judged@k,
   the condensed ones) and not one without a better direction (hole@k). Only they are in
   the family and get a verdict. Reference metrics and named measures (`bench run --measure`)
   asked for with `--metric` are compared beside them (difference, interval, raw p) with no
@@ -47,7 +47,7 @@ from goldenset.errors import UsageError
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ۹ʳˢᵗᵘᵛʷˣʸᶻ"  # ranx's, q included
-DECISION, REFERENCE, MEASURE = "decision", "reference", "measure"
+DECIDING, REFERENCE, MEASURE = "deciding", "reference", "measure"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class PairTest:
     a: str
     b: str
     metric: str
-    kind: str  # decision (in the family), reference or measure (beside it)
+    kind: str  # deciding (in the family), reference or measure (beside it)
     n: int
     mean_a: float
     mean_b: float
@@ -102,7 +102,7 @@ class ManyComparison:
     baseline: str | None
     permutations: int | None
     seed: int | None
-    metrics: list[str]  # decision metrics: the family's
+    metrics: list[str]  # deciding metrics: the family's
     others: list[str]  # reference metrics and named measures, compared beside
     queries: list[str]
     left_out: int  # queries some run did not measure on the row
@@ -116,7 +116,7 @@ class ManyComparison:
 
     @property
     def family_size(self) -> int:
-        return sum(1 for t in self.tests if t.kind == DECISION)
+        return sum(1 for t in self.tests if t.kind == DECIDING)
 
     @property
     def n(self) -> int:
@@ -170,14 +170,14 @@ def order_runs(run_ids: Sequence[str], baseline: str | None) -> list[str]:
 
 
 def resolve_metrics(runs: Sequence[BenchmarkRun], names: Sequence[str] | None) -> tuple[list[str], list[str]]:
-    """(decision metrics, others) to compare: those asked for, or every decision metric all runs measured."""
+    """(deciding metrics, others) to compare: those asked for, or every deciding metric all runs measured."""
     if not names:
         first = runs[0].metric_names
-        shared = [m for m in first if _kind(m) == DECISION and all(m in r.metric_names for r in runs)]
+        shared = [m for m in first if _kind(m) == DECIDING and all(m in r.metric_names for r in runs)]
         if not shared:
-            raise UsageError("the runs share no decision metric to compare; name one with --metric")
+            raise UsageError("the runs share no deciding metric to compare; name one with --metric")
         return shared, []
-    decision: list[str] = []
+    deciding: list[str] = []
     others: list[str] = []
     for name in names:
         resolved = name if all(name in r.measures for r in runs) else _metric_name(runs, name)
@@ -186,10 +186,10 @@ def resolve_metrics(runs: Sequence[BenchmarkRun], names: Sequence[str] | None) -
                 raise UsageError(
                     f"run {r.run_id} did not measure {name!r}; it measured {', '.join(r.metric_names + r.measures)}"
                 )
-        target = decision if _kind(resolved, runs[0]) == DECISION else others
+        target = deciding if _kind(resolved, runs[0]) == DECIDING else others
         if resolved not in target:
             target.append(resolved)
-    return decision, others
+    return deciding, others
 
 
 def _metric_name(runs: Sequence[BenchmarkRun], name: str) -> str:
@@ -207,8 +207,7 @@ def _metric_name(runs: Sequence[BenchmarkRun], name: str) -> str:
 def _kind(metric: str, run: BenchmarkRun | None = None) -> str:
     if run is not None and metric in run.measures:
         return MEASURE
-    m = get_metric(metric)
-    return REFERENCE if m.reference or m.direction == 0 else DECISION
+    return DECIDING if get_metric(metric).deciding else REFERENCE
 
 
 def common_queries(runs: Sequence[BenchmarkRun], row: str) -> tuple[list[str], int]:
@@ -243,21 +242,21 @@ def compare_many(
     ids = [r.run_id for r in runs]
     pairs = pairs_of(ids, baseline)
     queries, left_out = common_queries(runs, row)
-    decision, others = resolve_metrics(runs, metrics)
-    values = {(r.run_id, m): np.array([r.values[row][q][m] for q in queries]) for r in runs for m in decision + others}
-    plan = [(i, j, m) for m in decision for i, j in pairs] + [(i, j, m) for m in others for i, j in pairs]
+    deciding, others = resolve_metrics(runs, metrics)
+    values = {(r.run_id, m): np.array([r.values[row][q][m] for q in queries]) for r in runs for m in deciding + others}
+    plan = [(i, j, m) for m in deciding for i, j in pairs] + [(i, j, m) for m in others for i, j in pairs]
     diffs = np.column_stack([values[ids[j], m] - values[ids[i], m] for i, j, m in plan])
     if test == "t":
         p, mc = sig.t_test(diffs), None
     else:
         p, mc = sig.randomization_test(diffs, permutations, seed)
-    family = len(decision) * len(pairs)
+    family = len(deciding) * len(pairs)
     corrected = sig.adjust(p[:family], correction)
     gate = cov.check_runs(runs, row, pairs, queries, thresholds or cov.Thresholds())
     tests = []
     for c, (i, j, m) in enumerate(plan):
         lo, hi = t_interval(diffs[:, c])
-        kind = DECISION if c < family else _kind(m, runs[0])
+        kind = DECIDING if c < family else _kind(m, runs[0])
         decided = c < family
         significant = sig.significant(float(corrected[c]), sig.ALPHA) if decided else None
         diff = float(diffs[:, c].mean())
@@ -291,7 +290,7 @@ def compare_many(
         baseline=baseline,
         permutations=permutations if test == "randomization" else None,
         seed=seed if test == "randomization" else None,
-        metrics=decision,
+        metrics=deciding,
         others=others,
         queries=queries,
         left_out=left_out,
@@ -299,7 +298,7 @@ def compare_many(
         coverage=gate,
         warnings=warnings,
         degraded=any(r.degraded for r in runs),
-        means={r.run_id: {m: _mean_interval(values[r.run_id, m]) for m in decision + others} for r in runs},
+        means={r.run_id: {m: _mean_interval(values[r.run_id, m]) for m in deciding + others} for r in runs},
     )
 
 

@@ -126,7 +126,7 @@ def notes(comp: ManyComparison) -> list[str]:
     out = [
         f"n = {comp.n} queries every run measured on row {comp.row}"
         + (f" ({comp.left_out} left out: not measured by every run)." if comp.left_out else "."),
-        f"Family: {pairs} pair(s) x {len(comp.metrics)} decision metric(s) = {comp.family_size} comparisons; "
+        f"Family: {pairs} pair(s) x {len(comp.metrics)} deciding metric(s) = {comp.family_size} comparisons; "
         f"{_correction_name(comp.correction)} "
         + (
             "holds the chance of any false verdict among them at 5%."

@@ -198,7 +198,7 @@ TestOpt = Annotated[
 ]
 CorrectionOpt = Annotated[
     str | None,
-    typer.Option(help="holm (the default), bonferroni or none: over every pair x decision metric of the command."),
+    typer.Option(help="holm (the default), bonferroni or none: over every pair x deciding metric of the command."),
 ]
 PermutationsOpt = Annotated[int | None, typer.Option(help="Sign flips of the randomization test (default 10000).")]
 MaxGapOpt = Annotated[
@@ -228,7 +228,7 @@ def compare_cmd(
         typer.Option(
             "--metric",
             help="Metric or named measure to compare; repeat for several (default: all both runs have; with more "
-            "runs, every decision metric all of them have).",
+            "runs, every deciding metric all of them have).",
         ),
     ] = None,
     bootstrap: Annotated[

@@ -98,7 +98,7 @@ def test_the_family_is_every_pair_times_every_decision_metric_and_its_p_values_a
     runs = stored_runs()
     assert out["metrics"] == ["recall@5", "ndcg@10", "noise@5"]  # hole@5 and judged@5 never decide
     assert out["family_size"] == 6 * 3 and out["test"] == "t" and out["correction"] == "holm"
-    family = [c for c in out["comparisons"] if c["kind"] == "decision"]
+    family = [c for c in out["comparisons"] if c["kind"] == "deciding"]
     assert [(c["metric"], c["a"], c["b"]) for c in family] == [
         (m, a, b)
         for m in out["metrics"]
@@ -158,7 +158,7 @@ def test_the_table_prints_superscripts_and_each_comparison(capsys, db):
     out = capsys.readouterr().out
     assert "4 runs · row core · 40 queries · Student's paired t test, two-sided, Holm over 6 comparisons" in out
     assert "│ c │ r3  │ 0.1" in out and "ᵃᵇᵈ" in out
-    assert "Family: 6 pair(s) x 1 decision metric(s) = 6 comparisons; Holm holds the chance" in out
+    assert "Family: 6 pair(s) x 1 deciding metric(s) = 6 comparisons; Holm holds the chance" in out
 
 
 def test_a_baseline_is_compared_with_every_other_run_only(capsys, db):
@@ -179,7 +179,7 @@ def test_reference_metrics_and_named_measures_are_compared_beside_the_family(cap
     )
     assert out["metrics"] == ["recall@5"] and out["others"] == ["hole@5", "nDCG@20"]
     assert out["family_size"] == 3
-    others = [c for c in out["comparisons"] if c["kind"] != "decision"]
+    others = [c for c in out["comparisons"] if c["kind"] != "deciding"]
     assert {c["kind"] for c in others} == {"reference", "measure"}
     assert all(c["p_corrected"] is None and c["verdict"] is None for c in others)
     runs = stored_runs()
