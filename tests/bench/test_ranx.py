@@ -2,10 +2,11 @@
 
 ranx pulls numba (and its own numpy constraints), so it is not a test dependency: it lives in
 a virtual environment of its own, GOLDENSET_RANX_VENV, else the checkout's var/ranx-venv
-(`.ci/run` creates it in the background and compiles ranx's metrics once; by hand: `python -m
-venv var/ranx-venv && var/ranx-venv/bin/pip install ranx==0.3.21`). The tests marked `ranx`
-send five seeded runs to `ranx.compare(qrels, runs, metrics, stat_test="student",
-max_p=0.05)` in a subprocess (`python -I`: nothing of this checkout on its path) and compare
+(`.ci/run` creates it in the background and runs the oracle once, so numba's compiled metrics
+are cached; by hand: `python -m venv var/ranx-venv && var/ranx-venv/bin/pip install
+ranx==0.3.21`). The tests marked `ranx` run `ranx_oracle.py` there: five seeded runs through
+`ranx.compare(qrels, runs, metrics, stat_test="student", max_p=0.05)` in a subprocess
+(`python -I`: nothing of this checkout on its path), and compare
 its superscripts and p-values with goldenset's on the same runs; without the venv they skip and
 say why, and under CI they fail. The values recorded from it below keep the parity checked on
 a machine without the venv.
@@ -31,8 +32,8 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
+from ranx_oracle import case
 
 from goldenset.bench import metrics as M
 from goldenset.bench.compare_many import compare_many
@@ -42,6 +43,7 @@ from tests.helpers import running_under_ci, wait_for_venv
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_RANX_VENV"
 RANX_VERSION = "0.3.21"
+ORACLE = Path(__file__).with_name("ranx_oracle.py")
 # ranx's name -> goldenset's (lists are 30 long, so ranx's @100 reads the whole list, as map and mrr do).
 METRICS = {
     "ndcg@10": "ndcg@10",
@@ -51,41 +53,6 @@ METRICS = {
     "mrr@100": "mrr",
 }
 SUPERSCRIPTS = "ᵃᵇᶜᵈᵉ"
-
-ORACLE = """
-import json, sys
-from importlib.metadata import version
-from ranx import Qrels, Run, compare
-case = json.load(sys.stdin)
-runs = [Run(r, name=name) for name, r in case["runs"].items()]
-report = compare(Qrels(case["qrels"]), runs, case["metrics"], stat_test="student", max_p=0.05)
-names = list(case["runs"])
-out = {"version": version("ranx"), "marks": {}, "p": {}}
-for a in names:
-    out["marks"][a] = {m: report.get_superscript_for_table(a, m) for m in case["metrics"]}
-    for b in names[names.index(a) + 1:]:
-        out["p"][a + " " + b] = {m: float(report.comparisons[a, b][m]["p_value"]) for m in case["metrics"]}
-json.dump(out, sys.stdout)
-"""
-
-
-def case() -> dict:
-    """Five seeded rankers of growing skill over 50 queries of 60 documents, graded qrels 0-2."""
-    rng = np.random.default_rng(42)
-    qrels: dict[str, dict[str, int]] = {}
-    for q in range(50):
-        docs = rng.choice(60, size=12, replace=False)
-        grades = rng.choice([0, 1, 1, 2], size=12)
-        grades[0] = max(grades[0], 1)  # every query has a relevant document
-        qrels[f"q{q:02d}"] = {f"d{d:02d}": int(g) for d, g in zip(docs, grades, strict=True)}
-    runs: dict[str, dict[str, dict[str, float]]] = {}
-    for name, skill in zip("abcde", (0.0, 0.1, 0.12, 0.6, 0.65), strict=True):
-        runs[f"run_{name}"] = {}
-        for q, rels in qrels.items():
-            scores = rng.random(60) + np.array([skill * rels.get(f"d{d:02d}", 0) for d in range(60)])
-            top = np.argsort(-scores, kind="stable")[:30]
-            runs[f"run_{name}"][q] = {f"d{d:02d}": float(30 - i) for i, d in enumerate(top)}
-    return {"qrels": qrels, "runs": runs, "metrics": list(METRICS)}
 
 
 def goldenset_runs(data: dict) -> list[BenchmarkRun]:
@@ -166,8 +133,7 @@ def ranx(tmp_path_factory) -> dict:
         pytest.skip(why)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     proc = subprocess.run(
-        [str(python), "-I", "-W", "ignore", "-c", ORACLE],
-        input=json.dumps(case()),
+        [str(python), "-I", "-W", "ignore", str(ORACLE)],
         capture_output=True,
         text=True,
         timeout=600,
