@@ -10,6 +10,10 @@ parameters. Decisions:
 - **Comparison**: the deciding row (`core`) of two runs, per query measured by both, d(q) =
   B - A on one metric; the mean and its 95% interval are `goldenset.bench.paired`'s (t
   interval, as `bench compare` prints them). Runs' judged@k are the stored means.
+- **Several runs** are compared by `goldenset.bench.compare_many` itself (contract 16: the
+  family of every pair, or the baseline against each other run, on the deciding metrics,
+  Holm's correction, the t test unless asked otherwise), so the page says exactly what
+  `goldenset bench compare RUN ...` prints; at most 8 runs, the letters of its summary table.
 """
 
 from __future__ import annotations
@@ -168,3 +172,28 @@ def _rows(con: Connection, sql: str, params: Any = ()) -> list[dict[str, Any]]:
     cur = con.execute(sql, params if isinstance(params, dict) else list(params))
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+MAX_RUNS = 8
+TESTS = ("t", "randomization")
+
+
+def compare_runs(con: Connection, run_ids: list[str], baseline: str | None, test: str = "t"):
+    """Contract 16's comparison of several stored runs: `goldenset.bench.compare_many` on their deciding row."""
+    from goldenset.bench.compare_many import compare_many
+    from goldenset.bench.runs import load_run
+
+    chosen = list(dict.fromkeys(r for r in run_ids if r))
+    if len(chosen) < 2:
+        raise UsageError("choose at least two runs to compare on the runs page")
+    if len(chosen) > MAX_RUNS:
+        raise UsageError(f"{len(chosen)} runs chosen; compare at most {MAX_RUNS} at once")
+    if baseline and baseline not in chosen:
+        raise UsageError(f"the baseline {baseline!r} is not one of the runs chosen")
+    if test not in TESTS:
+        raise UsageError(f"test {test!r} is not one of {', '.join(TESTS)}")
+    known = {r["run_id"] for r in runs(con)}
+    for run_id in chosen:
+        if run_id not in known:
+            raise UsageError(f"no benchmark run {run_id!r}; the runs page lists them")
+    return compare_many([load_run(con, r) for r in chosen], baseline=baseline or None, test=test)

@@ -52,6 +52,7 @@ def explorer_routes(db: Path) -> list[Route]:
         Route(PREFIX + "/builds", page(_builds_page), methods=["GET"]),
         Route(PREFIX + "/runs", page(_runs_page), methods=["GET"]),
         Route(PREFIX + "/compare", page(_compare_page), methods=["GET"]),
+        Route(PREFIX + "/compare-runs", page(_compare_runs_page), methods=["GET"]),
     ]
 
 
@@ -158,4 +159,51 @@ def _compare_page(con: Connection, request: Request) -> tuple[str, dict[str, Any
     c = data.compare(con, a, b, request.query_params.get("metric") or None)
     svg = difference_bars(c, get_metric(c["metric"]).direction, link=PREFIX + "/query/")
     ks = sorted(set(c["a"]["judged"]) | set(c["b"]["judged"]), key=lambda m: int(m.split("@")[1]))
-    return "explorer_compare.html", {"c": c, "svg": svg, "judged_ks": ks}
+    means = _means_figure(data.compare_runs(con, [a, b], baseline=a)) if c["paired"] else None
+    return "explorer_compare.html", {"c": c, "svg": svg, "judged_ks": ks, "means_svg": means}
+
+
+def _compare_runs_page(con: Connection, request: Request) -> tuple[str, dict[str, Any]]:
+    from goldenset.bench import report_many as rm
+    from goldenset.bench.compare_many import DECIDING
+
+    params = request.query_params
+    comp = data.compare_runs(con, params.getlist("run"), params.get("baseline") or None, params.get("test") or "t")
+    summary = [
+        {
+            "letter": comp.letter(r.run_id),
+            "run": r,
+            "cells": [(rm.fmt(comp.means[r.run_id][m][0]), rm.marks(comp, r.run_id, m)) for m in comp.metrics],
+        }
+        for r in comp.runs
+    ]
+    tests = [
+        {
+            "t": t,
+            "a": comp.letter(t.a),
+            "b": comp.letter(t.b),
+            "diff": rm.fmt_signed(t.diff),
+            "interval": f"[{rm.fmt_signed(t.lo)}, {rm.fmt_signed(t.hi)}]",
+            "p": rm.p_text(t),
+            "p_corrected": rm.fmt_p(t.p_corrected),
+            "verdict": t.verdict_text(comp.alpha),
+        }
+        for t in comp.tests
+        if t.kind == DECIDING
+    ]
+    return "explorer_compare_runs.html", {
+        "comp": comp,
+        "header": rm.header(comp),
+        "summary": summary,
+        "tests": tests,
+        "notes": rm.notes(comp),
+        "svg": _means_figure(comp),
+    }
+
+
+def _means_figure(comp: Any) -> str:
+    """The runs' means with their 95% intervals (goldenset.bench.plot_runs), as inline SVG."""
+    from goldenset.bench.report_many import figure
+
+    svg = figure(comp, "svg").decode("utf-8")
+    return svg[svg.index("<svg") :]

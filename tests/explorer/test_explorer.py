@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -139,3 +140,120 @@ def test_a_warehouse_older_than_the_explorer_gets_a_page_saying_what_to_run(stor
     con.close()
     r = client.get("/set")
     assert r.status_code == 404 and "run `goldenset build` once to upgrade it" in r.text
+
+
+def _stored_runs(path, n_queries: int = 12) -> list[str]:
+    """Three runs stored by hand over 12 queries, seeded values: differences with spread, so the raw and
+    the corrected p-values differ (the story world's two queries give p of 0 or 1 only)."""
+    import random
+    from datetime import datetime
+
+    from goldenset import warehouse
+    from goldenset.bench.runs import BenchmarkRun, store_run
+
+    rng = random.Random(7)
+    names = ["recall@5", "ndcg@10", "mrr"]
+    queries = [f"{i:016x}" for i in range(n_queries)]
+    con = warehouse.connect(path)
+    try:
+        ids = []
+        for run_no, shift in enumerate((0.0, 0.08, 0.2)):
+            values = {q: {m: min(1.0, max(0.0, 0.4 + shift + rng.gauss(0, 0.2))) for m in names} for q in queries}
+            run = BenchmarkRun(
+                run_id=f"run{run_no}",
+                started_at=datetime(2026, 1, 1, 12, run_no, 0),
+                build_id=1,
+                corpus_fingerprint="f" * 64,
+                retriever=f"plugin:r{run_no}",
+                retriever_config={},
+                degraded=False,
+                warnings=[],
+                k_values=(5,),
+                depth=100,
+                exclude_stale=False,
+                stale_labels=0,
+                corpus_drift=0.0,
+                down_components=[],
+                metric_names=names,
+                values={"core": values},
+                labels_build_id=1,
+            )
+            store_run(con, run)
+            ids.append(run.run_id)
+        return ids
+    finally:
+        con.close()
+
+
+def _per_query(db, run_id: str) -> dict[str, dict[str, float]]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT metric, query_id, value FROM benchmark_results WHERE run_id = ? AND row_name = 'core' "
+            "AND query_id <> 'all'",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[str, dict[str, float]] = {}
+    for metric, qid, value in rows:
+        out.setdefault(metric, {})[qid] = value
+    return out
+
+
+def test_several_runs_are_compared_as_bench_compare_does_against_scipy_and_statsmodels(tmp_path):
+    from itertools import combinations
+
+    from scipy.stats import ttest_rel
+    from statsmodels.stats.multitest import multipletests
+
+    db = tmp_path / "runs.duckdb"
+    ids = _stored_runs(db)
+    client = TestClient(Starlette(routes=explorer_routes(db)))
+    r = client.get("/set/compare-runs", params=[("run", i) for i in ids])
+    assert r.status_code == 200
+    page = r.text
+    start = page.index('<table id="comparisons">')
+    rows = page[start : page.index("</table>", start)]
+    shown = {}
+    for tr in rows.split("<tr data-metric=")[1:]:
+        metric, a, b = (tr.split('"')[i] for i in (1, 3, 5))
+        cells = [html.unescape(c.split("</td>")[0]) for c in tr.split('<td class="num">')[1:]]
+        shown[metric, a, b] = cells  # B - A, interval, p, p corrected
+    values = {i: _per_query(db, i) for i in ids}
+    family = [(m, a, b) for m in ("recall@5", "ndcg@10", "mrr") for a, b in combinations(ids, 2)]
+    assert sorted(shown) == sorted(family) and "<svg" in page
+    raw = []
+    for m, a, b in family:
+        queries = sorted(values[a][m])
+        diffs = [values[b][m][q] - values[a][m][q] for q in queries]
+        assert float(shown[m, a, b][0]) == pytest.approx(sum(diffs) / len(diffs), abs=5e-5)
+        raw.append(ttest_rel([values[b][m][q] for q in queries], [values[a][m][q] for q in queries]).pvalue)
+    holm = multipletests(raw, alpha=0.05, method="holm")[1]
+    assert any(abs(h - p) > 1e-3 for p, h in zip(raw, holm, strict=True))  # the correction shows
+    for key, p, ph in zip(family, raw, holm, strict=True):
+        for text, want in ((shown[key][2], p), (shown[key][3], ph)):
+            assert (text == "<0.0001") if want < 0.00005 else (float(text) == pytest.approx(want, abs=5e-5)), key
+
+
+def test_a_comparison_of_several_runs_refuses_what_it_cannot_compare(client, story):
+    a, b = story.runs
+    cases = [
+        ([("run", a)], "choose at least two runs"),
+        ([("run", a), ("run", "nope")], "no benchmark run &#39;nope&#39;"),
+        ([("run", a), ("run", b), ("baseline", "other")], "the baseline &#39;other&#39; is not one of the runs"),
+        ([("run", a), ("run", b), ("test", "z")], "test &#39;z&#39; is not one of t, randomization"),
+    ]
+    for params, message in cases:
+        r = client.get("/set/compare-runs", params=params)
+        assert r.status_code == 400 and message in r.text
+
+
+def test_the_two_run_page_draws_both_means_and_links_to_the_comparison_of_several(client, story):
+    r = client.get("/set/compare", params={"a": story.runs[0], "b": story.runs[1], "metric": "recall@1"})
+    section = r.text[r.text.index('id="n-run-comparison"') :]
+    assert "<svg" in section.split("</section>")[0] and "/set/runs#compare-runs" in section
+    runs_page = client.get("/set/runs").text
+    assert 'action="/set/compare-runs"' in runs_page and runs_page.count('name="run"') == 2
