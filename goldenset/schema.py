@@ -950,7 +950,7 @@ BUILD_JUDGES = Relation(
         C("min_pairs", "BIGINT", "the gate's minimum pairs"),
         C("min_kappa", "DOUBLE", "the gate's minimum for kappa's lower bound"),
         C("window_pairs", "BIGINT", "before contract v5: the latest shared pairs the gate read; null since"),
-        C("sample", "VARCHAR", "audit (the audited pairs, 13.2) or shared (no audited pair: not a random sample)"),
+        C("sample", "VARCHAR", "audit (the audited queries' pairs, 13.2) or shared (none: not a random sample)"),
         C("audits", "BIGINT", "audits the gate read (0: none drawn yet)"),
         C("queries", "BIGINT", "queries of the sample (the bootstrap's units)"),
         C("kappa_lo", "DOUBLE", "lower bound of kappa's 95% bootstrap interval over queries (null: none)"),

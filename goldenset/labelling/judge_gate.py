@@ -7,19 +7,31 @@ sample of the pairs the metrics read and not the pairs that happened to be label
 
 Decisions
 ---------
-- **The sample.** The audits read are every audit (`audits` = 0, the default) or the latest
-  `audits` of them (largest pool_id: the latest drawn; by time, never by queue order). Of
-  each audit, the drawn queries that are *audited* at this build: every pair the audit asked
-  for the query whose document is active in this build's snapshot has a human label (7.3,
-  from human lines alone, at any version). Their asked pairs (`audit_pairs`), once each, are
-  the audited pairs; a pair of a query still being labelled is not read (the order people
-  label a query's pairs in is not random). The judge's sample: the audited pairs where its
-  current label and the human label stand at the same doc_version.
-- **No audit yet.** When no audit was drawn, or no audited pair carries the judge's label at
-  the human label's version, the gate reads every pair the judge shares with the human label
-  (same doc_version; all of them, no window), `sample` = `shared`, and status, its JSON and
-  the asset check say it is not a random sample. The same rule decides on it: the lower bound
-  (a non-random sample earns no more trust than a random one).
+- **The sample is a cluster sample by query.** The audits read are every audit (`audits` =
+  0, the default) or the latest `audits` of them (largest pool_id: the latest drawn; by time,
+  never by queue order). A query drawn by one of them is *audited* at this build by 12.1's
+  test, the one `goldenset.labelling.audit.latest_audit` (and so PPI) applies: every pair
+  asked for it (`audit_pairs` of the audits read) whose document is active in this build's
+  snapshot has a golden_set row with source human in this build (any version; a human label
+  that a fresh log label outranks, 7.3 step 3, is not one). A query still being labelled is
+  not read (the order people label a query's pairs in is not random). The judge's sample:
+  every pair of an audited query that takes part in this build (7.3: the query golden, the
+  document active) on which its current label and the human label (from human lines alone)
+  stand at the same doc_version, whether the audit asked for it or people had labelled it
+  before the draw: the queries are drawn at random, their pairs are all taken, and the
+  bootstrap resamples queries. Taking only the pairs the audit asked for would leave out the
+  pairs labelled before the draw, which the queue's priority chose.
+- **No audit yet.** When no audit was drawn, or no pair of an audited query carries the
+  judge's label at the human label's version, the gate reads every pair that takes part in
+  this build on which the judge's current label and the human label stand at the same
+  doc_version (all of them, no window), `sample` = `shared`, and status, its JSON and the
+  asset check say it is not a random sample. The same rule decides on it: the lower bound
+  (a non-random sample earns no more trust than a random one). Pairs outside the golden set
+  (a query no longer golden, a document no longer active) are never read: no metric reads
+  them.
+- **Labels are compared by name.** Kappa's categories are label names, so with one rubric
+  per task (9.5) the labels of several rubrics are pooled by name (`relevant` of one rubric
+  and of another are one category).
 - **The decision.** A judge takes part when n >= `min_pairs` and the lower bound of kappa's
   95% bootstrap interval over queries is >= `min_kappa` (floats compared as they are; the
   bound comes from `goldenset.labelling.judge_agreement.bootstrap_kappa`, B = `resamples` (2000)
@@ -166,19 +178,20 @@ def audit_signature(con: Connection) -> str:
 
 # --------------------------------------------------------------------------- the sample, in the build
 
-# The audited pairs of the audits read, from the merge's temp tables: _mhl holds the human
-# label (from human lines alone) of every pair that takes part in this build.
+# The audited queries of the audits read, from the merge's temp tables: _mhg holds the pairs of
+# this build's golden_set rows with source human (12.1's test), _mhl the human label (from
+# human lines alone) of every pair that takes part in this build, _mpart those pairs' current labels.
 _AUDITED = """
 CREATE OR REPLACE TEMP TABLE _gaudit AS
 WITH w AS (SELECT pool_id FROM audit_samples QUALIFY $k = 0 OR row_number() OVER (ORDER BY pool_id DESC) <= $k),
-asked AS (SELECT pool_id, query_id, doc_id FROM audit_pairs WHERE pool_id IN (SELECT pool_id FROM w)),
 pending AS (
-  SELECT DISTINCT a.pool_id, a.query_id FROM asked a
-  WHERE a.doc_id IN (SELECT doc_id FROM {active})
-    AND NOT EXISTS (SELECT 1 FROM _mhl h WHERE h.query_id = a.query_id AND h.doc_id = a.doc_id)
+  SELECT a.query_id FROM audit_pairs a
+  WHERE a.pool_id IN (SELECT pool_id FROM w)
+    AND a.doc_id IN (SELECT doc_id FROM {active})
+    AND NOT EXISTS (SELECT 1 FROM _mhg h WHERE h.query_id = a.query_id AND h.doc_id = a.doc_id)
 )
-SELECT DISTINCT a.query_id, a.doc_id FROM asked a
-WHERE NOT EXISTS (SELECT 1 FROM pending p WHERE p.pool_id = a.pool_id AND p.query_id = a.query_id)
+SELECT DISTINCT query_id FROM audit_queries
+WHERE pool_id IN (SELECT pool_id FROM w) AND query_id NOT IN (SELECT query_id FROM pending)
 """
 _SHARED = """
 SELECT j.query_id, j.label, h.label, h.grade >= 1 FROM _mpart j
@@ -227,7 +240,7 @@ def gate_judges(con: Connection, gate: JudgeGate, content_sha: str) -> list[Judg
         for name in names:
             sample = SAMPLE_AUDIT
             pairs = con.execute(
-                _SHARED.format(audited="AND (j.query_id, j.doc_id) IN (SELECT query_id, doc_id FROM _gaudit)"), [name]
+                _SHARED.format(audited="AND j.query_id IN (SELECT query_id FROM _gaudit)"), [name]
             ).fetchall()
             if not pairs:
                 sample = SAMPLE_SHARED

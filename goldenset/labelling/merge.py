@@ -14,7 +14,7 @@ what the merge leaves in `_merged` and `_replaced_log_pairs`:
 3. It replaces the log label of the pair unless it is stale and the log label is not.
    Replaced log labels (`_replaced_log_pairs`) stay in `build_labels`, flagged `overridden`.
 4. A judge annotator takes part only while it passes the gate of goldenset.labelling.judge_gate
-   (kappa against the human label on the audited pairs, contract 13.2: at least `min_pairs`
+   (kappa against the human label on the pairs of audited queries, contract 13.2: at least `min_pairs`
    pairs and the lower bound of kappa's interval at least `min_kappa`); then it votes (as
    in 2) on the pairs no human current label covers.
 
@@ -92,12 +92,20 @@ SELECT w.query_id, w.doc_id, l.doc_version, w.label, l.grade, l.decided_by, l.ts
 FROM win w JOIN voting l ON l.query_id = w.query_id AND l.doc_id = w.doc_id AND l.seq = w.last_seq
 """
 
-_COMBINE = """
+# 7.3 step 3: a merged label x enters the golden set unless it is stale and the pair's log label g is not.
+_IN_GOLDEN_SET = "NOT (x.stale_reason IS NOT NULL AND g.query_id IS NOT NULL AND g.stale_reason IS NULL)"
+_LOG_OF_X = (
+    "LEFT JOIN (SELECT query_id, doc_id, stale_reason FROM {log}) g ON g.query_id = x.query_id AND g.doc_id = x.doc_id"
+)
+# The pairs of this build's golden_set rows with source human: what makes a drawn query audited (12.1, 13.2).
+_HUMAN_ROWS = (
+    f"CREATE OR REPLACE TEMP TABLE _mhg AS SELECT x.query_id, x.doc_id FROM _mhl x {_LOG_OF_X} WHERE {_IN_GOLDEN_SET}"
+)
+_COMBINE = f"""
 CREATE OR REPLACE TEMP TABLE _mall AS
-SELECT x.*, NOT (x.stale_reason IS NOT NULL AND g.query_id IS NOT NULL AND g.stale_reason IS NULL) AS in_golden_set
+SELECT x.*, {_IN_GOLDEN_SET} AS in_golden_set
 FROM (SELECT 'human' AS source, * FROM _mhl UNION ALL SELECT 'judge' AS source, * FROM _mjl) x
-LEFT JOIN (SELECT query_id, doc_id, stale_reason FROM {log}) g
-  ON g.query_id = x.query_id AND g.doc_id = x.doc_id
+{_LOG_OF_X}
 """
 _WRITE = (
     """INSERT INTO build_human_labels BY NAME
@@ -115,7 +123,7 @@ _WRITE = (
 )
 __all__ = ["JudgeGate", "JudgeOutcome", "MergeCounts", "merge_labels"]  # JudgeGate: where callers found it
 
-_TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mjl", "_mall")
+_TEMPS = ("_mk", "_mcur", "_mgq", "_mpart", "_mvoters", "_mhl", "_mhg", "_mjl", "_mall")
 
 # Every pair with a human current label on an active document, whatever its query.
 _ALL_PAIRS = (
@@ -178,6 +186,7 @@ def merge_labels(
             con.execute(stmt, {k: v for k, v in params.items() if "$" + k in stmt})
         con.execute("CREATE OR REPLACE TEMP TABLE _mvoters AS SELECT * FROM _mpart WHERE kind = 'human'")
         con.execute(_VOTE.format(out="_mhl", stale=stale_reason("l")))
+        con.execute(_HUMAN_ROWS.replace("{log}", log_relation))
         judges = gate_judges(con, gate, content_sha)
         passing = [j.annotator for j in judges if j.passed]
         con.execute(

@@ -7,7 +7,7 @@ passage) is the most useful health signal. So:
 - every `judge label` run records its figures in `judge_runs` (answers by kind through
   the invalid reasons, the hallucinated-span rate, transport errors, the scorer version:
   model and prompt version), whether or not it ends incomplete;
-- the build's gate measures each judge on the audited pairs (goldenset.labelling.judge_gate:
+- the build's gate measures each judge on the audited queries' pairs (goldenset.labelling.judge_gate:
   kappa with its bootstrap interval over queries, the prevalence of relevant pairs, Gwet's
   AC1), stored per build in `build_judges`;
 - `judge_health` turns the latest build's gate and the latest two runs of each judge into
@@ -20,7 +20,7 @@ Decisions
   complete). A run that asked nothing is complete. The usable lines are written and the
   run recorded before the command exits 6: it fails on policy, never on missing data.
 - **Warnings**, each one line naming the judge: the gate read a sample that is not random
-  (no audited pair carries its label: it read the pairs it shares with humans); kappa's lower
+  (no pair of an audited query carries its label: it read the pairs it shares with humans); kappa's lower
   bound below the gate's minimum (only when the sample holds at least the gate's minimum
   pairs; fewer is the gate's ordinary "not enough pairs yet", which status already names,
   with every figure); the latest run's

@@ -34,11 +34,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from world import Q1, Q2, Q3, RUBRIC, append_labels, label_line, pool_world, rebuild, status_json
+from world import DOCS, Q1, Q2, Q3, RUBRIC, TEXT, append_labels, label_line, pool_world, rebuild, status_json
 
-from goldenset.build import input_signature
+from goldenset.build import build_golden_set, input_signature
+from goldenset.corpus import read_corpus
 from goldenset.errors import UsageError
 from goldenset.labelling import judge_gate
+from goldenset.labelling.audit import latest_audit
 from goldenset.labelling.judge_gate import (
     ENV_WINDOW,
     GATE_SETTINGS,
@@ -47,8 +49,10 @@ from goldenset.labelling.judge_gate import (
     deprecated_settings,
 )
 from goldenset.scoring.judge_health import judge_health
+from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
+from tests.helpers import doc, write_corpus
 
 ANA = {
     (Q1, "r1"): "relevant",
@@ -69,6 +73,7 @@ ANA = {
 }
 JUDGE = {**ANA, (Q2, "d6"): "irrelevant", **{(Q3, d): "irrelevant" for d in ("d9", "p1", "p2", "p3")}}
 AUDITS = [(1, 11), (2, 0)]  # Q3, then Q1 and Q2
+NOT_GOLDEN = "0123456789abcdef"  # a query_id no serve names
 LATEST_AUDIT = JudgeGate(min_pairs=10, min_kappa=float(F(2, 3)), audits=1)
 
 
@@ -181,11 +186,75 @@ def test_a_query_still_being_labelled_is_not_read(tmp_path, worlds):
     assert (row["kappa_lo"], row["kappa_hi"], row["passed"]) == (None, None, False)
 
 
+def test_a_pair_people_labelled_before_the_draw_is_in_the_sample(tmp_path, worlds):
+    # ana labelled (Q1, b1) before `pool --audit 2 --seed 0` drew Q1 and Q2, so the audit did not ask
+    # for it; Q1 was drawn at random and every pair of it is read, so it is in the sample.
+    before_draw = label_line(Q1, "b1", "irrelevant", "2026-11-29T08:00:00Z")
+    world = worlds(tmp_path / "w", [before_draw], audits=[(2, 0)])
+    drawn = {p: lab for p, lab in ANA.items() if p[0] in (Q1, Q2)}
+    append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in drawn.items()])
+    judge = {**{p: lab for p, lab in JUDGE.items() if p[0] in (Q1, Q2)}, (Q1, "b1"): "irrelevant"}
+    append_labels(world.labels, judge_lines(judge), name="judge-qwen.jsonl")
+    rebuild(world, judge_gate=dataclasses.replace(LATEST_AUDIT, min_pairs=11))
+    row = gate_row(world)
+    con = connect(world.db, read_only=True)
+    try:
+        asked = con.execute("SELECT count(*) FROM audit_pairs WHERE query_id = ? AND doc_id = 'b1'", [Q1]).fetchone()
+    finally:
+        con.close()
+    assert asked == (0,)
+    # By hand: 11 pairs, 10 agree; ana rel 5, part 1, irr 5; the judge rel 5, irr 6: kappa
+    # (110 - 55)/(121 - 55) = 5/6. Q1 alone 1, Q2 alone 2/3: the interval is [2/3, 1].
+    assert (row["sample"], row["audits"], row["n"], row["queries"], row["passed"]) == ("audit", 1, 11, 2, True)
+    assert (row["kappa"], row["kappa_lo"], row["kappa_hi"]) == (float(F(5, 6)), float(F(2, 3)), 1.0)
+    assert row["prevalence"] == float(F(6, 11))
+
+
+@pytest.mark.slow
+def test_a_query_is_audited_by_the_audits_own_rule_so_a_human_label_a_log_label_outranks_does_not_count(
+    tmp_path, worlds
+):
+    # One definition (12.1): a drawn query is audited when each asked pair has a golden_set row with
+    # source human. ana labels (Q2, a1) at an earlier version, v0; the log's label on it, at the
+    # current v1, is fresh and outranks it (7.3 step 3): Q2 is still being labelled.
+    world = worlds(tmp_path / "w", audits=[(2, 0)])
+    earlier = write_corpus(
+        tmp_path / "earlier.jsonl", [doc(d, "v0" if d == "a1" else "v1", text=TEXT[d]) for d in DOCS]
+    )
+    con = connect(world.db)
+    try:
+        for corpus in (earlier, world.corpus):  # a build records v0, then v1 is current again
+            store_snapshot(con, read_corpus(corpus))
+            build_golden_set(con)
+    finally:
+        con.close()
+    drawn = {p: lab for p, lab in ANA.items() if p[0] in (Q1, Q2)}
+    lines = [
+        label_line(q, d, lab, "2026-11-30T09:00:00Z", version="v0" if d == "a1" else "v1")
+        for (q, d), lab in drawn.items()
+    ]
+    append_labels(world.labels, lines)
+    append_labels(
+        world.labels, judge_lines({p: lab for p, lab in JUDGE.items() if p[0] in (Q1, Q2)}), name="judge-qwen.jsonl"
+    )
+    rebuild(world, judge_gate=dataclasses.replace(LATEST_AUDIT, min_pairs=1))
+    row = gate_row(world)
+    con = connect(world.db, read_only=True)
+    try:
+        audit = latest_audit(con)
+    finally:
+        con.close()
+    assert (audit.audited, audit.pending) == ((Q1,), (Q2,))
+    assert (row["sample"], row["n"], row["queries"], row["kappa"]) == ("audit", 5, 1, 1.0)
+
+
 def test_without_an_audited_pair_the_gate_reads_the_shared_pairs_and_says_so(tmp_path, worlds, capsys):
     world = worlds(tmp_path / "w", audits=AUDITS)
     append_labels(world.labels, [label_line(q, d, lab, "2026-11-30T09:00:00Z") for (q, d), lab in ANA.items()])
+    # A pair of a query that is not golden takes part in nothing, so the shared pairs leave it out too.
+    append_labels(world.labels, [label_line(NOT_GOLDEN, "d1", "relevant", "2026-11-30T09:00:00Z")])
     only_q3 = {p: lab for p, lab in JUDGE.items() if p[0] == Q3}
-    append_labels(world.labels, judge_lines(only_q3), name="judge-qwen.jsonl")
+    append_labels(world.labels, judge_lines({**only_q3, (NOT_GOLDEN, "d1"): "relevant"}), name="judge-qwen.jsonl")
     rebuild(world, judge_gate=dataclasses.replace(LATEST_AUDIT, min_pairs=1))
     row = gate_row(world)
     assert (row["sample"], row["audits"], row["n"], row["queries"], row["passed"]) == ("shared", 1, 5, 1, False)
