@@ -315,10 +315,16 @@ BUILD_JUDGE_COLUMNS = (
 
 
 def _r(x: float | None) -> float | None:
-    """Contract 7.5's rounding of an agreement figure: half away from zero, 4 decimals, on the stored double."""
+    """An agreement figure rounded as 7.5 and 8.2 round: half away from zero to 4 decimals, applied to the
+    shortest decimal that reads back as the stored double (its `repr`, as calibration's `round4`).
+
+    Not the double's exact binary value: a figure that is exactly a tie (po = 12001/20000 = 0.60005) is
+    stored as the double nearest it, which may lie a hair below the tie; its repr is the tie itself,
+    so it rounds away from zero (0.6001, not 0.6), as 7.5 rounds the exact figure.
+    """
     from fractions import Fraction
 
-    return None if x is None else round_half_away(Fraction(x))
+    return None if x is None else round_half_away(Fraction(repr(x)))
 
 
 def _t(x: float | None) -> str:

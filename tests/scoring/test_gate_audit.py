@@ -373,6 +373,16 @@ def test_a_new_audit_is_part_of_the_builds_inputs(audited):
     assert signature() != before
 
 
+def test_a_figure_that_is_a_tie_rounds_away_from_zero_though_its_double_lies_below_the_tie():
+    # po = 12001/20000 = 0.60005 exactly; its nearest double is a hair below 0.60005, and rounding that
+    # double's binary value would give 0.6. 7.5 rounds the exact figure, 8.2 the decimal the double prints
+    # as: both give 0.6001.
+    assert F(0.60005) < F(12001, 20000)
+    row = judge_gate.GateRow("qwen", 20000, 0.5, True, 1, 50, 0.6, "audit", 1, 4, 0.25, 0.75, 0.60005, 0.2, 0.5, 0.5)
+    assert row.to_json()["po"] == 0.6001
+    assert "(agreement 0.6001 at chance 0.2000," in row.measured()
+
+
 def test_the_gates_figures_round_half_away_from_zero_as_agreement_does():
     # 1/32 = 0.03125 is a double exactly, a tie at the fifth decimal: 7.5 rounds it away from zero (0.0313)
     # where Python's round goes to even (0.0312).
