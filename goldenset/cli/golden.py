@@ -186,10 +186,10 @@ def print_status(st, title: str) -> None:
         )
     if b.n_judge_labels or b.judge_labels_held_back:
         t.add_row("judge labels (held back)", f"{b.n_judge_labels} ({b.judge_labels_held_back})")
-    for j in st.judges_admitted:
-        t.add_row(f"judge {j['annotator']}", f"admitted: {j['figures']}")
-    for j in st.judges_held_back:
-        t.add_row(f"judge {j['annotator']}", f"held back: {j['why']}")
+    judges = [(j["annotator"], f"admitted: {j['figures']}") for j in st.judges_admitted]
+    judges += [(j["annotator"], f"held back: {j['why']}") for j in st.judges_held_back]
+    for annotator, text in sorted(judges, key=lambda row: row[0]):  # one row per judge, by annotator (13.3)
+        t.add_row(f"judge {annotator}", text)
     for h in st.judge_health:
         for w in h["warnings"]:
             t.add_row("judge health", f"WARN {w}")

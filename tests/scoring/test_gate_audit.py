@@ -383,6 +383,17 @@ def test_a_figure_that_is_a_tie_rounds_away_from_zero_though_its_double_lies_bel
     assert "(agreement 0.6001 at chance 0.2000," in row.measured()
 
 
+def test_status_lists_its_judges_by_annotator_admitted_or_not(audited, capsys):
+    # amy labels two pairs (held back: fewer than the gate's 10); qwen is admitted. By annotator: amy first.
+    amy = [label_line(Q1, d, ANA[(Q1, d)], "2026-11-30T11:00:00Z", annotator="amy", kind="judge") for d in ("d1", "d2")]
+    append_labels(audited.labels, amy, name="judge-amy.jsonl")
+    rebuild(audited, judge_gate=LATEST_AUDIT)
+    capsys.readouterr()
+    assert main(["status", "--db", str(audited.db)]) == 0
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert 0 <= text.index("judge amy held back:") < text.index("judge qwen admitted:")
+
+
 def test_the_gates_figures_round_half_away_from_zero_as_agreement_does():
     # 1/32 = 0.03125 is a double exactly, a tie at the fifth decimal: 7.5 rounds it away from zero (0.0313)
     # where Python's round goes to even (0.0312).
