@@ -331,8 +331,8 @@ def flatten(obj: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def _phoenix_span(row: dict[str, Any]) -> Span:
-    span_id = _id(row, ("context.span_id", "span_id"), "context.span_id")
-    trace_id = _id(row, ("context.trace_id", "trace_id"), "context.trace_id")
+    span_id = _id(row, ("context.span_id", "span_id"), "context.span_id", SPAN_ID_BYTES)
+    trace_id = _id(row, ("context.trace_id", "trace_id"), "context.trace_id", TRACE_ID_BYTES)
     start = parse_time(row.get("start_time"), "start_time")
     if start is None:
         raise BadValue("missing_field", f"span {span_id} has no start_time")
@@ -343,13 +343,15 @@ def _phoenix_span(row: dict[str, Any]) -> Span:
     return Span(trace_id, span_id, start, attributes, resource)
 
 
-def _id(row: dict[str, Any], keys: tuple[str, ...], name: str) -> str:
+def _id(row: dict[str, Any], keys: tuple[str, ...], name: str, size: int) -> str:
+    """The first of `keys` the row holds, read as an OTLP span's id is (14.1: hex in either case or
+    base64, written lowercase hex), so a row's id and an annotation's match whatever their encoding."""
     for k in keys:
         v = row.get(k)
         if v not in (None, ""):
             if not isinstance(v, str):
                 raise BadValue("invalid_field", f"{name} {v!r} is not a string")
-            return v
+            return otlp_id(v, name, size)
     raise BadValue("missing_field", f"the row has no {name}")
 
 
@@ -370,7 +372,7 @@ def parse_time(value: Any, name: str) -> datetime | None:
 
 
 def _annotation(row: dict[str, Any]) -> Annotation:
-    span_id = _id(row, ("context.span_id", "span_id", "span_rowid"), "span_id")
+    span_id = _id(row, ("context.span_id", "span_id", "span_rowid"), "span_id", SPAN_ID_BYTES)
     name = row.get("name")
     if not isinstance(name, str) or not name:
         raise BadValue("missing_field", "the annotation has no name")

@@ -99,3 +99,76 @@ def test_sdk_spans_in_base64_and_hex_encodings_give_the_same_lines(tmp_path):
     assert written["hex"] == written["message_to_dict"] == written["message_to_json"]
     serve_ids = [json.loads(x)["serve_id"] for x in next(iter(written["hex"].values())).decode().splitlines()]
     assert sorted(serve_ids) == sorted(f"{t}-{s}" for t, s in retriever_span_ids(spans))
+
+
+def _retriever(span_id: str) -> dict:
+    attrs = {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": "refund window?",
+        "retrieval.documents.0.document.id": "a",
+        "retrieval.documents.0.document.metadata": '{"version": "1"}',
+        "retrieval.documents.1.document.id": "b",
+        "retrieval.documents.1.document.metadata": '{"version": "1"}',
+    }
+    return {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": span_id,
+        "startTimeUnixNano": "1764324000000000000",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
+
+
+def test_an_annotation_names_its_span_in_either_encoding_of_its_id(tmp_path):
+    # The span id bytes fb ef ff ff ff ff ff 01: `+` and `/` in base64, letters in hex (contract 14.4 reads an
+    # annotation's span_id as 14.1 reads a span's).
+    request = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [_retriever("fbefffffffffff01")]}]}]}
+    annotation = {"name": "relevance", "annotator_kind": "HUMAN", "updated_at": "2025-11-28T11:00:00Z"}
+    rows = [
+        {**annotation, "span_id": "FBEFFFFFFFFFFF01", "document_position": 0, "label": "relevant"},
+        {**annotation, "span_id": "++///////wE=", "document_position": 1, "label": "irrelevant"},
+    ]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a-spans.jsonl").write_text(json.dumps(request) + "\n")
+    (folder / "b-annotations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        result = import_traces(
+            con, folder, "otlp-json", Mapping.model_validate({"project": {"default": "billing"}}), tmp_path / "logs"
+        )
+    finally:
+        con.close()
+    assert (result.serves, result.verdicts, dict(result.rejected)) == (1, 2, {})
+    written = [json.loads(x) for x in (tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl").read_text().splitlines()]
+    assert [(x["event"], x.get("doc_id"), x.get("verdict")) for x in written[1:]] == [
+        ("verdict", "a", "helped"),
+        ("verdict", "b", "noise"),
+    ]
+
+
+def test_a_phoenix_rows_ids_are_read_as_an_otlp_spans_and_written_lowercase(tmp_path):
+    row = {
+        "span_kind": "RETRIEVER",
+        "context.span_id": "FBEFFFFFFFFFFF01",
+        "context.trace_id": "0AF7651916CD43DD8448EB211C80319C",
+        "start_time": "2025-11-28T10:00:00+00:00",
+        "attributes.input.value": "refund window?",
+        "attributes.retrieval.documents": [{"document.id": "a", "document.metadata": {"version": "1"}}],
+    }
+    (tmp_path / "spans.jsonl").write_text(json.dumps(row) + "\n")
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        import_traces(
+            con,
+            tmp_path / "spans.jsonl",
+            "openinference",
+            Mapping.model_validate({"project": {"default": "b"}}),
+            tmp_path / "logs",
+        )
+    finally:
+        con.close()
+    [serve] = [json.loads(x) for x in (tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl").read_text().splitlines()]
+    assert (serve["serve_id"], serve["span_id"]) == (
+        "0af7651916cd43dd8448eb211c80319c-fbefffffffffff01",
+        "fbefffffffffff01",
+    )
