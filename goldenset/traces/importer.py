@@ -171,18 +171,19 @@ class Converted:
 
 
 def convert_files(
-    files: list[tuple[str, Path]], fmt: str, mapping: Mapping, lookup: VersionLookup, logs: Path
+    files: list[tuple[str, Path]], fmt: str, mapping: Mapping, lookup: VersionLookup, logs: Path, strict: bool = True
 ) -> Converted:
     """Read and convert `files` (name, path) in order, the later copy of a span winning; write nothing.
 
-    `logs` is read for the serves earlier imports wrote, which annotations may name.
+    `logs` is read for the serves earlier imports wrote, which annotations may name. `strict`:
+    see `spans.read_records`.
     """
     result = TraceImport(files_read=len(files))
     rejects: list[RejectRow] = []
     spans: dict[tuple[str, str], tuple[Record, Span]] = {}
     annotations: list[tuple[Record, Annotation]] = []
     for name, file in files:
-        for rec in read_records(name, file, fmt):
+        for rec in read_records(name, file, fmt, strict):
             if isinstance(rec.item, Bad):
                 rejects.append(RejectRow(name, rec.line, rec.item.reason, rec.item.detail, rec.raw))
             elif isinstance(rec.item, Span):

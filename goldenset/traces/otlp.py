@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from goldenset import jsonstrict
 from goldenset.errors import RequestRefused
 from goldenset.traces.convert import SpanRejected, is_retriever, to_serve
 from goldenset.traces.mapping import Mapping
@@ -104,9 +105,9 @@ def decode(body: bytes, media: str) -> dict[str, Any]:
             raise RequestRefused(400, f"the body is not a protobuf ExportTraceServiceRequest ({exc})") from None
         return MessageToDict(message)
     try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise RequestRefused(400, f"the body is not JSON ({exc})") from None
+        obj = jsonstrict.loads(body)  # standard JSON as section 1 defines it: no duplicate keys, no NaN
+    except jsonstrict.StrictJSONError as exc:
+        raise RequestRefused(400, f"the body is not standard JSON ({exc})") from None
     problem = request_shape_error(obj)
     if problem is not None:
         raise RequestRefused(400, f"the body is not an ExportTraceServiceRequest: {problem}")

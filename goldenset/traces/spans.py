@@ -26,6 +26,8 @@ from typing import Any
 
 import orjson
 
+from goldenset import jsonstrict
+
 SPAN_SUFFIXES = (".jsonl", ".json", ".parquet")
 # Phoenix's GraphQL names for annotation fields (documentEvaluations), read as its dataframe's.
 _CAMEL = {
@@ -94,8 +96,13 @@ def input_files(path: Path) -> list[tuple[str, Path]]:
     return sorted(((p.relative_to(path).as_posix(), p) for p in files), key=lambda t: t[0])
 
 
-def read_records(name: str, path: Path, fmt: str) -> Iterator[Record]:
-    """Every record of one file; an unreadable file is one Bad record (`unreadable_file`)."""
+def read_records(name: str, path: Path, fmt: str, strict: bool = True) -> Iterator[Record]:
+    """Every record of one file; an unreadable file is one Bad record (`unreadable_file`).
+
+    A line is standard JSON as section 1 defines it (`goldenset.jsonstrict`: no duplicate keys,
+    no NaN), else `invalid_json`. `strict=False` reads with orjson alone, for lines this
+    project wrote from parsed objects (the receiver's spool), which cannot hold a duplicate.
+    """
     try:
         if path.suffix == ".parquet":
             yield from _parquet_rows(name, path, fmt)
@@ -109,8 +116,8 @@ def read_records(name: str, path: Path, fmt: str) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            obj = orjson.loads(line)
-        except ValueError as exc:
+            obj = jsonstrict.loads(line.encode("utf-8")) if strict else orjson.loads(line)
+        except ValueError as exc:  # StrictJSONError and orjson's JSONDecodeError are ValueErrors
             yield Record(name, no, line, Bad("invalid_json", str(exc)))
             continue
         if not isinstance(obj, dict):

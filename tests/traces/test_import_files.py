@@ -424,3 +424,16 @@ def test_otlp_lines_of_the_wrong_shape_are_rejected_not_a_crash(tmp_path, wareho
     f = write_jsonl(tmp_path / "shapes.jsonl", rows)
     import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
     assert [(r.line, r.reason) for r in list_rejects(warehouse)[0]] == [(n, "invalid_field") for n in (1, 2, 3, 4)]
+
+
+def test_a_line_with_a_duplicate_key_is_invalid_json_at_any_depth(tmp_path, warehouse):
+    # Section 1's standard JSON has no duplicate keys: a reader that keeps the last would import both.
+    good = json.dumps(request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"})))))
+    nested = good.replace('{"stringValue": "refund window?"}', '{"stringValue": "refund window?", "stringValue": "x"}')
+    rows = [good, '{"resourceSpans": [], ' + good[1:], nested.replace("00f067aa0ba902b7", "00f067aa0ba902b8")]
+    f = write_jsonl(tmp_path / "export.jsonl", rows)
+    result = import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert (result.serves, dict(result.rejected)) == (1, {"invalid_json": 2})
+    rejects = list_rejects(warehouse, limit=None)[0]
+    assert [(r.line, r.reason) for r in rejects] == [(2, "invalid_json"), (3, "invalid_json")]
+    assert ["duplicate key" in r.detail for r in rejects] == [True, True]

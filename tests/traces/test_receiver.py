@@ -101,6 +101,8 @@ def body(*spans: dict) -> bytes:
     return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": list(spans)}]}]}).encode()
 
 
+# An AnyValue holding one key twice: a parser that keeps the last would read it as "x".
+DUPLICATE = b'{"stringValue": "refund window?", "stringValue": "x"}'
 RETRIEVER = (
     kv("openinference.span.kind", "RETRIEVER"),
     kv("input.value", "refund window?"),
@@ -271,6 +273,12 @@ def test_a_body_at_the_size_limit_is_taken_and_one_byte_more_is_413(tmp_path, si
         (b'{"resourceSpans": [{"resource": [], "scopeSpans": []}]}', JSON, None),
         (b"not gzip at all", JSON, "gzip"),
         (gzip.compress(b"{}", mtime=0)[:-6], JSON, "gzip"),
+        (b'{"resourceSpans": [], "resourceSpans": []}', JSON, None),
+        (
+            body(span("00f067aa0ba902b7", *RETRIEVER)).replace(b'{"stringValue": "refund window?"}', DUPLICATE),
+            JSON,
+            None,
+        ),
     ],
     ids=[
         "protobuf",
@@ -282,6 +290,8 @@ def test_a_body_at_the_size_limit_is_taken_and_one_byte_more_is_413(tmp_path, si
         "resource-a-list",
         "not-gzip",
         "gzip-cut-short",
+        "a-duplicate-key",
+        "a-duplicate-key-in-an-attribute",
     ],
 )
 def test_a_body_that_does_not_parse_gets_400_and_nothing_is_kept(tmp_path, content, media, encoding):
@@ -291,6 +301,8 @@ def test_a_body_that_does_not_parse_gets_400_and_nothing_is_kept(tmp_path, conte
     assert answer.status_code == 400
     message = Status.FromString(answer.content).message if media == PROTOBUF else answer.json()["message"]
     assert message.startswith(("the body is not", "the gzip body"))
+    if b'"stringValue": "x"' in content or content.count(b"resourceSpans") == 2:  # standard JSON has no duplicates
+        assert message.startswith("the body is not standard JSON (duplicate key ")
     assert spooled_lines(tmp_path / "spool") == []
 
 
