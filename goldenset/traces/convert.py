@@ -20,6 +20,7 @@ One retriever span is one serve. Decisions (contract section 14 holds them all):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -171,9 +172,7 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
             )
             positions.append(None)
             continue
-        score = d.get("score")
-        score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-        items.append(SpanItem(doc_id, version, "always" if always else "ranked", rank, score))
+        items.append(SpanItem(doc_id, version, "always" if always else "ranked", rank, _score(d.get("score"))))
         positions.append(doc_id)
     if not items:
         raise SpanRejected("unknown_document_version", f"span {span.span_id}: no document has a known version")
@@ -188,6 +187,21 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
         tuple(positions),
     )
     return serve, rejects
+
+
+def _score(value: Any) -> float | None:
+    """A document's score as a double when it is a number whose double is finite; else none.
+
+    NaN and the infinities (OTLP's JSON writes them as strings) have no JSON number, and an
+    integer past the double range has no double: the item is written without a score.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        score = float(value)
+    except OverflowError:
+        return None
+    return score if math.isfinite(score) else None
 
 
 def _text(v: Any) -> str | None:

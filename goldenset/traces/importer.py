@@ -372,6 +372,16 @@ def _order(item: tuple[tuple, dict]) -> tuple:
     return (key[0] != "serve", line.get("ts", "") if key[0] == "serve" else "", tuple(str(k or "") for k in key))
 
 
+def line_text(line: dict) -> str:
+    """One line's text (contract 14.2): compact JSON, keys in the line's order, UTF-8 unescaped.
+
+    orjson's writing is the contract's byte format: a double in its shortest round-trip digits,
+    positional from 1e-5 up to 1e16 (`1.0`, `0.00001`), else `1e+16`, `1.5e-7`; strings escaping
+    only `"`, `\\` and control characters. Idempotence and "exactly the lines" are byte-level.
+    """
+    return orjson.dumps(line).decode()
+
+
 def _merge(root: Path, file_name: str, lines: dict[tuple, tuple[str, dict]]) -> list[str]:
     """Merge `lines` (key -> (day, line)) into root/dt=<day>/file_name; the files whose bytes changed."""
     by_day: dict[str, dict[tuple, dict]] = {}
@@ -391,7 +401,7 @@ def _merge(root: Path, file_name: str, lines: dict[tuple, tuple[str, dict]]) -> 
                 if old_key is not None:
                     merged[old_key] = old
         merged.update(by_day[day])
-        body = "".join(orjson.dumps(line).decode() + "\n" for _, line in sorted(merged.items(), key=_order))
+        body = "".join(line_text(line) + "\n" for _, line in sorted(merged.items(), key=_order))
         if target.exists() and target.read_text(encoding="utf-8") == body:
             continue
         _write_atomically(target, body)

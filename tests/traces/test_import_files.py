@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from goldenset.errors import InputError, UsageError
 from goldenset.quarantine import list_rejects
 from goldenset.snapshots import snapshot_corpus
-from goldenset.traces.importer import import_traces
+from goldenset.traces.importer import import_traces, line_text
 from goldenset.traces.mapping import Mapping, load_mapping
 from goldenset.warehouse import connect
 from tests.helpers import doc, write_corpus
@@ -437,3 +441,121 @@ def test_a_line_with_a_duplicate_key_is_invalid_json_at_any_depth(tmp_path, ware
     rejects = list_rejects(warehouse, limit=None)[0]
     assert [(r.line, r.reason) for r in rejects] == [(2, "invalid_json"), (3, "invalid_json")]
     assert ["duplicate key" in r.detail for r in rejects] == [True, True]
+
+
+def _number(x: float) -> str:
+    """Contract 14.2's number format, built from Python's repr digits (an independent reference for the writer)."""
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    d = Decimal(repr(x)).normalize()
+    sign, digits, _ = d.as_tuple()
+    ds, e, s = "".join(map(str, digits)), d.adjusted(), "-" if sign else ""
+    if -5 <= e < 16:
+        whole, frac = (ds[: e + 1].ljust(e + 1, "0"), ds[e + 1 :] or "0") if e >= 0 else ("0", "0" * (-e - 1) + ds)
+        return f"{s}{whole}.{frac}"
+    return f"{s}{ds[0]}{'.' + ds[1:] if len(ds) > 1 else ''}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+@example(1.0)
+@example(1e-5)  # the smallest positional magnitude
+@example(9.999999999999999e-6)  # just below it
+@example(1e16)  # the smallest exponent form above
+@example(9999999999999998.0)  # the largest double below 1e16
+@example(-0.0)
+def test_a_score_is_written_in_the_contracts_number_format(x):
+    assert line_text({"score": x}) == '{"score":' + _number(x) + "}"
+
+
+def test_a_serve_line_is_written_byte_for_byte_as_the_contract_says(tmp_path, warehouse):
+    def score(kind, value):
+        return {"key": "", "value": {kind: value}}
+
+    attrs = [
+        kv("openinference.span.kind", "RETRIEVER"),
+        kv("input.value", 'refund "window"?'),
+        kv("session.id", "sé\t1"),
+    ]
+    docs = [
+        ("a", '{"version": "1"}', ("intValue", "1")),
+        ("b", '{"version": "2", "pinned": true}', ("doubleValue", 1e-05)),
+        ("c", '{"version": "3"}', ("doubleValue", "NaN")),
+        ("d", '{"version": "4"}', ("doubleValue", 1e16)),
+        ("e", '{"version": "5"}', ("intValue", "1" + "0" * 400)),
+    ]
+    for i, (doc_id, meta, (kind, value)) in enumerate(docs):
+        prefix = f"retrieval.documents.{i}.document."
+        attrs += [kv(prefix + "id", doc_id), kv(prefix + "metadata", meta)]
+        attrs.append({**score(kind, value), "key": prefix + "score"})
+    span = {"traceId": TRACE, "spanId": "00f067aa0ba902b7", "startTimeUnixNano": "1764324000123456789"}
+    f = write_jsonl(tmp_path / "e.jsonl", [request({**span, "attributes": attrs})])
+    mapping = Mapping.model_validate({"always": {"key": "pinned", "values": [True]}})
+    import_traces(warehouse, f, "otlp-json", mapping, tmp_path / "logs", now=NOW)
+    items = (
+        '{"doc_id":"a","doc_version":"1","channel":"ranked","rank":1,"score":1.0},'
+        '{"doc_id":"b","doc_version":"2","channel":"always","score":0.00001},'
+        '{"doc_id":"c","doc_version":"3","channel":"ranked","rank":2},'
+        '{"doc_id":"d","doc_version":"4","channel":"ranked","rank":3,"score":1e+16},'
+        '{"doc_id":"e","doc_version":"5","channel":"ranked","rank":4}'
+    )
+    want = (
+        f'{{"event":"serve","serve_id":"{TRACE}-00f067aa0ba902b7","ts":"2025-11-28T10:00:00.123456Z",'
+        f'"project":"billing","task":"refund \\"window\\"?","items":[{items}],"span_id":"00f067aa0ba902b7",'
+        '"span_documents":["a","b","c","d","e"],"session_id":"sé\\t1"}\n'
+    )
+    assert (tmp_path / "logs" / "dt=2025-11-28" / "traces.jsonl").read_text(encoding="utf-8") == want
+
+
+def test_a_retriever_span_is_rejected_whole_with_the_first_reason_in_the_contracts_order(tmp_path, warehouse):
+    def span(n: int, attrs: dict) -> dict:
+        return otlp_span(f"00f067aa0ba902{n:02x}", {"openinference.span.kind": "RETRIEVER", **attrs})
+
+    query = {"input.value": "q"}
+    doc = {"retrieval.documents.0.document.id": "a", "retrieval.documents.0.document.metadata": '{"version": "1"}'}
+
+    def unresourced(sp: dict) -> dict:  # no resource attributes, so no service.name: no project
+        return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [sp]}]}]}
+
+    cases = [  # (line, reason, detail)
+        (request(span(1, doc)), "missing_field", "has no query"),
+        (request(span(2, {"input.value": "  ", **doc})), "invalid_field", "is not a non-blank string"),
+        (unresourced(span(3, {**query, **doc})), "missing_field", "has no service.name attribute"),
+        (request(span(4, {**query, "retrieval.documents.x.document.id": "a"})), "invalid_field", "is not retrieval"),
+        (request(span(5, {**query, "retrieval.documents": "[1]"})), "invalid_field", "is not an array of objects"),
+        (request(span(6, query)), "missing_field", "has no retrieval documents"),
+        (
+            request(span(7, {**query, "retrieval.documents.0.document.score": 0.5})),
+            "missing_field",
+            "document 0 has no id",
+        ),
+        (request(span(8, {**query, "retrieval.documents.0.document.id": True})), "invalid_field", "is not a string"),
+        (
+            request(
+                span(
+                    9,
+                    {
+                        **query,
+                        "retrieval.documents.0.document.metadata": "[1]",
+                        "retrieval.documents.0.document.id": "a",
+                    },
+                )
+            ),
+            "invalid_field",
+            "metadata is not an object",
+        ),
+        # Order: the query before the project (neither here), an id twice before a version nobody knows.
+        (unresourced(span(10, {})), "missing_field", "has no query"),
+        (request(span(11, {**query, **oi_docs(("c", None), ("c", None))})), "invalid_field", "'c' appears twice"),
+        (
+            request(span(12, {**query, **oi_docs(("c", None))})),
+            "unknown_document_version",
+            "no document has a known version",
+        ),
+    ]
+    f = write_jsonl(tmp_path / "e.jsonl", [line for line, _, _ in cases])
+    result = import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert result.serves == 0
+    rejects = sorted(list_rejects(warehouse, limit=None)[0], key=lambda r: (r.line, r.reason))
+    whole = [r for r in rejects if not r.detail.endswith("holds it")]  # leave out the item reject of line 12
+    assert [(r.line, r.reason) for r in whole] == [(i, reason) for i, (_, reason, _) in enumerate(cases, start=1)]
+    assert [detail in r.detail for r, (_, _, detail) in zip(whole, cases, strict=True)] == [True] * len(cases)
