@@ -31,8 +31,10 @@ Decisions:
   request at a time is decoded and checked (`_decoding`); uvicorn takes at most
   `MAX_CONNECTIONS` connections and answers 503 past them; a merge reads at most
   `MERGE_BATCH_BYTES` of spool (plus the day files it rewrites, as the import does).
-- **Refusals, in this order**: 401 (a token is set and the request lacks it: compared in
-  constant time), 415 (content type or encoding), 413 (size), 400 (does not parse),
+- **Refusals, in this order**: 400 when bound to loopback and the Host header names another
+  host (DNS rebinding: a page of another site resolved to 127.0.0.1 must not post spans;
+  answered as every refusal is, a google.rpc.Status, so an OTLP client reads why), 401 (a
+  token is set and the request lacks it: compared in constant time), 415 (content type or encoding), 413 (size), 400 (does not parse),
   503 (the spool is full, or its disk refuses the write; `Retry-After` says when to try
   again).
 """
@@ -266,11 +268,9 @@ class Receiver:
 
 
 def create_app(receiver: Receiver, allowed_hosts: list[str] | None = None) -> Any:
-    """The Starlette app: POST /v1/traces."""
+    """The Starlette app: POST /v1/traces; with `allowed_hosts`, only requests whose Host header names one."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
@@ -281,6 +281,13 @@ def create_app(receiver: Receiver, allowed_hosts: list[str] | None = None) -> An
         media = media_type(request.headers.get("content-type"))
         answer = media or JSON
         try:
+            host = request.headers.get("host")
+            if allowed_hosts and not host_allowed(host, allowed_hosts):
+                raise RequestRefused(
+                    400,
+                    f"the Host header {host!r} names another host: a receiver bound to loopback answers only "
+                    f"requests sent to {' or '.join(allowed_hosts)} (a page elsewhere may resolve to this machine)",
+                )
             if not receiver.authorized(request.headers.get("authorization")):
                 raise RequestRefused(401, "a bearer token is required: send Authorization: Bearer <token>")
             if media is None:
@@ -300,8 +307,13 @@ def create_app(receiver: Receiver, allowed_hosts: list[str] | None = None) -> An
             return Response(status_body(answer, 503, str(exc)), 503, headers, media_type=answer)
         return Response(success_body(media, receipt), 200, media_type=media)
 
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
-    return Starlette(routes=[Route(PATH, traces, methods=["POST"])], middleware=middleware)
+    return Starlette(routes=[Route(PATH, traces, methods=["POST"])])
+
+
+def host_allowed(header: str | None, names: list[str]) -> bool:
+    """Whether a Host header is one of `names` (any case), alone or followed by `:` and a port in digits."""
+    name, colon, port = (header or "").lower().partition(":")
+    return name in names and (not colon or (port.isascii() and port.isdigit()))
 
 
 async def _read_body(request: Any, limit: int) -> bytes:

@@ -8,6 +8,7 @@ restarted, is tests/traces/test_receiver_process.py.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import subprocess
@@ -371,7 +372,19 @@ def test_a_merge_that_needs_a_snapshot_waits_while_another_process_holds_the_war
     assert spooled_lines(tmp_path / "spool") == []
 
 
-def test_on_loopback_a_request_naming_another_host_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("evil.example", 400),  # DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own name
+        ("localhost:4318", 200),
+        ("LOCALHOST", 200),
+        ("127.0.0.1", 200),
+        ("127.0.0.1:", 400),
+        ("127.0.0.1:43a8", 400),
+        ("127.0.0.1.evil.example", 400),
+    ],
+)
+def test_on_loopback_a_request_naming_another_host_is_refused_first_as_a_status(tmp_path, host, status):
     from goldenset.cli.shared import LOOPBACK_NAMES
 
     receiver = Receiver(
@@ -381,19 +394,23 @@ def test_on_loopback_a_request_naming_another_host_is_refused(tmp_path):
     receiver.spool.claim()
     try:
         with TestClient(create_app(receiver, list(LOOPBACK_NAMES)), base_url="http://127.0.0.1:4318") as client:
-            content, headers = body(span("00f067aa0ba902b7", *RETRIEVER)), {"content-type": JSON}
-            # DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own name.
-            assert (
-                client.post("/v1/traces", content=content, headers={**headers, "host": "evil.example"}).status_code
-                == 400
-            )
-            assert (
-                client.post("/v1/traces", content=content, headers={**headers, "host": "localhost:4318"}).status_code
-                == 200
+            content = body(span("00f067aa0ba902b7", *RETRIEVER))
+            answer = client.post("/v1/traces", content=content, headers={"content-type": JSON, "host": host})
+            # Before the token: a set token the request lacks would be 401.
+            receiver.config = dataclasses.replace(receiver.config, token="s3cret")
+            protobuf = client.post(
+                "/v1/traces", content=b"", headers={"content-type": PROTOBUF, "host": host, "authorization": ""}
             )
     finally:
         receiver.spool.release()
-    assert len(spooled_lines(tmp_path / "spool")) == 1
+    assert answer.status_code == status
+    assert protobuf.status_code == (400 if status == 400 else 401)
+    if status == 400:
+        assert answer.headers["content-type"] == JSON and protobuf.headers["content-type"] == PROTOBUF
+        message = answer.json()["message"]
+        assert message == Status.FromString(protobuf.content).message
+        assert message.startswith(f"the Host header {host!r} names another host: a receiver bound to loopback answers")
+    assert len(spooled_lines(tmp_path / "spool")) == (1 if status == 200 else 0)
 
 
 def test_a_merge_that_fails_is_said_once_and_tried_again_with_nothing_lost(tmp_path):
