@@ -6,7 +6,8 @@ Contract 14.8. The folder (GOLDENSET_TRACE_SPOOL, default HOME/trace_spool) hold
   is one line, an ExportTraceServiceRequest in the OTLP JSON encoding (so a segment is an
   `otlp-json` file `traces import` reads as it is), written and fsynced before the 200.
 - `segment-<n>.jsonl`: sealed segments waiting for the merge. `<n>` has 12 digits and is
-  never given twice (`sequence` holds the next, written before it is used), so code-point
+  never given twice (`sequence` holds the next, written before it is used and before a
+  merged segment is deleted; without it, one past the largest in the folder), so code-point
   order is arrival order, and a reject row's `source_file` (`traces/spool/segment-<n>.jsonl`)
   names one segment for ever.
 - `rejects/segment-<n>.jsonl`: the reject rows of a merge the receiver ran, waiting to be
@@ -249,6 +250,21 @@ def next_number(root: Path) -> int:
     return number
 
 
+def reserve_past(root: Path, number: int) -> None:
+    """Make `sequence` hold more than `number` (fsynced), before the last file of that number is deleted.
+
+    next_number counts the segments in the folder when `sequence` is missing or behind; a merged
+    segment is gone from the folder, so without this a lost `sequence` would give its number again
+    (and its rejects in the warehouse, keyed by the segment's name, would be replaced by another's).
+    """
+    try:
+        current = int((root / "sequence").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        current = 0
+    if current <= number:
+        _write_durably(root / "sequence", str(number + 1).encode())
+
+
 def _number(name: str) -> int | None:
     digits = name.removesuffix(SUFFIX).rpartition("-")[2]
     return int(digits) if digits.isdigit() else None
@@ -325,6 +341,8 @@ def merge_segments(
     converted = convert_files(files, "otlp-json", mapping, lookup, logs, strict=False)
     write_lines(converted, logs, labels)
     keep_rejects([name for name, _ in files], converted.rejects)
+    # Once deleted, a segment's number is held by nothing in the folder but `sequence`: make it say so.
+    reserve_past(root, max(n for p in batch if (n := _number(p.name)) is not None))
     for path in batch:
         path.unlink()
     fsync_folder(root)

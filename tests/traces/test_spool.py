@@ -193,3 +193,20 @@ def _row():
     from goldenset.traces.importer import RejectRow
 
     return RejectRow("spool/segment-000000000000.jsonl", 1, "invalid_field", "a bad id", "{}")
+
+
+def test_a_lost_sequence_file_never_gives_a_merged_segments_number_again(tmp_path):
+    # `sequence` is gone and segment 5 waits; the receiver merges (deletes) it before its first request.
+    root = tmp_path / "spool"
+    root.mkdir()
+    (root / "segment-000000000005.jsonl").write_bytes(request("00f067aa0ba902b7") + b"\n")
+    s = Spool(root, limit=1 << 20)
+    s.claim()
+    try:
+        assert [r.files_read for r in merge_all(root, tmp_path / "logs")] == [1]
+        assert sealed_segments(root) == []
+        s.append(request("00f067aa0ba902b8"))
+        sealed = s.seal()
+    finally:
+        s.release()
+    assert sealed is not None and sealed.name == "segment-000000000006.jsonl"
