@@ -186,6 +186,7 @@ def test_a_query_still_being_labelled_is_not_read(tmp_path, worlds):
     assert (row["kappa_lo"], row["kappa_hi"], row["passed"]) == (None, None, False)
 
 
+@pytest.mark.slow  # its own world: built and pooled once, about 2 CPU s
 def test_a_pair_people_labelled_before_the_draw_is_in_the_sample(tmp_path, worlds):
     # ana labelled (Q1, b1) before `pool --audit 2 --seed 0` drew Q1 and Q2, so the audit did not ask
     # for it; Q1 was drawn at random and every pair of it is read, so it is in the sample.
