@@ -20,7 +20,9 @@ Decisions
   stand at the same doc_version, whether the audit asked for it or people had labelled it
   before the draw: the queries are drawn at random, their pairs are all taken, and the
   bootstrap resamples queries. Taking only the pairs the audit asked for would leave out the
-  pairs labelled before the draw, which the queue's priority chose.
+  pairs labelled before the draw, which the queue's priority chose. An active audit's queries
+  (drawn by the judge's uncertainty, contract 12.1) are read unweighted, like a uniform
+  audit's: the figures then describe the queries drawn, not the golden set.
 - **No audit yet.** When no audit was drawn, or no pair of an audited query carries the
   judge's label at the human label's version, the gate reads every pair that takes part in
   this build on which the judge's current label and the human label stand at the same
