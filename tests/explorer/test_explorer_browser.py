@@ -129,7 +129,9 @@ def test_a_person_walks_the_set_a_query_the_builds_and_a_comparison(explorer_url
     bars = browser.find_elements(By.CSS_SELECTOR, "#difference-plot rect.diff-bar")
     assert sorted(b.get_attribute("data-query") for b in bars) == sorted([QID["RESET"], QID["GDB"]])
     assert browser.find_element(By.ID, "interval") and browser.find_element(By.ID, "mean")
-    assert element_text(browser, "n-run-placeholder") is not None
+    # The two runs' means with their intervals, as the comparison of several runs draws them.
+    assert browser.find_elements(By.CSS_SELECTOR, "#n-run-comparison svg")
+    assert browser.find_element(By.ID, "compare-more").get_attribute("href").endswith("/set/runs#compare-runs")
     judged = browser.execute_script(
         "return Array.from(document.querySelectorAll('#judged tbody tr')).map(r => r.dataset.side);"
     )
@@ -140,3 +142,15 @@ def test_a_person_walks_the_set_a_query_the_builds_and_a_comparison(explorer_url
         ".dispatchEvent(new MouseEvent('click', {bubbles: true}))"
     )
     browser_wait(browser, lambda d: element_text(d, "query-id") == QID["RESET"], "RESET's page from its bar")
+
+    browser.find_element(By.ID, "nav-runs").click()
+    browser_wait(browser, lambda d: element_text(d, "compare-runs") is not None, "the runs page")
+    for box in browser.find_elements(By.CSS_SELECTOR, "#compare-runs-form input[name=run]"):
+        box.click()
+    browser.find_element(By.ID, "compare-runs-go").click()
+    browser_wait(browser, lambda d: element_text(d, "summary") is not None, "the comparison of several runs")
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#summary tbody tr')).map(r => r.dataset.run);"
+    )
+    assert sorted(rows) == ["run-1-words", "run-2-reverse"]
+    assert browser.find_elements(By.CSS_SELECTOR, "#n-run-comparison svg")
