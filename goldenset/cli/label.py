@@ -157,15 +157,20 @@ def serve(
     typer.echo(f"stopped: {len(session.done)} pairs labelled this session")
 
 
-def _page_with_explorer(session: Any, allowed: list[str] | None, origin: str | None, db: Path, url: str) -> Any:
-    """The labelling page's app with the set explorer (read-only) mounted under /set, its URL printed."""
+def _explorer(db: Path, url: str, note: str = "") -> tuple[Any, str]:
+    """The set explorer's routes (read-only, contract 15.2) and their prefix; their URL printed."""
     from goldenset.explorer.routes import PREFIX, explorer_routes
+
+    typer.echo(f"the set explorer (read-only): {url.rstrip('/')}{PREFIX}{note}")
+    return explorer_routes(db), PREFIX
+
+
+def _page_with_explorer(session: Any, allowed: list[str] | None, origin: str | None, db: Path, url: str) -> Any:
+    """The labelling page's app with the set explorer (read-only) mounted under /set."""
     from goldenset.labelling.page import create_app
 
-    typer.echo(f"the set explorer (read-only): {url.rstrip('/')}{PREFIX}")
-    return create_app(
-        session, allowed_hosts=allowed, public_origin=origin, extra_routes=explorer_routes(db), explorer_link=PREFIX
-    )
+    routes, prefix = _explorer(db, url)
+    return create_app(session, allowed_hosts=allowed, public_origin=origin, extra_routes=routes, explorer_link=prefix)
 
 
 def _listen(host: str, port: int, public_url: str | None) -> tuple[socket.socket, list[str] | None, str | None, str]:
@@ -248,7 +253,9 @@ def _serve_team(
         f"(--overlap {share:g}, seed {team.seed}); a pair opened is held {minutes:g} minutes; label lines go "
         f"to {labels_dir}/dt=<UTC day>/page-<name>.jsonl"
     )
+    # The explorer sits behind the team's name form, as every page of the team does.
+    routes, prefix = _explorer(settings.resolve("db", db), url, " (after choosing a name)")
     if not is_loopback(host):
         typer.echo(f"WARNING: listening on {host}: anyone who reaches it can write labels under any name", err=True)
-    _run(TeamApp(page, allowed_hosts=allowed, public_origin=origin), sock)
+    _run(TeamApp(page, allowed_hosts=allowed, public_origin=origin, extra_routes=routes, explorer_link=prefix), sock)
     typer.echo(f"stopped: {sum(len(s.done) for s in page.sessions.values())} pairs labelled this session")

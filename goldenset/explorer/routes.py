@@ -4,7 +4,9 @@ Every page opens the warehouse read-only for the length of one request (as `stat
 no writer's lock is taken, and a build that holds the file gets a 503 page saying to reload,
 not a wait) and renders server-side HTML; the only script-free interaction is GET forms. The
 app's host check (TrustedHostMiddleware, loopback unless told otherwise) covers these routes
-as it covers the labelling page; they write nothing, so they take no form token.
+as it covers the labelling page; they write nothing, so they take no form token. In a team
+(`label serve --team`) they are served inside each annotator's app (team_page.TeamApp), so a
+request without an annotator name gets the team's name form instead (contract 15.2).
 """
 
 from __future__ import annotations

@@ -17,13 +17,18 @@ Decisions
   label them); each annotator's own labels, from before start too, can be opened and corrected.
 - **The name form** is a form of the page like the label form: same-origin and the
   server's per-run token, so another site cannot set a name.
+- **The set explorer** (`/set`, goldenset.explorer) is served inside each annotator's app,
+  behind the name: a browser without the cookie gets the name form and, once it has chosen
+  a name, the explorer page it asked for. It reads what the labelling pages already show
+  anyone with a name (tasks, documents, labels), so a team page reveals no more than before;
+  like those pages it is no more private than the host rule and the proxy in front make it.
 """
 
 from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,7 +39,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from goldenset import clock
@@ -141,12 +146,26 @@ def open_team(
 
 
 class TeamApp:
-    """The ASGI app of a team server: `/who` sets the name; the rest is the named annotator's page."""
+    """The ASGI app of a team server: `/who` sets the name; the rest is the named annotator's page.
 
-    def __init__(self, page: TeamPage, allowed_hosts: list[str] | None = None, public_origin: str | None = None):
+    `extra_routes` (`label serve --team` adds the set explorer's) are served inside each
+    annotator's app, so they sit behind the same gate as the labelling pages: a request
+    without a name gets the name form, whatever path it asked for.
+    """
+
+    def __init__(
+        self,
+        page: TeamPage,
+        allowed_hosts: list[str] | None = None,
+        public_origin: str | None = None,
+        extra_routes: Sequence[BaseRoute] = (),
+        explorer_link: str | None = None,
+    ):
         self.page = page
         self.allowed_hosts = allowed_hosts
         self.public_origin = public_origin
+        self.extra_routes = tuple(extra_routes)
+        self.explorer_link = explorer_link
         self.apps: dict[str, Starlette] = {}
         middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
         self.who_app = Starlette(
@@ -161,7 +180,11 @@ class TeamApp:
                 app = self.apps.get(name)
                 if app is None:
                     app = self.apps[name] = create_app(
-                        self.page.session_for(name), allowed_hosts=self.allowed_hosts, public_origin=self.public_origin
+                        self.page.session_for(name),
+                        allowed_hosts=self.allowed_hosts,
+                        public_origin=self.public_origin,
+                        extra_routes=self.extra_routes,
+                        explorer_link=self.explorer_link,
                     )
                 await app(scope, receive, send)
                 return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -257,3 +258,45 @@ def test_the_two_run_page_draws_both_means_and_links_to_the_comparison_of_severa
     assert "<svg" in section.split("</section>")[0] and "/set/runs#compare-runs" in section
     runs_page = client.get("/set/runs").text
     assert 'action="/set/compare-runs"' in runs_page and runs_page.count('name="run"') == 2
+
+
+def test_in_team_mode_the_explorer_needs_the_name_the_token_protected_form_gives(story):
+    from goldenset.explorer.routes import PREFIX
+    from goldenset.labelling.team_page import COOKIE, TeamApp, open_team
+    from tests.helpers import RUBRIC_PATH
+
+    page = open_team(db=story.db, labels=story.labels, rubric=RUBRIC_PATH)
+    app = TeamApp(page, allowed_hosts=["127.0.0.1"], extra_routes=explorer_routes(story.db), explorer_link=PREFIX)
+    every_page = ["/set", f"/set/query/{QID['GDB']}", "/set/builds", "/set/runs"]
+    every_page.append(f"/set/compare?a={story.runs[0]}&b={story.runs[1]}")
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        # No name: every explorer page answers with the name form, and nothing of the set.
+        for path in every_page:
+            r = c.get(path)
+            assert r.status_code == 200 and 'id="who-form"' in r.text, path
+            shown = r.text.replace(f'name="next" value="{html.escape(path)}"', "")  # where to go once named
+            assert not any(qid in shown for qid in QID.values()), path
+            assert "kept by" not in shown and story.runs[0] not in shown, path
+        token = re.search(r'name="token" value="([^"]+)"', c.get("/set").text).group(1)
+        assert token == page.token
+        # A name form without the server's per-run token sets no name: still no set.
+        for form in ({"name": "ana", "next": "/set"}, {"name": "ana", "next": "/set", "token": "guessed"}):
+            r = c.post("/who", data=form, follow_redirects=False)
+            assert r.status_code == 403 and "set-cookie" not in r.headers
+        assert 'id="who-form"' in c.get("/set").text and page.sessions == {}
+        # With it: the name is kept and the browser goes on to the explorer page it asked for.
+        r = c.post("/who", data={"token": token, "name": "ana", "next": "/set?status=in"}, follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (303, "/set?status=in")
+        assert c.cookies.get(COOKIE) == "ana"
+        r = c.get(r.headers["location"])
+        assert r.status_code == 200 and 'id="who-form"' not in r.text
+        assert {q for q in QID.values() if f'data-query="{q}"' in r.text} == {QID["RESET"], QID["GDB"]}
+        for path in every_page:
+            assert c.get(path).status_code == 200, path
+        assert "kept by a human positive only" in c.get(f"/set/query/{QID['GDB']}").text
+        assert 'href="/set" id="nav-set"' in c.get("/").text  # the labelling page links to it
+        # Read-only, and under the team's host rule, with a name or without.
+        assert c.post("/set", data={"token": token}).status_code == 405
+        assert c.get("/set", headers={"host": "attacker.example"}).status_code == 400
+        c.cookies.clear()
+        assert c.get("/set", headers={"host": "attacker.example"}).status_code == 400

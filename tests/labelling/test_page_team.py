@@ -438,12 +438,16 @@ def test_serve_team_prints_the_url_and_the_overlap_then_serves_two_people(tmp_pa
             "20 pairs queued, 2 of them to be labelled twice (--overlap 0.1, seed 3); a pair opened is held 5 "
             f"minutes; label lines go to {labels}/dt=<UTC day>/page-<name>.jsonl\n"
         )
+        assert proc.stdout.readline() == f"the set explorer (read-only): {m.group(1)}set (after choosing a name)\n"
         assert proc.stdout.readline() == "Ctrl+C stops the page.\n"
         opened = []
         for name in ("ana", "bob"):
             with httpx.Client(base_url=m.group(1), timeout=60) as c:
+                assert 'id="who-form"' in c.get("/set/builds").text  # the explorer, behind the name too
                 token = re.search(r'name="token" value="([^"]+)"', c.get("/").text).group(1)
                 assert c.post("/who", data={"token": token, "name": name, "next": "/"}).status_code == 303
+                builds = c.get("/set/builds")
+                assert builds.status_code == 200 and 'id="who-form"' not in builds.text
                 n = int(re.search(r'href="/pair/(\d+)" id="continue"', c.get("/").text).group(1))
                 assert c.get(f"/pair/{n}").status_code == 200
                 opened.append(n)
