@@ -313,7 +313,7 @@ def test_serves_are_realistic(demo, accepted):
 
 def test_tasks_repeat_with_variants(accepted):
     serves, _, _ = accepted
-    canonical = {norm(t) for tasks in TASKS.values() for t, _ in tasks}
+    canonical = {norm(t) for tasks in TASKS.values() for t, _ in tasks} | {norm(FLIPPED_QUESTION)}
     tasks = [s["task"] for s, _ in serves.values()]
     assert tasks and all(norm(t) in canonical for t in tasks)
     # Variants: more spellings than normalised tasks, and some task served more than once.
@@ -454,7 +454,9 @@ def test_default_end_is_today_utc(tmp_path):
 
 STALE = "policies/refunds-2022.md"
 IN_FORCE = "policies/refunds-current.md"
+CANCELLATIONS = "policies/cancellations.md"
 CASE_QUESTION = "How many days does a customer have to request a refund?"
+FLIPPED_QUESTION = "Does a cancelled plan stay active until the end of the billing period?"
 
 
 def test_the_policy_section_lives_under_policies_and_legal_in_both_snapshots(demo):
@@ -627,3 +629,70 @@ def test_bad_label_lines_break_one_rule_each_and_label_files_are_deterministic(t
     assert first.path.relative_to(tmp_path / "a").as_posix() == "dt=2026-11-28/ben.jsonl"
     lines = first.path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(ben.lines) + len(bad)
+
+
+# ------------------------------------------------------------------ the verdict the agent takes back
+
+
+def _winners(lines: list[dict]) -> dict[tuple[str, str], str]:
+    """Section 1's winning verdict per (serve_id, doc_id): the later ts, on a tie the later line."""
+    won: dict[tuple[str, str], tuple[datetime, int, str]] = {}
+    for pos, v in enumerate(lines):
+        key = (v["serve_id"], v["doc_id"])
+        if key not in won or (v["_instant"], pos) >= won[key][:2]:
+            won[key] = (v["_instant"], pos, v["verdict"])
+    return {k: w[2] for k, w in won.items()}
+
+
+def test_one_support_question_is_served_once_and_its_only_helped_is_taken_back_by_a_late_line(demo, parsed, accepted):
+    serves, _, _ = accepted
+    (sid,) = [sid for sid, (s, _) in serves.items() if norm(s["task"]) == norm(FLIPPED_QUESTION)]
+    served = {i["doc_id"]: i for i in serves[sid][0]["items"]}
+    assert serves[sid][0]["project"] == "support" and served[CANCELLATIONS]["doc_version"] == "v1"
+    logged = [o for _, _, o in parsed["good"] if o["event"] == "verdict" and o["serve_id"] == sid]
+    # In the logs the builds read first: one helped (the cancellation page), one noise.
+    assert sorted(_winners(logged).items()) == [
+        ((sid, CANCELLATIONS), "helped"),
+        ((sid, "policies/invoices.md"), "noise"),
+    ]
+    # The late line is not under logs/ yet; it goes to the last day's folder, beside its parts 1 and 2.
+    assert demo.late_verdicts == demo.logs.parent / "late-verdicts.jsonl"
+    assert demo.late_verdicts_into == demo.logs / f"dt={END.isoformat()}" / "part-0003.jsonl"
+    assert not demo.late_verdicts_into.exists()
+    (late,) = [check_line(x) for x in demo.late_verdicts.read_text(encoding="utf-8").splitlines()]
+    assert (late["event"], late["serve_id"], late["doc_id"], late["verdict"]) == (
+        "verdict",
+        sid,
+        CANCELLATIONS,
+        "noise",
+    )
+    assert late["_instant"].date() == END and late["_instant"] > max(v["_instant"] for v in logged)
+    # With it, no helped is left for the question: only a person's label can keep it (contract 3, v5).
+    assert "helped" not in _winners([*logged, late]).values()
+    # The reindex revises the page (v1 to v2, active, not superseded): the log label goes stale as
+    # version_changed, and the pool queues the pair at v2.
+    v1 = {r["doc_id"]: r for r in read_corpus(demo.corpus_before)}
+    v2 = {r["doc_id"]: r for r in read_corpus(demo.corpus_after)}
+    assert (v1[CANCELLATIONS]["version"], v2[CANCELLATIONS]["version"]) == ("v1", "v2")
+    assert v2[CANCELLATIONS]["status"] == "active" and v2[CANCELLATIONS].get("superseded_by") is None
+    assert "stays active until then" in v2[CANCELLATIONS]["text"]  # it answers the question at v2
+
+
+def test_both_annotators_label_the_cancellation_page_relevant_for_the_flipped_question():
+    from importlib.resources import files
+
+    from goldenset.demo.annotators import Pair, label_sessions
+    from goldenset.labelling.rubric import load_rubric
+
+    rubric = load_rubric(files("goldenset") / "data" / "support-policies.yaml")
+    qid = hashlib.sha256(("support\x1f" + norm(FLIPPED_QUESTION)).encode()).hexdigest()[:16]
+    queue = [
+        Pair(qid, "support", FLIPPED_QUESTION, CANCELLATIONS, "v2", "the plan stays active until then", "stale"),
+        Pair(qid, "support", FLIPPED_QUESTION, "legal/terms-of-service.md", "v1", "These terms govern", "pooled"),
+    ]
+    ana, ben = label_sessions(queue, [], rubric, END, seed=7)
+    # The page says the plan stays active until the end of the period: every test passes. The terms
+    # do not say: answerability and coverage fail (irrelevant, decided by answerability).
+    got = {(x.annotator, x.doc_id): (x.label, x.doc_version, x.decided_by) for x in ana.lines + ben.lines}
+    assert got[("ana", CANCELLATIONS)] == got[("ben", CANCELLATIONS)] == ("relevant", "v2", "answerability")
+    assert got[("ana", "legal/terms-of-service.md")] == ("irrelevant", "v1", "answerability")

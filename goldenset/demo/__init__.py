@@ -6,6 +6,7 @@
     root/logs/dt=YYYY-MM-DD/part-0002.jsonl.gz       about one day in four (a second replica)
     root/corpus-v1.jsonl                             the index the logs were served from
     root/corpus-v2.jsonl                             the index after a reindex (drift ~4%)
+    root/late-verdicts.jsonl                         a verdict not in the logs yet (see `flipped`)
 
 The corpus is real text: the docstrings of ~25 standard-library modules and of their
 public functions, classes and (for a few central classes) some methods, as this Python
@@ -38,7 +39,9 @@ Run `python -m goldenset.demo ROOT` to write the data and print a summary.
 
 One module per concept: `corpus` (documents, the reindex plan, the snapshots),
 `policies` (the support-policies section), `tasks`, `serves`, `verdicts`, `faults`
-(duplicates, stray verdicts, malformed lines), `logbook` (timestamps and the files),
+(duplicates, stray verdicts, malformed lines), `flipped` (a verdict the agent takes back
+after people labelled the page: the query only their label keeps), `logbook` (timestamps
+and the files),
 `generate` (`write_demo_data`), and `annotators` (two simulated people who label the
 support project's queue by the support-policies rubric, for the demo's labelling loop).
 """

@@ -25,17 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from goldenset.connection import Connection
+from goldenset.demo import flipped
 from goldenset.demo.logbook import dumps
-from goldenset.demo.policies import PAGE_IN_FORCE, REVISED_PAGE, STALE_PAGE
+from goldenset.demo.policies import (
+    DATA_RETENTION,
+    INVOICES,
+    PAGE_IN_FORCE,
+    REVISED_PAGE,
+    SERVICE_CREDITS,
+    STALE_PAGE,
+    TERMS,
+)
 from goldenset.labelling.rubric import Rubric
 from goldenset.records import normalise_task
 
 PROJECT = "support"
 AUTHORITIES = ("policies/", "legal/")
-SERVICE_CREDITS = "policies/service-credits.md"
-DATA_RETENTION = "legal/data-retention.md"
-INVOICES = "policies/invoices.md"
-TERMS = "legal/terms-of-service.md"
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ SUPPORT_TRUTH = (
         partial=frozenset({TERMS}),
     ),
     Truth("Can a customer get a VAT invoice for an old payment?", frozenset({INVOICES})),
+    # Asked once (flipped.py): the agent later takes back its `helped`; the people's label keeps the query.
+    Truth(flipped.QUESTION, frozenset({flipped.ANSWER})),
 )
 _TRUTH = {normalise_task(t.task): t for t in SUPPORT_TRUTH}
 _OUTDATED = {normalise_task(task): doc for task, doc in OUTDATED_ANSWERS.items()}

@@ -11,6 +11,7 @@ import orjson
 
 from goldenset.demo.corpus import RULES, CorpusRow, plan_reindex, snapshots, stdlib_docs
 from goldenset.demo.faults import write_faults
+from goldenset.demo.flipped import LATE_PART, LATE_VERDICTS, late_folder, plant_flipped_verdict
 from goldenset.demo.logbook import LogBook, Parts
 from goldenset.demo.policies import policy_section
 from goldenset.demo.serves import Catalogue, Ids, force_rare_variants, generate_serves, write_serves
@@ -30,6 +31,9 @@ class DemoData:
     (so rejected_records holds n_malformed + n_conflicting_serves rows);
     n_duplicate_serves: identical re-sent serve lines (counted once);
     n_orphan_verdicts / n_unserved_item_verdicts / n_unjudged_items as in golden_builds.
+    late_verdicts: a verdict line that is not in the logs yet (the agent takes back the only
+    `helped` of `flipped.QUESTION`); the demo copies it to `late_verdicts_into`, the last day's
+    folder, before the build that merges the labels. Not counted in n_verdicts or n_lines.
     """
 
     logs: Path
@@ -44,6 +48,8 @@ class DemoData:
     n_unserved_item_verdicts: int = 0
     n_unjudged_items: int = 0
     n_lines: int = 0
+    late_verdicts: Path | None = None
+    late_verdicts_into: Path | None = None
 
 
 def _stdlib(doc_id: str) -> bool:
@@ -92,12 +98,17 @@ def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | No
     verdicts = VerdictWriter(book, parts, start)
     judged = write_verdicts(rng, serves, verdicts, days)
     faults = write_faults(rng, ids, serves, tasks, plan, catalogue.all_docs, relevant, book, verdicts, days)
+    flipped = plant_flipped_verdict(rng, ids, book, verdicts, days)
+    serves = [*serves, flipped.serve]
+    judged = judged | flipped.judged
 
     logs = root / "logs"
     n_lines = book.write(logs)
     root.mkdir(parents=True, exist_ok=True)
     before = _write_corpus(root / "corpus-v1.jsonl", corpus.before)
     after = _write_corpus(root / "corpus-v2.jsonl", corpus.after)
+    late = root / LATE_VERDICTS
+    late.write_text(flipped.late_line + "\n", encoding="utf-8")
     unjudged = sum(1 for s in serves for i in s.items if ItemKey(s.serve_id, i.doc_id) not in judged)
     return DemoData(
         logs=logs,
@@ -112,4 +123,6 @@ def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | No
         n_unserved_item_verdicts=faults.n_unserved_item_verdicts,
         n_unjudged_items=unjudged,
         n_lines=n_lines,
+        late_verdicts=late,
+        late_verdicts_into=logs / late_folder(end) / LATE_PART,
     )

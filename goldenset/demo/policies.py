@@ -25,6 +25,10 @@ MODULE = "policies"  # one neighbourhood for near misses: policies/ and legal/ a
 STALE_PAGE = "policies/refunds-2022.md"
 PAGE_IN_FORCE = "policies/refunds-current.md"
 REVISED_PAGE = "policies/cancellations.md"
+SERVICE_CREDITS = "policies/service-credits.md"
+INVOICES = "policies/invoices.md"
+DATA_RETENTION = "legal/data-retention.md"
+TERMS = "legal/terms-of-service.md"
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ PAGES = (
         ),
     ),
     PolicyPage(
-        "policies/service-credits.md",
+        SERVICE_CREDITS,
         "Service credits for downtime",
         "2025-05-20",
         "When monthly uptime falls below 99.9%, customers on paid plans receive service credits: 10% of the "
@@ -111,7 +115,7 @@ PAGES = (
         "are applied to the next invoice and are never paid out in cash.",
     ),
     PolicyPage(
-        "policies/invoices.md",
+        INVOICES,
         "Invoices and VAT",
         "2024-11-04",
         "Every payment produces an invoice, kept for seven years under Settings > Billing > Invoices. Business "
@@ -128,7 +132,7 @@ PAGES = (
         "the dispute is reactivated at once.",
     ),
     PolicyPage(
-        "legal/data-retention.md",
+        DATA_RETENTION,
         "Data retention after an account is closed",
         "2025-09-01",
         "When an account is closed, customer content is kept for 30 days so that it can be restored on "
@@ -136,7 +140,7 @@ PAGES = (
         "60 days. Billing records are kept for seven years, as tax law requires.",
     ),
     PolicyPage(
-        "legal/terms-of-service.md",
+        TERMS,
         "Terms of service",
         "2024-03-01",
         "These terms govern the use of the service. Fees are charged in advance for each billing period and "
