@@ -4,10 +4,12 @@ The steps: write a month of sample logs, two corpus snapshots and a folder of ru
 one per task (python-stdlib for the four developer projects, support-policies for the
 support project: contract 9.5); check them (and an open one); build; reindex and build again; pool the
 rankers into the labelling queue and export it; two simulated annotators label part of
-it (one file with a bad line per reject reason); build again, merging the labels; print
-the rejected label lines, agreement, a benchmark on the grown set, and a calibration of
-the dense score, which shows that no single floor separates the superseded refund page
-from the page in force.
+it (one file with a bad line per reject reason); the agents' re-marks of today arrive,
+one taking back the only `helped` of a question the annotators just labelled; build again,
+merging the labels; print the rejected label lines, `explain` of that question (only the
+people's label keeps it: contract v5), agreement, a benchmark on the grown set, and a
+calibration of the dense score, which shows that no single floor separates the superseded
+refund page from the page in force.
 
 Builds go through `run_refresh`, what `goldenset build` runs; every other step runs the
 command itself through `goldenset_dagster.cli.main`, so its output is what a user gets.
@@ -26,7 +28,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from goldenset import settings
-from goldenset.demo import DemoData, write_demo_data
+from goldenset.demo import DemoData, flipped, write_demo_data
 from goldenset.demo.annotators import (
     LabelFile,
     bad_label_lines,
@@ -203,20 +205,16 @@ class _Steps:
         return result
 
 
-def _explained_query(db: Path) -> tuple[str, str]:
-    """(project, text) of the query the demo explains: one only a person's label keeps if any, else one
-    a person labelled relevant, else any; the fewest serves first, so that the story stays short."""
-    con = connect(db, read_only=True)
-    try:
-        rows = con.execute(
-            """SELECT g.project, g.task FROM golden_queries g
-               JOIN (SELECT query_id, sum(serves) AS serves FROM query_variants GROUP BY query_id) v USING (query_id)
-               ORDER BY g.kept_by = 'human' DESC, g.human_labels > 0 AND g.relevant > 0 DESC, v.serves, g.query_id
-               LIMIT 1"""
-        ).fetchall()
-    finally:
-        con.close()
-    return rows[0]
+def _deliver_late_verdicts(steps: _Steps, data: DemoData, root: Path) -> None:
+    """The agents' re-marks of today reach the logs: the one that takes back the only `helped` of
+    flipped.QUESTION, after the people labelled its page relevant (goldenset.demo.flipped)."""
+    if data.late_verdicts is None or data.late_verdicts_into is None:
+        return
+    shutil.copyfile(data.late_verdicts, data.late_verdicts_into)
+    steps.echo(
+        f"$ cp {data.late_verdicts.relative_to(root)} {data.late_verdicts_into.relative_to(root)}   "
+        f"# the agent takes back its only helped for {flipped.QUESTION!r}: {flipped.ANSWER} is noise now"
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -334,12 +332,12 @@ def _run_steps(root: Path, seed: int, default: bool, echo: Callable[[str], None]
     steps.heading("4. Two annotators label the support project's pairs (simulated)")
     label_files = _label(steps, root, now, seed)
 
-    steps.heading("5. Build again: the labels merge into the golden set")
+    steps.heading("5. Today's verdicts arrive; build again: the labels merge into the golden set")
+    _deliver_late_verdicts(steps, data, root)
     steps.build(paths, "manual")
     steps.run("rejects", "--file", "labels/*", "--width", "40")
-    # Why is a query in the set? One a person's label keeps (contract v5), when the labels made one.
-    project, task = _explained_query(paths.db)
-    steps.run("explain", "--task", task, "--project", project)
+    # Why is that query still in the set? Only the people's label keeps it (contract v5).
+    steps.run("explain", "--task", flipped.QUESTION, "--project", flipped.PROJECT)
 
     steps.heading("6. Agreement, a benchmark on the grown set, calibration of the dense score")
     steps.run("labels", "agreement")

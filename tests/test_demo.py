@@ -59,6 +59,10 @@ def query_id(project: str, task: str) -> str:
 
 
 CASE = query_id("support", CASE_QUESTION)
+# The question whose only helped the agent takes back after the people labelled its page (goldenset/demo/flipped.py).
+FLIPPED_QUESTION = "Does a cancelled plan stay active until the end of the billing period?"
+FLIPPED = query_id("support", FLIPPED_QUESTION)
+CANCELLATIONS = "policies/cancellations.md"
 
 
 @dataclass(frozen=True)
@@ -114,15 +118,15 @@ def test_the_demo_prints_every_step_as_the_command_a_user_runs(demo):
         "$ goldenset build --trigger reindex",
         "$ goldenset pool",
         f"$ goldenset pool export --out {root}/queue.jsonl",
+        f"$ cp late-verdicts.jsonl logs/{demo.label_file('ana').parent.name}/part-0003.jsonl",  # the demo's day
         "$ goldenset build",
         "$ goldenset rejects --file 'labels/*' --width 40",
-        shown[9],  # why a query is in the set: one a person's label keeps, when there is one
+        f"$ goldenset explain --task '{FLIPPED_QUESTION}' --project support",
         "$ goldenset labels agreement",
         "$ goldenset bench run",
         "$ goldenset calibrate --scorer dense",
     ]
     assert shown[1].startswith("$ goldenset rubric check ") and shown[1].endswith("/goldenset/data/open-rubric.yaml")
-    assert shown[9].startswith("$ goldenset explain --task ") and " --project " in shown[9]
 
 
 def test_the_closed_rubric_passes_the_check_and_the_open_one_lists_its_fall_throughs_and_collision(demo):
@@ -409,3 +413,86 @@ def test_the_demo_records_each_command_once_as_a_run_of_its_job(demo):
             for r in reversed(instance.fetch_observations(dg.AssetKey("corpus_file"), limit=10).records)
         ]
     assert len(seen) == 3 and seen[0] != seen[1] == seen[2]
+
+
+def _utc(ts: str) -> str:
+    return datetime.fromisoformat(ts).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _log_records(root: Path) -> list[dict]:
+    """The parseable lines of every plain log file (the malformed ones skipped; no gzip replica holds the story)."""
+    out = []
+    for path in sorted(root.glob("logs/dt=*/*.jsonl")):
+        for text in path.read_text(encoding="utf-8-sig").splitlines():
+            try:
+                record = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+    return out
+
+
+def test_the_query_whose_only_helped_the_agent_took_back_stays_by_the_peoples_label(demo):
+    import yaml
+
+    # The logs: one serve asked the question; the agent marked the cancellation page helped (its only
+    # helped), and the late file, now in the last day's folder, re-marks that item noise.
+    records = _log_records(demo.root)
+    (sid,) = [x["serve_id"] for x in records if x.get("event") == "serve" and x.get("task") == FLIPPED_QUESTION]
+    verdicts = sorted(
+        (_utc(x["ts"]), x["doc_id"], x["verdict"])
+        for x in records
+        if x.get("event") == "verdict" and x.get("serve_id") == sid
+    )
+    (late_file,) = demo.root.glob("logs/dt=*/part-0003.jsonl")
+    (late,) = [json.loads(t) for t in late_file.read_text(encoding="utf-8").splitlines()]
+    assert late["serve_id"] == sid and (late["doc_id"], late["verdict"]) == (CANCELLATIONS, "noise")
+    on_page = [(ts, v) for ts, d, v in verdicts if d == CANCELLATIONS]
+    assert [v for _, v in on_page] == ["helped", "noise"] and on_page[-1][0] == _utc(late["ts"])
+    assert [d for _, d, v in verdicts if v == "helped"] == [CANCELLATIONS]  # the only helped, now taken back
+    # The people: both annotators labelled the page relevant at v2, the version the corpus holds now.
+    corpus = {r["doc_id"]: r for r in map(json.loads, (demo.root / "corpus.jsonl").read_text("utf-8").splitlines())}
+    assert corpus[CANCELLATIONS]["version"] == "v2"
+    with demo.con() as con:
+        rejected = {
+            n for (n,) in con.execute("SELECT line FROM rejected_records WHERE source_file LIKE 'labels/%'").fetchall()
+        }
+    said = {
+        x["annotator"]: (x["label"], x["doc_version"])
+        for name, bad in (("ana", set()), ("ben", rejected))  # only ben's file holds bad lines
+        for x in _valid_lines(demo.label_file(name), bad)
+        if x.get("query_id") == FLIPPED and x.get("doc_id") == CANCELLATIONS
+    }
+    assert said == {"ana": ("relevant", "v2"), "ben": ("relevant", "v2")}
+    rubric = yaml.safe_load((demo.root / "rubrics" / "support-policies.yaml").read_text(encoding="utf-8"))
+    grade = rubric["labels"]["relevant"]["grade"]
+    assert grade >= 1
+    # So no helped is left and a human positive is (contract 3, filter 4, v5): builds 1 and 2 kept
+    # the query by the log's helped (stale at 2: the page moved to v2), build 3 by the people's label.
+    with demo.con() as con:
+        kept_by = con.execute("SELECT kept_by FROM golden_queries WHERE query_id = ?", [FLIPPED]).fetchall()
+        history = con.execute(
+            "SELECT valid_from_build, valid_to_build, source, verdict, label, doc_version, stale_reason "
+            "FROM label_history WHERE query_id = ? AND doc_id = ? ORDER BY valid_from_build",
+            [FLIPPED, CANCELLATIONS],
+        ).fetchall()
+    assert kept_by == [("human",)]
+    assert history == [
+        (1, 2, "log", "helped", None, "v1", None),
+        (2, 3, "log", "helped", None, "v1", "version_changed"),
+        (3, None, "human", None, "relevant", "v2", None),
+    ]
+    # And the demo's `explain` says so, one fact a line.
+    start = demo.out.index(f"$ goldenset explain --task '{FLIPPED_QUESTION}'")
+    told = demo.out[start : demo.out.index("== 6.", start)].splitlines()
+    helped_at, noise_at = (ts for ts, _ in on_page)
+    for line in (
+        f"query {FLIPPED} (support): {FLIPPED_QUESTION!r}",
+        "in the golden set of build 3, kept by a human positive only",
+        f"  {CANCELLATIONS}@v1 ranked #1: noise (verdicts: helped at {helped_at}, noise at {noise_at}) -> kept",
+        f"filter no_positive: passed by a human positive only (no helped judgment left): {CANCELLATIONS}",
+        f"  human label {CANCELLATIONS}@v2 (current v2): relevant (grade {grade}, 2 annotator(s)): a human positive",
+        f"change at build 3: {CANCELLATIONS} verdict_changed log:helped -> human:relevant",
+    ):
+        assert line in told, line
