@@ -67,6 +67,19 @@ Decisions
   are clamped into [lo, hi]. The mean being estimated lies in that range, so clamping an
   interval's ends loses no coverage (the true mean is in the interval exactly when it is in
   its clamped version) and clamping the point never moves it away from the true mean.
+- **Roundoff** (`ROUNDOFF` = 1e-12). The per-query values are doubles, so a sum that is 0 in
+  exact arithmetic can come out as 1e-35, and a slope that is exactly 1 as 0.9999999999999997:
+  that flipped k (n - 2 for n - 1, an unbounded interval at n = 2), printed a gain of 1.8e31x
+  instead of `inf`, and put a verdict on an interval [-2.8e-17, 2.8e-18]. Every per-query value
+  lies in [-1, 1] (a metric, or the difference of two), so the tolerance is absolute: each
+  deviation from a mean that enters a sum of squares or products (p - pbar and t - tbar in
+  lambda's fit, the residuals of the variance) is 0 when |x| <= 1e-12; a tuned lambda within
+  1e-12 of 0 or 1 is 0 or 1; the point and each end of an interval within 1e-12 of 0 are 0.
+  Exact rational arithmetic on the doubles would not do: 1/12 - 1/24 is not 1/8 - 1/12 once
+  each is a double, so the residuals of a perfect judge still differ. No value a real
+  benchmark produces is moved by more than 1e-12, far below the 4 decimals printed.
+- **Negative zero** never reaches a reader: every float printed or stored is x + 0.0 (which
+  turns -0.0 into 0.0 and leaves every other value), `--ppi-lambda -0` included.
 - **Edge cases.** n = 0: no estimate (`PpiEstimate` is not made; the caller says why).
   Too few audited queries for the degrees of freedom: interval (-inf, inf), clamped to the
   bounds when given. A variance of 0: the interval is the point; the gain is inf when the
@@ -90,6 +103,10 @@ DESIGNS = ("finite", "independent")
 DEFAULT_DESIGN = "finite"
 TUNED = "tuned"  # --ppi-lambda's default: PPI++
 INF = "inf"  # how JSON writes an infinite gain (contract 12.2)
+# Contract 12.2, roundoff: a deviation, lambda's distance to 0 or 1, or a point within this of 0 is exactly that.
+ROUNDOFF = 1e-12
+# Keys stored unrounded (contract 12.2): ess_gain = human_variance / variance must be rebuilt from them.
+UNROUNDED = frozenset({"variance", "human_variance"})
 
 Bounds = tuple[float, float]
 
@@ -135,17 +152,17 @@ class PpiEstimate:
         gain as the string "inf" (null is kept for a gain that is undefined)."""
         out: dict[str, Any] = {}
         for key in _JSON_FLOATS:
-            out[key] = _number(getattr(self, key), digits)
+            out[key] = json_number(getattr(self, key), None if key in UNROUNDED else digits)
         gain = self.ess_gain
-        out["ess_gain"] = INF if gain is not None and math.isinf(gain) else _number(gain, digits)
+        out["ess_gain"] = INF if gain is not None and math.isinf(gain) else json_number(gain, digits)
         out |= {
             "n_audited": self.n_audited,
             "n_population": self.n_population,
-            "mean_prediction": _number(self.mean_prediction, digits),
-            "correction": _number(self.correction, digits),
+            "mean_prediction": json_number(self.mean_prediction, digits),
+            "correction": json_number(self.correction, digits),
             "design": self.design,
             "confidence": self.confidence,
-            "lambda": _number(self.lam, digits),
+            "lambda": json_number(self.lam, digits),
             "lambda_rule": self.lam_rule,
             "sampling": self.sampling,
         }
@@ -155,10 +172,36 @@ class PpiEstimate:
 _JSON_FLOATS = ("estimate", "lo", "hi", "variance", "human", "human_lo", "human_hi", "human_variance")
 
 
-def _number(value: float | None, digits: int | None) -> float | None:
+def json_number(value: float | None, digits: int | None) -> float | None:
+    """A float as JSON holds it: rounded half to even to `digits` (None: as it is), never -0.0; None when not
+    finite."""
     if value is None or not math.isfinite(value):
         return None
-    return round(value, digits) if digits is not None else value
+    return (round(value, digits) if digits is not None else value) + 0.0
+
+
+def shown(x: float, digits: int) -> str:
+    """x printed with `digits` decimals as a person reads it: never `-0.0000` (x rounds to 0 from below)."""
+    return f"{round(x, digits) + 0.0:.{digits}f}"
+
+
+def snap(x: np.ndarray) -> np.ndarray:
+    """Deviations within ROUNDOFF of 0 made exactly 0 (contract 12.2, roundoff)."""
+    return np.where(np.abs(x) <= ROUNDOFF, 0.0, x)
+
+
+def snap_point(x: float) -> float:
+    """A point or an interval's end within ROUNDOFF of 0 made exactly 0 (an infinite end stays)."""
+    return 0.0 if abs(x) <= ROUNDOFF else x
+
+
+def snap_lambda(lam: float) -> float:
+    """A tuned lambda within ROUNDOFF of 0 or 1 made exactly 0 or 1, so k and the interval do not rest on it."""
+    if lam <= ROUNDOFF:
+        return 0.0
+    if lam >= 1.0 - ROUNDOFF:
+        return 1.0
+    return lam
 
 
 def check_lambda(value: str | float | None) -> float | None:
@@ -174,7 +217,7 @@ def check_lambda(value: str | float | None) -> float | None:
             f"--ppi-lambda {value!r} is neither `tuned` nor a number in [0, 1]; use --ppi-lambda tuned (PPI++) "
             "or --ppi-lambda 1 (classical PPI)"
         )
-    return lam
+    return lam + 0.0  # `-0` is 0
 
 
 def check_design(design: str) -> str:
@@ -291,12 +334,12 @@ def tune_weighted(f: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
     if total <= 0.0:  # a census: every query drawn for sure, nothing to weigh
         w = np.ones_like(f)
         total = float(len(f))
-    fc = f - float(np.sum(w * f)) / total
-    yc = y - float(np.sum(w * y)) / total
+    fc = snap(f - float(np.sum(w * f)) / total)
+    yc = snap(y - float(np.sum(w * y)) / total)
     den = float(np.sum(w * fc * fc))
     if den <= 0.0:
         return 0.0
-    return min(1.0, max(0.0, float(np.sum(w * fc * yc)) / den))
+    return snap_lambda(min(1.0, max(0.0, float(np.sum(w * fc * yc)) / den)))
 
 
 def difference_estimate(
@@ -310,10 +353,11 @@ def difference_estimate(
 ) -> tuple[float, float]:
     """At fixed (lambda, c): the estimate lambda mean_N(p) + c + (1/N) sum (t - lambda p - c)/pi over the audited,
     and (1/N^2) sum (1 - pi)/pi^2 (g (t - lambda p - c))^2. With g = 1 (None) the latter is the unbiased
-    estimate of the estimate's variance under Poisson sampling; `g` are calibration factors (_g_factors)."""
+    estimate of the estimate's variance under Poisson sampling; `g` are calibration factors (_g_factors). The
+    residuals of the variance are snapped (contract 12.2, roundoff); the point's are not."""
     big_n = len(f_all)
     e = y - lam * f - c
-    ge = e if g is None else g * e
+    ge = snap(e) if g is None else g * snap(e)
     point = lam * float(f_all.mean()) + c + float(np.sum(e / pi)) / big_n
     return point, float(np.sum((1.0 - pi) / pi**2 * ge * ge)) / big_n**2
 
@@ -355,11 +399,17 @@ def tune_independent(f: np.ndarray, y: np.ndarray, f_all: np.ndarray) -> float:
     """ppi-python's power-tuned lambda for a mean (`_calc_lam_glm`, optim_mode "overall", clip=True):
     cov0(y, f) / ((1 + n/N) var1(concat(f, f_all))), clipped to [0, 1]; 0 when the predictions do not vary."""
     n, big_n = len(f), len(f_all)
-    var = float(np.var(np.concatenate([f, f_all]), ddof=1)) if n + big_n > 1 else 0.0
+    both = np.concatenate([f, f_all])
+    var = float(np.sum(snap(both - both.mean()) ** 2)) / (n + big_n - 1) if n + big_n > 1 else 0.0
     if var == 0.0:
         return 0.0
-    cov = float(np.mean((y - y.mean()) * (f - f.mean())))
-    return min(1.0, max(0.0, cov / ((1.0 + n / big_n) * var)))
+    cov = float(np.mean(snap(y - y.mean()) * snap(f - f.mean())))
+    return snap_lambda(min(1.0, max(0.0, cov / ((1.0 + n / big_n) * var))))
+
+
+def _var0(x: np.ndarray) -> float:
+    """The variance with denominator len(x) (numpy's var, ddof 0) of snapped deviations."""
+    return float(np.mean(snap(x - x.mean()) ** 2))
 
 
 def _independent(s: _Sample, lam: float | None, confidence: float, bounds: Bounds | None) -> PpiEstimate:
@@ -367,8 +417,8 @@ def _independent(s: _Sample, lam: float | None, confidence: float, bounds: Bound
     if lam is None:
         lam = tune_independent(s.f, s.y, s.f_all)
     point = lam * float(s.f_all.mean()) + float(np.mean(s.y - lam * s.f))
-    variance = float(np.var(lam * s.f_all)) / s.big_n + float(np.var(s.y - lam * s.f)) / s.n
-    human = _Fit(float(s.y.mean()), float(np.var(s.y)) / s.n, 0)
+    variance = _var0(lam * s.f_all) / s.big_n + _var0(s.y - lam * s.f) / s.n
+    human = _Fit(float(s.y.mean()), _var0(s.y) / s.n, 0)
     return _result(s, _Fit(point, variance, 0), human, lam, rule, "independent", confidence, bounds, normal=True)
 
 
@@ -405,7 +455,7 @@ def _result(
         n_audited=s.n,
         n_population=s.big_n,
         mean_prediction=mean_f,
-        correction=mean_f - fit.point,
+        correction=mean_f - snap_point(fit.point),
         design=design,
         confidence=confidence,
         lam=lam,
@@ -415,20 +465,22 @@ def _result(
 
 
 def _interval(point: float, variance: float, quantile: float, bounds: Bounds | None) -> tuple[float, float, float]:
-    """(point, lo, hi), each clamped into `bounds` when given; (-inf, inf) around a variance that is nan."""
+    """(point, lo, hi), each within ROUNDOFF of 0 made 0, then clamped into `bounds` when given; (-inf, inf)
+    around a variance that is nan."""
+    point = snap_point(point)
     if math.isnan(variance) or math.isinf(quantile):
         lo, hi = -math.inf, math.inf
     else:
         half = quantile * math.sqrt(variance)
-        lo, hi = point - half, point + half
+        lo, hi = snap_point(point - half), snap_point(point + half)
     if bounds is None:
         return point, lo, hi
     return clamp(point, bounds), clamp(lo, bounds), clamp(hi, bounds)
 
 
 def clamp(x: float, bounds: Bounds) -> float:
-    """x clamped into [bounds[0], bounds[1]] (infinite x included)."""
-    return min(bounds[1], max(bounds[0], x))
+    """x clamped into [bounds[0], bounds[1]] (infinite x included), never -0.0."""
+    return min(bounds[1], max(bounds[0], x)) + 0.0
 
 
 def _gain(human_variance: float, variance: float) -> float | None:

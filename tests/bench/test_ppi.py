@@ -27,7 +27,18 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from goldenset.bench.metrics import get_metric
-from goldenset.bench.ppi import check_lambda, clamp, difference_estimate, ppi_mean, tune_weighted
+from goldenset.bench.ppi import (
+    ROUNDOFF,
+    check_lambda,
+    clamp,
+    difference_estimate,
+    json_number,
+    ppi_mean,
+    shown,
+    snap,
+    snap_lambda,
+    tune_weighted,
+)
 from goldenset.errors import UsageError
 from tests.helpers import running_under_ci, wait_for_venv
 
@@ -606,3 +617,58 @@ def test_a_constant_prediction_gets_lambda_0_in_both_designs():
     for design in ("finite", "independent"):
         est = ppi_mean([0.5] * 6, [0.5] * 3, [0.25, 0.5, 1.0], design=design)
         assert est.lam == 0.0 and est.estimate == pytest.approx(est.human)
+
+
+# --------------------------------------------------------------------------- roundoff, negative zero, digits
+
+
+def test_a_perfect_judge_on_doubles_with_roundoff_gets_lambda_1_variance_0_and_gain_inf():
+    # The reviewer's case: t - p = (1/8 - 1/12, 1/12 - 1/24) = (1/24, 1/24) exactly, so the slope is 1 and the
+    # residuals do not vary; as doubles the residual variance came out 1.2e-35 and the gain 1.8e31x.
+    # estimate = mean(1/12, 1/24, 1/2, 1/4) + 1/24 = 21/96 + 4/96 = 25/96; human: mean t = 5/48 with
+    # s_t^2 = (1/24)^2 / 2 = 1/1152 and variance (1 - 2/4) * (1/1152) / 2 = 1/4608.
+    est = ppi_mean([1 / 12, 1 / 24, 0.5, 0.25], [1 / 12, 1 / 24], [1 / 8, 1 / 12], bounds=(0.0, 1.0))
+    assert (est.lam, est.lam_rule, est.variance) == (1.0, "tuned", 0.0)
+    assert est.lo == est.estimate == est.hi == pytest.approx(25 / 96, abs=1e-15)
+    assert est.human_variance == pytest.approx(1 / 4608, rel=1e-12)
+    assert est.ess_gain == math.inf and est.to_json(4)["ess_gain"] == "inf"
+    assert est.to_json(4)["variance"] == 0.0
+
+
+def test_a_deviation_within_the_roundoff_of_0_is_0_at_the_bound_and_kept_just_beyond():
+    x = np.array([ROUNDOFF, -ROUNDOFF, 2.0**-40, 2.0**-39, -(2.0**-39), 0.25])
+    assert snap(x).tolist() == [0.0, 0.0, 0.0, 2.0**-39, -(2.0**-39), 0.25]
+
+
+@pytest.mark.parametrize(
+    ("lam", "snapped"),
+    [
+        (ROUNDOFF, 0.0),  # at the bound
+        (2.0**-40, 0.0),  # inside it
+        (2.0**-39, 2.0**-39),  # beyond it (1.8e-12)
+        (0.5, 0.5),
+        (1.0 - 2.0**-39, 1.0 - 2.0**-39),
+        (1.0 - 2.0**-40, 1.0),
+        (1.0 - ROUNDOFF, 1.0),
+    ],
+)
+def test_a_tuned_lambda_within_the_roundoff_of_0_or_1_is_that_bound(lam, snapped):
+    assert snap_lambda(lam) == snapped
+
+
+def test_minus_zero_is_never_printed_or_stored():
+    lam = check_lambda("-0")
+    assert lam == 0.0 and math.copysign(1.0, lam) == 1.0
+    est = ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH, lam=lam)
+    assert math.copysign(1.0, est.to_json(4)["lambda"]) == 1.0
+    # A value that rounds to 0 from below is 0.0 in JSON and `0.0000` in print.
+    assert math.copysign(1.0, json_number(-0.00001, 4)) == 1.0
+    assert shown(-0.00001, 4) == "0.0000" and shown(-0.00005001, 4) == "-0.0001"
+
+
+def test_variances_are_stored_unrounded_so_the_gain_can_be_rebuilt():
+    # The hand derivation's variances: 13/2250 and 1/90, gain 25/13 = 1.9231 (4 decimals).
+    j = ppi_mean(PREDICTION, AUDITED_PREDICTION, AUDITED_TRUTH, lam=1).to_json(4)
+    assert j["variance"] == pytest.approx(13 / 2250, rel=1e-12) and j["human_variance"] == pytest.approx(1 / 90)
+    assert round(j["human_variance"] / j["variance"], 4) == j["ess_gain"] == 1.9231
+    assert j["estimate"] == 0.5333  # the other floats keep their 4 decimals
