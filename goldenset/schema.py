@@ -448,6 +448,17 @@ GOLDEN_SET = Relation(
         + " AND NOT coalesce(l.overridden, false)"
     ),
 )
+# Contract 12.2, rule (2) of the prediction: the log label an audit's human label replaced.
+OVERRIDDEN_LOG_LABELS = Relation(
+    "overridden_log_labels",
+    "log label of the latest build that a human or judge row replaced (left out of golden_set)",
+    GOLDEN_SET.columns,
+    view_sql=(
+        f"SELECT {', '.join('l.' + c for c in _LABEL_COLUMNS.split(', '))} FROM build_labels l WHERE "
+        + open_row()
+        + " AND coalesce(l.overridden, false) AND l.source = 'log'"
+    ),
+)
 # Contract v5: one row per golden query, marked by what kept it through filter 4.
 GOLDEN_QUERIES = Relation(
     "golden_queries",
@@ -863,7 +874,12 @@ AUDIT_SAMPLES = Relation(
         C("unit", "VARCHAR", "the sampling unit: query"),
         C("population", "BIGINT", "golden queries of the build (N)"),
         C("requested", "BIGINT", "queries asked for (--audit N)"),
-        C("sample_size", "BIGINT", "queries drawn: min(requested, population)"),
+        C(
+            "sample_size",
+            "BIGINT",
+            "queries drawn: min(requested, population) for a uniform audit; for an active one the number its "
+            "Poisson draw took (random; its expected size is min(requested, population))",
+        ),
         C("seed", "BIGINT", "seed of numpy's default_rng that drew it (given or recorded)"),
         C("design", "VARCHAR", "uniform (--audit N) or active (--audit N --active: contract 12.1)"),
         C("judge", "VARCHAR", "active: the judge annotator whose labels set the inclusion probabilities"),
@@ -1203,6 +1219,7 @@ RELATIONS: tuple[Relation, ...] = (
     LABEL_ROWS,
     GOLDEN_SET_BY_BUILD,
     GOLDEN_SET,
+    OVERRIDDEN_LOG_LABELS,
     GOLDEN_QUERIES,
     QUERY_VARIANTS,
     LABEL_CHANGES,

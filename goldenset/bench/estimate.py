@@ -20,7 +20,14 @@ Decisions
 - **Population** = the queries the run measured (those with a label of grade >= 1 in the
   golden set); the audited queries outside it are left out, which keeps the sample a
   uniform one of the population (a uniform sample restricted to a subset is uniform on it).
-- **Stale labels** follow --exclude-stale exactly as the golden qrels do, in both.
+- **Stale labels** follow --exclude-stale exactly as the golden qrels do, in both; a stale row
+  left out frees its pair, which the judge's label then fills in the prediction (rule 3).
+- **Only documents a ranker can return.** The judge fills a pair (rule 3) only when its
+  document is active in the latest build's snapshot: 7.3 keeps human labels on other documents
+  out of the set, and a judge label there would be a relevant document no ranker can return,
+  lowering every recall of the prediction.
+- **No estimate** for a row and metric without an audited query among its measured queries:
+  `reason` says why and `hint` what to do, apart, so that a script can read the reason.
 - **Paired** (`bench compare --estimate ppi`): per query the difference B - A of the
   predictions, and of the truths on queries audited in both; the same estimator, and the
   verdict read from its interval as goldenset.bench.paired reads the t interval.
@@ -37,13 +44,16 @@ import duckdb
 
 from goldenset.bench.metrics import Metric, get_metric
 from goldenset.bench.paired import verdict
-from goldenset.bench.ppi import DEFAULT_DESIGN, TUNED, Bounds, PpiEstimate, ppi_mean
+from goldenset.bench.ppi import DEFAULT_DESIGN, TUNED, Bounds, PpiEstimate, ppi_mean, shown
 from goldenset.connection import Connection
 from goldenset.errors import UsageError
 from goldenset.labelling.audit import Audit, latest_audit
-from goldenset.schema import open_row
 
 Qrels = dict[str, dict[str, int]]
+
+# Contract 12.2: the one reason a row and metric get no estimate, and what to do about it.
+NO_AUDITED = "no audited query among the measured ones"
+NO_AUDITED_HINT = "label the audit's pairs, then `goldenset build`"
 
 
 @dataclass(frozen=True)
@@ -87,15 +97,14 @@ def check_compare_estimate(estimate: str | None, judge: str | None, ppi_lambda: 
 def estimate_labels(con: Connection, judge: str, exclude_stale: bool = False) -> EstimateLabels:
     """Prediction and truth qrels of the latest build for `judge` and the latest audit (see the module)."""
     audit = latest_audit(con)
-    judge_rows = con.execute(
-        "SELECT query_id, doc_id, grade FROM current_labels WHERE kind = 'judge' AND annotator = ?", [judge]
-    ).fetchall()
+    judge_rows = con.execute(_JUDGE_ROWS, [judge]).fetchall()
     if not judge_rows:
         raise UsageError(
             f"judge {judge!r} has no label: run `goldenset judge label --annotator {judge}` over the queue, "
             "then `goldenset build`"
         )
-    judged = {(q, d): int(g) for q, d, g in judge_rows if g is not None}
+    judged = {(q, d): int(g) for q, d, g, _ in judge_rows if g is not None}
+    fillable = {(q, d) for q, d, g, active in judge_rows if g is not None and active}
     stale_filter = " AND stale_reason IS NULL" if exclude_stale else ""
     golden = con.execute(
         f"SELECT query_id, doc_id, coalesce(grade, relevance), source FROM golden_set WHERE true{stale_filter}"
@@ -103,8 +112,7 @@ def estimate_labels(con: Connection, judge: str, exclude_stale: bool = False) ->
     replaced = {
         (q, d): int(g)
         for q, d, g in con.execute(
-            f"SELECT query_id, doc_id, coalesce(grade, relevance) FROM build_labels l WHERE {open_row()} "
-            f"AND coalesce(l.overridden, false) AND l.source = 'log'{stale_filter}"
+            f"SELECT query_id, doc_id, coalesce(grade, relevance) FROM overridden_log_labels WHERE true{stale_filter}"
         ).fetchall()
     }
     queries = {q for q, *_ in golden}
@@ -121,10 +129,20 @@ def estimate_labels(con: Connection, judge: str, exclude_stale: bool = False) ->
         else:
             prediction[qid][doc_id] = int(grade)
     for (qid, doc_id), grade in judged.items():
-        if qid in prediction and doc_id not in prediction[qid]:
+        if qid in prediction and doc_id not in prediction[qid] and (qid, doc_id) in fillable:
             prediction[qid][doc_id] = grade
     truth = {q: truth_rows[q] for q in audit.audited if q in truth_rows}
     return EstimateLabels(judge, audit, prediction, truth)
+
+
+# The judge's current labels, each with whether its document is active in the latest build's snapshot.
+_JUDGE_ROWS = """
+SELECT c.query_id, c.doc_id, c.grade, d.doc_id IS NOT NULL
+FROM current_labels c
+LEFT JOIN corpus_documents d ON d.doc_id = c.doc_id AND d.status = 'active'
+     AND d.content_sha256 = (SELECT corpus_content_sha256 FROM golden_builds ORDER BY build_id DESC LIMIT 1)
+WHERE c.kind = 'judge' AND c.annotator = ?
+"""
 
 
 @dataclass(frozen=True)
@@ -168,17 +186,18 @@ class RowEstimate:
     row: str
     metric: str
     estimate: PpiEstimate | None
-    reason: str | None = None
+    reason: str | None = None  # why there is no estimate (None when there is one)
     verdict: str | None = None  # paired comparisons only
+    hint: str | None = None  # what to do about `reason`
+    paired: bool = False  # a comparison's: its JSON carries `verdict`, null without an estimate
 
     def to_json(self, digits: int | None = 4) -> dict[str, Any]:
-        return {
-            "row": self.row,
-            "metric": self.metric,
-            **({"verdict": self.verdict} if self.verdict is not None else {}),
-            "reason": self.reason,
-            **(self.estimate.to_json(digits) if self.estimate else {}),
-        }
+        """Contract 12.2's object: with an estimate, `reason` null and the estimate's keys; without one, exactly
+        row, metric, reason and hint (and a comparison's verdict, null)."""
+        head = {"row": self.row, "metric": self.metric, **({"verdict": self.verdict} if self.paired else {})}
+        if self.estimate is None:
+            return head | {"reason": self.reason, "hint": self.hint}
+        return head | {"reason": None, **self.estimate.to_json(digits)}
 
 
 def _estimate(
@@ -188,9 +207,10 @@ def _estimate(
     design: str,
     lam: float | None,
     bounds: Bounds | None,
-) -> tuple[PpiEstimate | None, str | None]:
+) -> PpiEstimate | None:
+    """The estimate, None without an audited query (reason NO_AUDITED)."""
     if not true:
-        return None, "no audited query among the measured ones: label the audit's pairs, then `goldenset build`"
+        return None
     queries = sorted(pred)
     audited = sorted(true)
     est = ppi_mean(
@@ -202,7 +222,7 @@ def _estimate(
         inclusion=[chance[q] for q in audited] if chance else None,
         bounds=bounds,
     )
-    return est, None
+    return est
 
 
 def estimate_rows(
@@ -211,9 +231,15 @@ def estimate_rows(
     """One PPI estimate per row and metric of a run, clamped into each metric's range."""
     out = []
     for v in values:
-        est, reason = _estimate(v.prediction, v.truth, v.inclusion, design, lam, get_metric(v.metric).bounds)
-        out.append(RowEstimate(v.row, v.metric, est, reason))
+        est = _estimate(v.prediction, v.truth, v.inclusion, design, lam, get_metric(v.metric).bounds)
+        out.append(_row_estimate(v.row, v.metric, est))
     return out
+
+
+def _row_estimate(row: str, metric: str, est: PpiEstimate | None, verdict: str | None = None) -> RowEstimate:
+    if est is None:
+        return RowEstimate(row, metric, None, NO_AUDITED, None, NO_AUDITED_HINT, paired=verdict is not None)
+    return RowEstimate(row, metric, est, verdict=verdict, paired=verdict is not None)
 
 
 def estimate_difference(
@@ -232,28 +258,29 @@ def estimate_difference(
     chance = {q: a.inclusion[q] for q in true if q in a.inclusion}
     m = get_metric(metric)
     bounds = (m.bounds[0] - m.bounds[1], m.bounds[1] - m.bounds[0]) if m.bounds else None
-    est, reason = _estimate(pred, true, chance, design, lam, bounds)
-    v = verdict(est.lo, est.hi, m.direction) if est else None
-    return RowEstimate(row, metric, est, reason, v)
+    est = _estimate(pred, true, chance, design, lam, bounds)
+    if est is None:
+        return RowEstimate(row, metric, None, NO_AUDITED, None, NO_AUDITED_HINT, paired=True)
+    return RowEstimate(row, metric, est, verdict=verdict(est.lo, est.hi, m.direction), paired=True)
 
 
 def ppi_line(e: RowEstimate) -> str:
     """One line a person reads: the estimate with its interval and lambda, the human-only one, and the gain."""
     if e.estimate is None:
-        return f"{e.row} {e.metric}: no PPI estimate ({e.reason})"
+        return f"{e.row} {e.metric}: no PPI estimate ({e.reason}); {e.hint}"
     x = e.estimate
-    gain = "n/a" if x.ess_gain is None else ("inf" if math.isinf(x.ess_gain) else f"{x.ess_gain:.2f}x")
+    gain = "n/a" if x.ess_gain is None else ("inf" if math.isinf(x.ess_gain) else f"{shown(x.ess_gain, 2)}x")
     tuned = "tuned" if x.lam_rule == TUNED else "fixed"
-    head = f"{e.row} {e.metric}: {x.method} {x.estimate:.4f} [{_f(x.lo)}, {_f(x.hi)}] at lambda {x.lam:.4f} ({tuned})"
+    head = f"{e.row} {e.metric}: {x.method} {_f(x.estimate)} [{_f(x.lo)}, {_f(x.hi)}] at lambda {_f(x.lam)} ({tuned})"
     tail = (
-        f"human-only {x.human:.4f} [{_f(x.human_lo)}, {_f(x.human_hi)}] on {x.n_audited} audited of "
+        f"human-only {_f(x.human)} [{_f(x.human_lo)}, {_f(x.human_hi)}] on {x.n_audited} audited of "
         f"{x.n_population} queries; effective sample size gain {gain}"
     )
     return head + (f" {e.verdict}" if e.verdict else "") + "; " + tail
 
 
 def _f(x: float) -> str:
-    return f"{x:.4f}" if math.isfinite(x) else ("-inf" if x < 0 else "inf")
+    return shown(x, 4) if math.isfinite(x) else ("-inf" if x < 0 else "inf")
 
 
 def printed(estimates: Sequence[RowEstimate], row: str | None) -> list[RowEstimate]:
@@ -411,5 +438,8 @@ def _needed(est: RunEstimates | None, run_id: str, judge: str | None) -> RunEsti
             "`goldenset bench run --estimate ppi --judge NAME`"
         )
     if judge is not None and est.judge != judge:
-        raise UsageError(f"run {run_id} was estimated with judge {est.judge!r}, not {judge!r}")
+        raise UsageError(
+            f"run {run_id} was estimated with judge {est.judge!r}, not {judge!r} (--judge); compare without "
+            f"--judge, or estimate the run again with `goldenset bench run --estimate ppi --judge {judge}`"
+        )
     return est

@@ -87,6 +87,31 @@ class BenchmarkRun:
             )
         return {q: v[metric] for q, v in self.values[row].items()}
 
+    def to_json(self) -> dict:
+        """What `bench run --json` prints of the run (contract 12.2): the keys of `bench list --json` for it, the
+        means of every row (unrounded, as stored; null for a row with no query), its warnings and notes, and the
+        estimate object (null without --estimate)."""
+        return {
+            "run_id": self.run_id,
+            "started_at": self.started_at.isoformat(),
+            "build_id": self.build_id,
+            "labels_build_id": self.labels_build_id,
+            "retriever": self.retriever,
+            "config": self.config_summary,
+            "retriever_config": self.retriever_config,
+            "degraded": self.degraded,
+            "n_queries": self.n_queries,
+            "skipped_queries": self.skipped_queries,
+            "corpus_fingerprint": self.corpus_fingerprint,
+            "coverage_warnings": list(self.coverage_warnings),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "row_means": {
+                row: {m: (v if math.isfinite(v) else None) for m, v in self.means(row).items()} for row in self.rows
+            },
+            "estimate": self.estimates.to_json() if self.estimates is not None else None,
+        }
+
 
 def _option_value(value: object) -> str:
     if isinstance(value, str) and value and not any(c.isspace() or c in '=,"' for c in value):

@@ -102,6 +102,13 @@ def run_cmd(
             "stored beside the metrics; repeat for several.",
         ),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON object instead of the tables: the run, every row's means, the estimate object.",
+        ),
+    ] = False,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.coverage import Thresholds
@@ -133,7 +140,10 @@ def run_cmd(
     result = hooks.perform(
         "bench_run", lambda: run_and_store(paths.db, paths.corpus, config, report_dir=report), db=paths.db
     )
-    print_run(console(), result.run, result.report)
+    if as_json:
+        typer.echo(json.dumps(result.run.to_json() | {"report": str(result.report) if result.report else None}))
+    else:
+        print_run(console(), result.run, result.report)
 
 
 @app.command("eval")

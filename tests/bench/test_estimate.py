@@ -4,6 +4,7 @@ and `bench run` / `bench compare` with `--estimate ppi` end to end on the benchm
 from __future__ import annotations
 
 import json
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -67,8 +68,9 @@ def audited_pool_world(tmp: Path):
         # Humans on Q2's audit pairs: k (log noise) relevant, n (log helped) irrelevant, i partial, f2 irrelevant.
         human = {"k": 2, "n": 0, "i": 1, "f2": 0}
         lines = [label_line(Q2, d, "v1", g, "ben", f"2026-11-30T09:00:0{i}Z") for i, (d, g) in enumerate(human.items())]
-        # The judge: on Q2 k irrelevant, i relevant, f2 partial; on Q1 g partial, h irrelevant.
-        judge = [(Q2, "k", 0), (Q2, "i", 2), (Q2, "f2", 1), (Q1, "g", 1), (Q1, "h", 0)]
+        # The judge: on Q2 k irrelevant, i relevant, f2 partial; on Q1 g partial, h irrelevant, and p (retired:
+        # no ranker can return it) relevant.
+        judge = [(Q2, "k", 0), (Q2, "i", 2), (Q2, "f2", 1), (Q1, "g", 1), (Q1, "h", 0), (Q1, "p", 2)]
         lines += [
             label_line(q, d, "v1", g, "jj", f"2026-11-30T10:00:0{i}Z", kind="judge")
             for i, (q, d, g) in enumerate(judge)
@@ -111,6 +113,29 @@ def test_the_prediction_never_sees_an_audit_label(labels):
 def test_the_judge_fills_pairs_the_other_sources_leave_open(labels):
     # Q1's golden rows (a helped, b helped, c noise, m wrong) stay; the judge adds g and h.
     assert labels.prediction[Q1] == {"a": 1, "b": 1, "c": 0, "m": 0, "g": 1, "h": 0}
+
+
+def test_a_judge_label_on_a_document_not_active_in_the_snapshot_fills_no_pair(audited_db, labels):
+    # p is retired in the build's snapshot: the judge's current label on it is there, and left out.
+    con = warehouse.connect(audited_db, read_only=True)
+    try:
+        held = con.execute("SELECT grade FROM current_labels WHERE annotator = 'jj' AND doc_id = 'p'").fetchall()
+    finally:
+        con.close()
+    assert held == [(2,)] and "p" not in labels.prediction[Q1]
+
+
+def test_the_replaced_log_labels_are_a_public_view(audited_db):
+    # Rule (2) reads overridden_log_labels: Q2's k (noise) and n (helped), which the audit's human rows replaced.
+    con = warehouse.connect(audited_db, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT query_id, doc_id, source, verdict, grade FROM overridden_log_labels ORDER BY ALL"
+        ).fetchall()
+        golden = con.execute("SELECT source FROM golden_set WHERE query_id = ? AND doc_id = 'k'", [Q2]).fetchall()
+    finally:
+        con.close()
+    assert rows == [(Q2, "k", "log", "noise", 0), (Q2, "n", "log", "helped", 1)] and golden == [("human",)]
 
 
 def test_the_per_query_values_and_the_estimate_follow_from_the_two_qrels(labels):
@@ -206,6 +231,18 @@ def stored(g, run_id: str):
     return summary, values
 
 
+def stored_mean(g, run_id: str, metric: str) -> float:
+    con = warehouse.connect(g.db, read_only=True)
+    try:
+        return con.execute(
+            "SELECT value FROM benchmark_results WHERE run_id = ? AND row_name = 'core' AND query_id = 'all' "
+            "AND metric = ?",
+            [run_id, metric],
+        ).fetchone()[0]
+    finally:
+        con.close()
+
+
 def run_id_of(result) -> str:
     return result.output.rstrip().splitlines()[-1].removeprefix("run_id: ")
 
@@ -244,9 +281,14 @@ def test_bench_run_prints_the_deciding_estimates_and_stores_them_all(tmp_path, g
 def test_a_judge_that_agrees_with_the_humans_gives_the_truth_with_no_width(tmp_path, goldens):
     g = audited_bench_world(tmp_path / "g", goldens, judge_agrees=True)
     # The design and lambda of ppi-python's classical interval, from the command line.
-    args = ("--estimate", "ppi", "--judge", "jj", "--design", "independent", "--ppi-lambda", "1")
-    summary, values = stored(g, run_id_of(bench_run(g, "bench_plugins:keywords", *args)))
+    args = ("--estimate", "ppi", "--judge", "jj", "--design", "independent", "--ppi-lambda", "1", "--json")
+    printed_json = json.loads(bench_run(g, "bench_plugins:keywords", *args).output)
+    summary, values = stored(g, printed_json["run_id"])
     assert all(p == t for _, p, t in values)
+    # `bench run --json`: the run, every row's means as stored, and the stored estimate object.
+    assert printed_json["estimate"] == summary and printed_json["report"].endswith("report.md")
+    assert list(printed_json["row_means"]) == ["core", "+graph", "+graph+boosts", "+graph+boosts honest"]
+    assert printed_json["row_means"]["core"]["recall@5"] == stored_mean(g, printed_json["run_id"], "recall@5")
     assert summary["design"] == "independent" and summary["lambda"] == 1.0
     assert {(e["design"], e["lambda"], e["lambda_rule"]) for e in summary["estimates"]} == {
         ("independent", 1.0, "fixed")
@@ -348,6 +390,61 @@ def test_compare_tunes_lambda_on_the_differences_and_clamps_into_minus_1_1():
     assert (wide.estimate.lo, wide.estimate.hi, wide.verdict) == (-1.0, 1.0, "indistinguishable")
     (fixed,) = compare_estimates(a, b, ("A", "B"), "core", ["ndcg@10"], lam=1.0)
     assert fixed.estimate is not None and fixed.estimate.lam == 1.0 and fixed.estimate.method == "PPI"
+
+
+def test_a_row_without_an_audited_query_says_why_and_what_to_do_apart():
+    (e,) = estimate_rows([_values("core", "recall@5", A_PRED, {})])
+    assert e.to_json() == {
+        "row": "core",
+        "metric": "recall@5",
+        "reason": "no audited query among the measured ones",
+        "hint": "label the audit's pairs, then `goldenset build`",
+    }
+    assert ppi_line(e) == (
+        "core recall@5: no PPI estimate (no audited query among the measured ones); "
+        "label the audit's pairs, then `goldenset build`"
+    )
+    a = _run("jj", 3, [_values("core", "recall@5", A_PRED, {})])
+    (d,) = compare_estimates(a, a, ("A", "B"), "core", ["recall@5"])
+    assert d.to_json() == {
+        "row": "core",
+        "metric": "recall@5",
+        "verdict": None,
+        "reason": "no audited query among the measured ones",
+        "hint": "label the audit's pairs, then `goldenset build`",
+    }
+    (x,) = estimate_rows([_values("core", "recall@5", A_PRED, {"q1": 0.25, "q2": 0.5})])
+    assert x.to_json()["reason"] is None and "hint" not in x.to_json()
+
+
+def test_compare_with_another_judge_names_the_run_its_judge_and_what_to_do():
+    a = _run("jj", 3, [_values("core", "recall@5", A_PRED, {"q1": 0.25})])
+    with pytest.raises(UsageError) as err:
+        compare_estimates(a, a, ("RUN-A", "RUN-B"), "core", ["recall@5"], judge="other")
+    assert str(err.value) == (
+        "run RUN-A was estimated with judge 'jj', not 'other' (--judge); compare without --judge, or estimate "
+        "the run again with `goldenset bench run --estimate ppi --judge other`"
+    )
+
+
+W2 = json.loads((HERE / "data" / "w2_compare_precision5.json").read_text())
+
+
+def test_the_reviewers_w2_comparison_is_0_with_no_width_whatever_the_roundoff():
+    # Active audit, 15 audited of 59 queries: on the audited queries t_B - t_A = p_B - p_A, so the slope is 1,
+    # the residuals do not vary, and the estimate is 0. In doubles lambda came out 0.9999999999999997 (k = 2),
+    # the point -1.2e-17 and the interval [-2.8e-17, 2.8e-18]: a point interval below 0 would have read `worse`.
+    a, b = (QueryValues("core", "precision@5", W2[s]["prediction"], W2[s]["truth"], W2[s]["inclusion"]) for s in "ab")
+    (e,) = compare_estimates(_run("jj", 3, [a]), _run("jj", 3, [b]), ("A", "B"), "core", ["precision@5"])
+    x = e.estimate
+    assert x is not None and (x.lam, x.variance, x.sampling) == (1.0, 0.0, "active")
+    assert (x.lo, x.estimate, x.hi, e.verdict, x.ess_gain) == (0.0, 0.0, 0.0, "indistinguishable", math.inf)
+    j = e.to_json()
+    assert [math.copysign(1.0, j[k]) for k in ("estimate", "lo", "hi")] == [1.0, 1.0, 1.0]
+    assert ppi_line(e).startswith(
+        "core precision@5: PPI++ 0.0000 [0.0000, 0.0000] at lambda 1.0000 (tuned) indistinguishable; human-only "
+    )
+    assert ppi_line(e).endswith("on 15 audited of 59 queries; effective sample size gain inf")
 
 
 def test_only_the_deciding_metrics_of_the_row_are_printed():
