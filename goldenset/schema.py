@@ -872,7 +872,7 @@ AUDIT_SAMPLES = Relation(
         C("build_id", "BIGINT", "the golden build whose queries were the population"),
         C("drawn_at", "TIMESTAMP", "when it was drawn (UTC): the pool run's pooled_at"),
         C("unit", "VARCHAR", "the sampling unit: query"),
-        C("population", "BIGINT", "golden queries of the build (N)"),
+        C("population", "BIGINT", "its population: golden queries of the build whose project a rubric judges (N_pop)"),
         C("requested", "BIGINT", "queries asked for (--audit N)"),
         C(
             "sample_size",

@@ -10,8 +10,10 @@ queries and the pairs asked for are stored with the pool run (`audit_samples`,
 
 Decisions
 ---------
-- **The draw.** The population is the golden query_ids of the pool's build, sorted in
-  code-point order; the sample is `numpy.random.default_rng(seed).choice(N, size=n,
+- **The population** is the golden query_ids of the pool's build whose project some rubric
+  judges (contract 9.5; all of them without rubrics): a query no rubric judges gets no pair
+  queued, so it would count as audited at once while no person ever checked its truth.
+- **The draw.** The population is sorted in code-point order; the sample is `numpy.random.default_rng(seed).choice(N, size=n,
   replace=False)` applied to that list, kept in draw order. n > N draws every query (a
   census; the design records the n actually drawn and the n asked). The seed is the pool's
   `--seed` (default 0, shared with the pool's strategies); a library caller passing None
@@ -27,7 +29,9 @@ Decisions
   latest build cannot be labelled or ranked and are not required. A drawn query with no
   pair to ask (humans had labelled all of them) is audited from the start.
 - **Which audit.** Estimates use the latest pool run that drew an audit; a later pool
-  without --audit does not replace it.
+  without --audit does not replace it, and queues its pairs still without a human row again
+  (reason `audit`, `pending_pairs`): a later pool used to drop an asked pair once an admitted
+  judge's row covered it (already labelled), and the audit could then never complete.
 - **Two designs.** `uniform` (the draw above: every query has the chance n/N) and `active`
   (`--active --judge NAME`: Poisson sampling with a chance per query that follows the
   judge's uncertainty, goldenset.labelling.active_audit). Each drawn query's chance is
@@ -148,27 +152,42 @@ def draw_active_design(query_ids: Iterable[str], n: int, seed: int, judge: str, 
 Pair = tuple[str, str]
 
 
-def assign(
-    design: AuditDesign,
-    chosen: dict[Pair, tuple[str, str]],
-    returned: Iterable[Pair],
-    versions: Mapping[str, str],
-    human: set[tuple[str, str, str]],
-) -> dict[Pair, tuple[str, str]]:
-    """`chosen` with the audit's pairs given reason `audit`: returned pairs of drawn queries no human label
-    holds at the document's current version, unless already queued as stale or successor."""
+def asked_pairs(
+    design: AuditDesign, returned: Iterable[Pair], versions: Mapping[str, str], human: set[tuple[str, str, str]]
+) -> set[Pair]:
+    """The pairs a new audit asks: returned pairs of drawn queries no human label holds at the document's
+    current version."""
     drawn = set(design.queries)
+    return {(q, d) for q, d in returned if q in drawn and (q, d, versions[d]) not in human}
+
+
+def assign(
+    chosen: dict[Pair, tuple[str, str]], asked: Iterable[Pair], versions: Mapping[str, str]
+) -> dict[Pair, tuple[str, str]]:
+    """`chosen` with the asked pairs given reason `audit` at the document's current version, unless already
+    queued as stale or successor (whether pooled, left out as already labelled, or not returned at all)."""
     out = dict(chosen)
-    for qid, doc_id in returned:
-        if qid not in drawn:
-            continue
+    for qid, doc_id in sorted(asked):
         version = versions[doc_id]
-        if (qid, doc_id, version) in human:
-            continue
-        reason = out.get((qid, doc_id), ("pooled", version))[0]
-        if reason == "pooled":
+        if out.get((qid, doc_id), ("pooled", version))[0] == "pooled":
             out[(qid, doc_id)] = (REASON, version)
     return out
+
+
+_PENDING = """
+SELECT a.query_id, a.doc_id FROM audit_pairs a
+WHERE a.pool_id = (SELECT max(pool_id) FROM audit_samples)
+  AND NOT EXISTS (SELECT 1 FROM golden_set g WHERE g.source = 'human'
+                  AND g.query_id = a.query_id AND g.doc_id = a.doc_id)
+"""
+
+
+def pending_pairs(con: Connection, golden: Iterable[str], active: Iterable[str]) -> set[Pair]:
+    """The latest audit's pairs still to ask (contract 12.1), which every later pool queues again: its
+    `audit_pairs` rows of a golden query whose document is active in the build's snapshot and that no
+    golden_set row with source human holds (any version). Empty when no audit was drawn."""
+    queries, docs = set(golden), set(active)
+    return {(q, d) for q, d in con.execute(_PENDING).fetchall() if q in queries and d in docs}
 
 
 def human_rows(con: Connection) -> set[tuple[str, str, str]]:

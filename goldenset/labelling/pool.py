@@ -43,9 +43,14 @@ Decisions
 - **Queries embedded once.** Before the rankers search, each retriever that has the optional
   `prepare_queries` (the reference retriever: its dense side) gets every golden task in one
   call, as `bench run` does: one model call per query cost seconds each on a loaded CPU.
-- **Audit** (`--audit N`, contract 12.1): goldenset.labelling.audit draws the sample and
-  turns pairs of drawn queries into reason `audit`, between successor and pooled; the
-  report and the queue counts name `audit` only for a pool that drew one.
+- **Audit** (`--audit N`, contract 12.1): goldenset.labelling.audit draws the sample among
+  the golden queries some rubric judges and turns pairs of drawn queries into reason
+  `audit`, between successor and pooled; a later pool without `--audit` queues the latest
+  audit's pairs still without a human row again. The report and the queue counts name
+  `audit` only for a pool that drew an audit or queued such a pair. The `of these` line
+  counts each returned pair under the reason it is queued with after the audit took its
+  pairs (pooled ones, and ones only a log or judge row labels), so `pooled` there is what
+  stays pooled and the five terms add up to the distinct pairs.
 """
 
 from __future__ import annotations
@@ -81,6 +86,8 @@ CORE = "core"
 DEFAULT_RANKERS = ("lexical", "dense", "core")
 DEFAULT_DEPTH = 5
 REASONS = ("stale", "successor", "pooled")
+# Reasons whose queue rows a ranker may not have returned: the queue line says how many it did.
+NOTED = ("stale", "successor", audit_sample.REASON)
 # Priority order of every reason; `audit` appears only in a pool that drew an audit sample.
 ORDER = ("stale", "successor", audit_sample.REASON, "pooled")
 
@@ -123,6 +130,8 @@ class PoolReport:
     pooled: int
     pooled_never_judged: int
     queue: dict[str, int]
+    # Returned pairs queued as audit (None when the queue counts no `audit`): the fifth term of `of these`.
+    returned_audit: int | None = None
     # The strategy that ordered the pooled pairs (strategies.py), with its round and state; None: plain depth.
     strategy: dict[str, Any] | None = None
     audit: dict[str, Any] | None = None  # the audit's design and pairs, for a pool that drew one
@@ -154,6 +163,7 @@ class PoolReport:
                 "shared": [{"a": a, "b": b, "pairs": n} for a, b, n in self.shared],
                 "returned_stale": self.returned_stale,
                 "returned_successor": self.returned_successor,
+                **({"returned_audit": self.returned_audit} if self.returned_audit is not None else {}),
                 "already_labelled": self.already_labelled,
                 "pooled": self.pooled,
                 "pooled_never_judged": self.pooled_never_judged,
@@ -180,6 +190,7 @@ class PoolReport:
             returned_distinct=data["returned_distinct"],
             returned_stale=data["returned_stale"],
             returned_successor=data["returned_successor"],
+            returned_audit=data.get("returned_audit"),
             already_labelled=data["already_labelled"],
             pooled=data["pooled"],
             pooled_never_judged=data["pooled_never_judged"],
@@ -189,8 +200,8 @@ class PoolReport:
         )
 
     def _returned_note(self, reason: str) -> str:
-        """For stale and successor rows of the queue: how many a ranker returned (the rest it did not)."""
-        if self.queue_returned is None or reason not in ("stale", "successor") or not self.queue.get(reason):
+        """For stale, successor and audit rows of the queue: how many a ranker returned (the rest it did not)."""
+        if self.queue_returned is None or reason not in NOTED or not self.queue.get(reason):
             return ""
         return f" ({self.queue_returned.get(reason, 0)} a ranker returned)"
 
@@ -214,7 +225,8 @@ class PoolReport:
             f"= {self.returned_distinct} pairs",
             f"of these: {self.already_labelled} already labelled (golden set row at the current version) "
             f"+ {self.returned_stale} queued as stale + {self.returned_successor} queued as successor "
-            f"+ {self.pooled} pooled = {self.returned_distinct}",
+            + (f"+ {self.returned_audit} queued as audit " if self.returned_audit is not None else "")
+            + f"+ {self.pooled} pooled = {self.returned_distinct}",
             f"pooled pairs the log never judged: {self.pooled_never_judged} of {self.pooled}",
             "queue: "
             + " + ".join(f"{n} {k}{self._returned_note(k)}" for k, n in self.queue.items())
@@ -237,7 +249,7 @@ class PoolReport:
         if self.audit is not None:
             a = self.audit
             how = (
-                f"actively by judge {a['judge']}'s uncertainty, {a['requested']} expected"
+                f"actively by judge {a['judge']}'s uncertainty, {min(a['requested'], a['population'])} expected"
                 if a.get("design") == audit_sample.ACTIVE
                 else "uniformly"
             )
@@ -486,9 +498,13 @@ def _assign(
     build_id: int,
     names: tuple[str, ...],
     depth: int,
-    audit: tuple[audit_sample.AuditDesign, set[tuple[str, str, str]]] | None = None,
+    audit: tuple[audit_sample.AuditDesign | None, set[tuple[str, str]]] | None = None,
 ) -> tuple[Chosen, PoolReport]:
-    """Give each pair the first reason that applies, order them by priority, and count the pool."""
+    """Give each pair the first reason that applies, order them by priority, and count the pool.
+
+    `audit`: the design of the audit the pool draws (None when it draws none) and the pairs to ask
+    (a new audit's, or the latest audit's pending ones); None: no pair to ask.
+    """
     active = snapshot.active
     docs = {d.doc_id: d for d in snapshot.documents}
     chosen: dict[tuple[str, str], tuple[str, str]] = {}
@@ -502,26 +518,24 @@ def _assign(
         if successor is None or (qid, successor.doc_id) in state.golden_pairs:
             continue
         chosen.setdefault((qid, successor.doc_id), ("successor", successor.version))
-    counts = dict.fromkeys(("stale", "successor", "already_labelled", "pooled"), 0)
-    never_judged = 0
     for qid, doc_id in returned.pairs:
         version = active[doc_id].version
-        if (qid, doc_id) in chosen:
-            counts[chosen[(qid, doc_id)][0]] += 1
-        elif (qid, doc_id, version) in state.golden:
-            counts["already_labelled"] += 1
-        else:
+        if (qid, doc_id) not in chosen and (qid, doc_id, version) not in state.golden:
             chosen[(qid, doc_id)] = ("pooled", version)
-            counts["pooled"] += 1
-            never_judged += (qid, doc_id) not in state.judged
     reasons: tuple[str, ...] = REASONS
     audit_json = None
     if audit is not None:
-        design, human = audit
-        versions = {d: active[d].version for _, d in returned.pairs}
-        chosen = audit_sample.assign(design, chosen, returned.pairs, versions, human)
+        design, asked = audit
+        chosen = audit_sample.assign(chosen, asked, {d: active[d].version for _, d in asked})
         reasons = ORDER
-        audit_json = design.to_json() | {"pairs": sum(1 for r, _ in chosen.values() if r == audit_sample.REASON)}
+        audit_json = design.to_json() if design is not None else None
+    # Each returned pair under the reason it is queued with, or already labelled: they add up to the distinct.
+    counts = dict.fromkeys(("stale", "successor", audit_sample.REASON, "pooled", "already_labelled"), 0)
+    never_judged = 0
+    for pair in returned.pairs:
+        reason = chosen[pair][0] if pair in chosen else "already_labelled"
+        counts[reason] += 1
+        never_judged += reason == "pooled" and pair not in state.judged
 
     order = {r: i for i, r in enumerate(ORDER)}
 
@@ -546,9 +560,20 @@ def _assign(
         pooled=counts["pooled"],
         pooled_never_judged=never_judged,
         queue={r: sum(1 for _, (reason, _) in ranked if reason == r) for r in reasons},
+        returned_audit=counts[audit_sample.REASON] if audit is not None else None,
         audit=audit_json,
     )
     return ranked, report
+
+
+def _final_counts(report: PoolReport, chosen: Chosen, returned: _Returned) -> PoolReport:
+    """The queued pairs a ranker returned, by reason, and the audit's pairs as queued: after the rubrics and the
+    budget, the numbers the queue holds (`audit.pairs` equals the rows of `audit_pairs`)."""
+    queued_returned = [reason for pair, (reason, _) in chosen if pair in returned.pairs]
+    report = replace(report, queue_returned={r: queued_returned.count(r) for r in report.queue})
+    if report.audit is None:
+        return report
+    return replace(report, audit=report.audit | {"pairs": sum(1 for _, (r, _) in chosen if r == audit_sample.REASON)})
 
 
 def _judged_only(chosen: Chosen, report: PoolReport, state: _State, rubrics: RubricSet) -> tuple[Chosen, PoolReport]:
@@ -580,18 +605,28 @@ def _draw_audit(
     snapshot: CorpusSnapshot,
     sampling: tuple[int, int] | None,
     judged: tuple[active_audit.JudgeRates, dict[tuple[str, str], int]] | None,
-) -> tuple[audit_sample.AuditDesign | None, tuple[audit_sample.AuditDesign, set[tuple[str, str, str]]] | None]:
-    """The audit's design (uniform, or active by the judge's uncertainty) and the human rows it leaves out."""
+    rubrics: RubricSet | None,
+) -> tuple[audit_sample.AuditDesign | None, set[tuple[str, str]] | None]:
+    """The audit the pool draws (uniform, or active by the judge's uncertainty) among the golden queries some
+    rubric judges, and the pairs it asks; without --audit, no design and the latest audit's pending pairs
+    (None when there are none)."""
     if sampling is None:
-        return None, None
+        pending = audit_sample.pending_pairs(con, state.queries, snapshot.active)
+        return None, (pending or None)
     human = audit_sample.human_rows(con)
+    population = [q for q, (project, _) in state.queries.items() if _judged(rubrics, project)]
+    versions = {d: snapshot.active[d].version for _, d in returned.pairs}
     if judged is None:
-        design = audit_sample.draw(state.queries, *sampling)
+        design = audit_sample.draw(population, *sampling)
     else:
-        versions = {d: snapshot.active[d].version for _, d in returned.pairs}
-        u = active_audit.uncertainty(state.queries, returned.pairs, versions, human, *judged)
-        design = audit_sample.draw_active_design(state.queries, *sampling, judged[0].judge, u)
-    return design, (design, human)
+        u = active_audit.uncertainty(population, returned.pairs, versions, human, *judged)
+        design = audit_sample.draw_active_design(population, *sampling, judged[0].judge, u)
+    return design, audit_sample.asked_pairs(design, returned.pairs, versions, human)
+
+
+def _judged(rubrics: RubricSet | None, project: str) -> bool:
+    """Some rubric judges the project (contract 9.5): always without rubrics or when they judge every one."""
+    return rubrics is None or not rubrics.judges_by_project or rubrics.for_project(project) is not None
 
 
 def run_pool(
@@ -648,8 +683,9 @@ def run_pool(
     searches.update(run_rankers)
     names = (*names, *run_rankers)
     returned = _Returned.collect(searches, state.queries, snapshot.active, depth)
-    design, drawn = _draw_audit(con, state, returned, snapshot, sampling, judged)
-    chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, drawn)
+    design, asked = _draw_audit(con, state, returned, snapshot, sampling, judged, rubrics)
+    audit_pairs = None if asked is None else (design, asked)
+    chosen, report = _assign(state, snapshot, returned, build.build_id, names, depth, audit_pairs)
     if rubrics is not None and rubrics.judges_by_project:
         chosen, report = _judged_only(chosen, report, state, rubrics)
     if strategy != strategies.DEFAULT_STRATEGY or budget is not None:
@@ -657,10 +693,9 @@ def run_pool(
         chosen, report = strategies.apply(
             con, chosen, report, returned.lists, names, snapshot, strategy, budget, seed, ctx.embedder, tasks
         )
-        if design is not None:  # the strategy counts its own three reasons; the audit's rows stay as they were
+        if asked is not None:  # the strategy counts its own three reasons; the audit's rows stay as they were
             report = replace(report, queue={r: sum(1 for _, (x, _) in chosen if x == r) for r in ORDER})
-    queued_returned = [reason for pair, (reason, _) in chosen if pair in returned.pairs]
-    report = replace(report, queue_returned={r: queued_returned.count(r) for r in report.queue})
+    report = _final_counts(report, chosen, returned)
     pooled_at = now or utcnow()
     with transaction(con):
         pool_id = con.execute("SELECT coalesce(max(pool_id), 0) + 1 FROM pool_runs").fetchall()[0][0]
@@ -691,8 +726,8 @@ def run_pool(
             [pool_id, pooled_at, build.build_id, list(names), depth, json.dumps(report.to_json())],
         )
         if design is not None:
-            asked = ((r.query_id, r.doc_id, r.doc_version) for r in rows if r.reason == audit_sample.REASON)
-            audit_sample.store(con, pool_id, build.build_id, pooled_at, design, asked)
+            queued = ((r.query_id, r.doc_id, r.doc_version) for r in rows if r.reason == audit_sample.REASON)
+            audit_sample.store(con, pool_id, build.build_id, pooled_at, design, queued)
     return PoolResult(pool_id, pooled_at, build.build_id, names, depth, rows, report)
 
 

@@ -34,7 +34,7 @@ from goldenset.cli.pool import app as pool_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
 from goldenset.labelling.active_audit import JudgeRates, draw_active, inclusion_probabilities  # noqa: E402
 from goldenset.labelling.audit import check_active, check_audit, latest_audit  # noqa: E402
-from goldenset.labelling.pool import run_pool  # noqa: E402
+from goldenset.labelling.pool import PoolReport, run_pool  # noqa: E402
 
 POOLED_AT = datetime(2026, 11, 30, 8, 0, 0)
 runner = CliRunner()
@@ -60,6 +60,19 @@ def test_inclusion_probabilities_are_the_defensive_mixture_capped_at_1(u, n, exp
     pi = inclusion_probabilities(np.array(u), n)
     assert pi.tolist() == pytest.approx(expected, abs=1e-15)
     assert float(pi.sum()) == pytest.approx(min(n, len(u)), abs=1e-12)
+
+
+@pytest.mark.parametrize(("requested", "expected"), [(58, 58), (59, 59), (60, 59), (70, 59)])
+def test_the_printed_expected_size_is_n_capped_at_the_population(requested, expected):
+    # With N >= N_pop every probability is 1: they sum to N_pop, the expected size, whatever N was asked.
+    audit = {"design": "active", "judge": "jj", "requested": requested, "population": 59, "sample_size": expected}
+    report = PoolReport(
+        1, ("a",), 5, 59, {"a": 0}, {"a": 0}, (), 0, 0, 0, 0, 0, 0, {"audit": 0}, audit=audit | {"seed": 0, "pairs": 0}
+    )
+    assert (
+        f"audit: {expected} of 59 golden queries drawn actively by judge jj's uncertainty, {expected} expected (seed 0), 0 pairs asked"
+        in report.lines()
+    )
 
 
 def test_a_cap_that_pushes_another_query_over_1_caps_that_one_too():

@@ -123,6 +123,17 @@ def test_an_audit_of_every_query_asks_for_every_returned_pair_no_human_labelled(
             # Stale and successor keep their reason; the rest, log-labelled or not, is asked by the audit.
             assert got[(qid, d)] == STALE_OR_SUCCESSOR.get((qid, d), "audit"), (qid, d)
     assert result.report.queue == {"stale": 1, "successor": 5, "audit": 9, "pooled": 0}
+    # Of the 13 distinct returned pairs each is counted under the reason it is queued with: the audit took the
+    # pooled pairs and the log-labelled ones (a, k, n ... would otherwise be already labelled).
+    lines = result.report.lines()
+    assert (
+        "of these: 0 already labelled (golden set row at the current version) + 1 queued as stale "
+        "+ 3 queued as successor + 9 queued as audit + 0 pooled = 13"
+    ) in lines
+    assert (
+        "queue: 1 stale (1 a ranker returned) + 5 successor (3 a ranker returned) + 9 audit (9 a ranker returned) + 0 pooled = 15 pairs"
+        in lines
+    )
     assert result.report.to_json()["audit"] == {
         "unit": "query",
         "population": 2,
@@ -180,16 +191,41 @@ def test_the_design_the_queries_and_the_pairs_are_stored_with_the_pool_run(world
     assert audit.audited == () and audit.pending == (drawn,)
 
 
-def test_a_later_pool_without_an_audit_keeps_the_audit_and_its_counts_name_no_audit(world):
+def test_a_later_pool_without_an_audit_queues_the_audits_pending_pairs_again(world):
     first = pool(world, audit=1, seed=1)
+    asked = {(r.query_id, r.doc_id, r.doc_version) for r in first.queue if r.reason == "audit"}
     second = pool(world)
-    assert "audit" not in second.report.to_json()["queue"] and "audit" not in second.report.to_json()
-    con = warehouse.connect(world.db, read_only=True)
+    again = {(r.query_id, r.doc_id, r.doc_version) for r in second.queue if r.reason == "audit"}
+    # Every pair asked, log-labelled ones included (a pool without the audit leaves those out as already
+    # labelled), is asked again; the design itself is the drawing pool's alone.
+    assert again == asked and second.report.queue["audit"] == len(asked) == second.report.returned_audit
+    assert "audit" not in second.report.to_json()
+    con = warehouse.connect(world.db)
     try:
         assert latest_audit(con).pool_id == first.pool_id
-        assert "audit" not in queue_summary(con)["labelling_queue_by_reason"]
+        assert queue_summary(con)["labelling_queue_by_reason"]["audit"] == len(asked)
+        # A human label on one of them (any version) takes it out of every later pool.
+        done = min(asked)
+        write_and_ingest(con, world.db.parent / "labels", DAY, "ben.jsonl", [human(*done, 1, 1)])
+        build_golden_set(con, now=datetime(2026, 11, 30, 12, 0, 0))
     finally:
         con.close()
+    third = pool(world)
+    assert {(r.query_id, r.doc_id, r.doc_version) for r in third.queue if r.reason == "audit"} == asked - {done}
+
+
+def test_a_pool_after_a_complete_audit_counts_no_audit(world):
+    # pool_rankers' Q1 and Q2 drawn, every asked pair then labelled by a person: nothing is pending.
+    first = pool(world, audit=2, seed=0)
+    lines = [human(r.query_id, r.doc_id, r.doc_version, 1, i) for i, r in enumerate(first.queue) if r.reason == "audit"]
+    con = warehouse.connect(world.db)
+    try:
+        write_and_ingest(con, world.db.parent / "labels", DAY, "ben.jsonl", lines)
+        build_golden_set(con, now=datetime(2026, 11, 30, 12, 0, 0))
+    finally:
+        con.close()
+    later = pool(world)
+    assert "audit" not in later.report.queue and later.report.returned_audit is None
 
 
 def test_no_audit_yet_is_an_error_naming_the_command(world):

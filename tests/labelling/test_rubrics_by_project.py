@@ -30,12 +30,17 @@ for folder in (HERE, HERE.parent.parent):
 
 from project_rankers import BILLING_TASK, OPS_TASK, WEB_TASK  # noqa: E402
 
+from goldenset.build import build_golden_set  # noqa: E402
 from goldenset.cli.app import main as library_main  # noqa: E402  (pool, labels import: not their Dagster runs)
+from goldenset.corpus import read_corpus  # noqa: E402
+from goldenset.ingest import ingest_all  # noqa: E402
 from goldenset.labelling.lines import parse_label_line  # noqa: E402
 from goldenset.labelling.page import create_app, open_session  # noqa: E402
+from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset.labelling.rubric import RubricError  # noqa: E402
 from goldenset.labelling.rubric_set import load_rubrics  # noqa: E402
 from goldenset.records import Rejected, normalise_task, query_id  # noqa: E402
+from goldenset.snapshots import store_snapshot  # noqa: E402
 from goldenset.warehouse import connect  # noqa: E402
 from goldenset_dagster.cli import main  # noqa: E402
 from tests.helpers import doc, ranked, serve, verdict, write_corpus, write_labels, write_log  # noqa: E402
@@ -195,6 +200,32 @@ def test_two_projects_two_rubrics_pool_page_and_build_each_pair_under_its_own(wo
     capsys.readouterr()
     assert main(["status", "--json", *_args(world)]) == 0
     assert json.loads(capsys.readouterr().out)["rubric"]["name"] == "support-policies, ops-runbooks"
+
+
+@pytest.mark.slow
+def test_an_audit_draws_only_queries_some_rubric_judges_and_its_counts_agree(world):
+    con = connect(world / "g.duckdb")
+    try:
+        ingest_all(con, world / "logs")  # the library's build: the Dagster job costs 10 s here
+        store_snapshot(con, read_corpus(world / "corpus.jsonl"))
+        build_golden_set(con)
+        result = run_pool(
+            con, rankers=(RANKER,), index_dir=world / "index", audit=3, seed=0, rubrics=load_rubrics(world / "rubrics")
+        )
+    finally:
+        con.close()
+    report = result.report.to_json()
+    # The population is billing's and ops' queries: web's, which no rubric judges, would get no pair
+    # asked and count as audited at once. Asked: billing's a (log helped) and d, ops' c (log helped) and f.
+    assert (report["audit"]["population"], report["audit"]["sample_size"]) == (2, 2)
+    assert _rows(world, "SELECT query_id FROM audit_queries ORDER BY 1") == sorted([(QB,), (QO,)])
+    asked = _rows(world, "SELECT query_id, doc_id FROM audit_pairs ORDER BY ALL")
+    assert asked == sorted([(QB, "a"), (QB, "d"), (QO, "c"), (QO, "f")])
+    assert report["audit"]["pairs"] == report["queue"]["audit"] == len(asked) == 4
+    # Of the 6 pairs returned: web's e already labelled, the 4 asked, web's b pooled (then left out, no rubric).
+    assert (report["already_labelled"], report["returned_audit"], report["pooled"]) == (1, 4, 1)
+    assert report["queue"] == {"stale": 0, "successor": 0, "audit": 4, "pooled": 0, "total": 4}
+    assert report["no_rubric"] == {"web": 1}
 
 
 @pytest.mark.slow
