@@ -74,7 +74,7 @@ Decisions
   lies in [-1, 1] (a metric, or the difference of two), so the tolerance is absolute: each
   deviation from a mean that enters a sum of squares or products (p - pbar and t - tbar in
   lambda's fit, the residuals of the variance) is 0 when |x| <= 1e-12; a tuned lambda within
-  1e-12 of 0 or 1 is 0 or 1; the point and each end of an interval within 1e-12 of 0 are 0.
+  1e-12 of 0 or 1 is 0 or 1; the point within 1e-12 of 0 is 0 (the interval is then around it).
   Exact rational arithmetic on the doubles would not do: 1/12 - 1/24 is not 1/8 - 1/12 once
   each is a double, so the residuals of a perfect judge still differ. No value a real
   benchmark produces is moved by more than 1e-12, far below the 4 decimals printed.
@@ -191,15 +191,16 @@ def snap(x: np.ndarray) -> np.ndarray:
 
 
 def snap_point(x: float) -> float:
-    """A point or an interval's end within ROUNDOFF of 0 made exactly 0 (an infinite end stays)."""
+    """A point within ROUNDOFF of 0 made exactly 0."""
     return 0.0 if abs(x) <= ROUNDOFF else x
 
 
 def snap_lambda(lam: float) -> float:
-    """A tuned lambda within ROUNDOFF of 0 or 1 made exactly 0 or 1, so k and the interval do not rest on it."""
-    if lam <= ROUNDOFF:
+    """A tuned lambda within ROUNDOFF of 0 or 1 made exactly 0 or 1, so k and the interval do not rest on it (the
+    clip to [0, 1] is the caller's)."""
+    if -ROUNDOFF <= lam <= ROUNDOFF:
         return 0.0
-    if lam >= 1.0 - ROUNDOFF:
+    if 1.0 - ROUNDOFF <= lam <= 1.0 + ROUNDOFF:
         return 1.0
     return lam
 
@@ -465,14 +466,14 @@ def _result(
 
 
 def _interval(point: float, variance: float, quantile: float, bounds: Bounds | None) -> tuple[float, float, float]:
-    """(point, lo, hi), each within ROUNDOFF of 0 made 0, then clamped into `bounds` when given; (-inf, inf)
-    around a variance that is nan."""
+    """(point, lo, hi): the point within ROUNDOFF of 0 made 0, the interval around it, each clamped into `bounds`
+    when given; (-inf, inf) around a variance that is nan."""
     point = snap_point(point)
     if math.isnan(variance) or math.isinf(quantile):
         lo, hi = -math.inf, math.inf
     else:
         half = quantile * math.sqrt(variance)
-        lo, hi = snap_point(point - half), snap_point(point + half)
+        lo, hi = point - half, point + half
     if bounds is None:
         return point, lo, hi
     return clamp(point, bounds), clamp(lo, bounds), clamp(hi, bounds)

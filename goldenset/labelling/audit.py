@@ -177,8 +177,8 @@ def assign(
 _PENDING = """
 SELECT a.query_id, a.doc_id FROM audit_pairs a
 WHERE a.pool_id = (SELECT max(pool_id) FROM audit_samples)
-  AND NOT EXISTS (SELECT 1 FROM golden_set g WHERE g.source = 'human'
-                  AND g.query_id = a.query_id AND g.doc_id = a.doc_id)
+  AND NOT EXISTS (SELECT 1 FROM golden_set h WHERE h.source = 'human'
+                  AND h.query_id = a.query_id AND h.doc_id = a.doc_id)
 """
 
 

@@ -68,9 +68,9 @@ def audited_pool_world(tmp: Path):
         # Humans on Q2's audit pairs: k (log noise) relevant, n (log helped) irrelevant, i partial, f2 irrelevant.
         human = {"k": 2, "n": 0, "i": 1, "f2": 0}
         lines = [label_line(Q2, d, "v1", g, "ben", f"2026-11-30T09:00:0{i}Z") for i, (d, g) in enumerate(human.items())]
-        # The judge: on Q2 k irrelevant, i relevant, f2 partial; on Q1 g partial, h irrelevant, and p (retired:
-        # no ranker can return it) relevant.
-        judge = [(Q2, "k", 0), (Q2, "i", 2), (Q2, "f2", 1), (Q1, "g", 1), (Q1, "h", 0), (Q1, "p", 2)]
+        # The judge: on Q2 k irrelevant, i relevant, f2 partial; on Q1 g partial, h irrelevant, c (a stale log
+        # row) relevant, and p (retired: no ranker can return it) relevant.
+        judge = [(Q2, "k", 0), (Q2, "i", 2), (Q2, "f2", 1), (Q1, "g", 1), (Q1, "h", 0), (Q1, "c", 2), (Q1, "p", 2)]
         lines += [
             label_line(q, d, "v1", g, "jj", f"2026-11-30T10:00:0{i}Z", kind="judge")
             for i, (q, d, g) in enumerate(judge)
@@ -113,6 +113,16 @@ def test_the_prediction_never_sees_an_audit_label(labels):
 def test_the_judge_fills_pairs_the_other_sources_leave_open(labels):
     # Q1's golden rows (a helped, b helped, c noise, m wrong) stay; the judge adds g and h.
     assert labels.prediction[Q1] == {"a": 1, "b": 1, "c": 0, "m": 0, "g": 1, "h": 0}
+
+
+def test_with_exclude_stale_a_stale_row_left_out_frees_its_pair_for_the_judge(audited_db):
+    # Q1's stale rows (b version_changed, c and m superseded) leave the qrels; the judge's label on c fills c.
+    con = warehouse.connect(audited_db, read_only=True)
+    try:
+        fresh = estimate_labels(con, "jj", exclude_stale=True)
+    finally:
+        con.close()
+    assert fresh.prediction[Q1] == {"a": 1, "c": 2, "g": 1, "h": 0}
 
 
 def test_a_judge_label_on_a_document_not_active_in_the_snapshot_fills_no_pair(audited_db, labels):

@@ -650,6 +650,8 @@ def test_a_deviation_within_the_roundoff_of_0_is_0_at_the_bound_and_kept_just_be
         (1.0 - 2.0**-39, 1.0 - 2.0**-39),
         (1.0 - 2.0**-40, 1.0),
         (1.0 - ROUNDOFF, 1.0),
+        (-0.25, -0.25),  # the clip to [0, 1] is not the snap's
+        (1.25, 1.25),
     ],
 )
 def test_a_tuned_lambda_within_the_roundoff_of_0_or_1_is_that_bound(lam, snapped):
