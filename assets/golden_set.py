@@ -209,8 +209,12 @@ def _build_metadata(result: BuildResult, drift: float | None, merges, sample, co
         "funnel": _funnel_table(result.funnel),
         "full_funnel": _full_funnel_table(counts.funnel),
         # Every count under its one name (goldenset.counts): the keys of `status --json`'s counts,
-        # but the labelling queue's, which the pool makes after the build (labelling_queue shows it).
-        **{k: v for k, v in counts.to_json().items() if k != "labelling_queue"},
+        # but the labelling queue's, which the pool makes after the build (labelling_queue shows them).
+        **{
+            k: dg.MetadataValue.json(v) if isinstance(v, dict) else v
+            for k, v in counts.to_json().items()
+            if k not in ("labelling_queue", "labelling_queue_by_reason")
+        },
         "rejected_by_source": dg.MetadataValue.json(q.by_source()),
         "history_versions_opened": result.history.versions_opened,
         "history_versions_closed": result.history.versions_closed,
@@ -251,7 +255,9 @@ def _full_funnel_table(rows: list[FunnelRow]) -> dg.MetadataValue:
                     "unit": row.unit,
                     "count": row.count,
                     "left": row.left,
+                    "units_left": row.units_left,
                     "by_reason": ", ".join(f"{k} {v}" for k, v in (row.by_reason or {}).items()),
+                    "queries_kept_by": ", ".join(f"{k} {v}" for k, v in (row.queries_kept_by or {}).items()),
                 }
             )
             for row in rows
@@ -264,7 +270,11 @@ def _full_funnel_table(rows: list[FunnelRow]) -> dg.MetadataValue:
                 dg.TableColumn(
                     "left", "int", description="judgments or rows left after the step (empty: a lines step)"
                 ),
+                dg.TableColumn("units_left", "int", description="serves or queries left (the filter steps)"),
                 dg.TableColumn("by_reason", "string"),
+                dg.TableColumn(
+                    "queries_kept_by", "string", description="no_positive: queries kept by a log helped, by a human"
+                ),
             ]
         ),
     )

@@ -70,7 +70,7 @@ def label_day_metadata(con, keys: list[str], reports: dict, rubric_name: str) ->
         out[dt] = {
             "files": st.files,
             # The names of goldenset.counts, for one day: label_lines_read = labels +
-            # label_lines_rejected + blank_lines, where label_lines_rejected =
+            # label_lines_rejected - unreadable_files + blank_lines, where label_lines_rejected =
             # label_lines_rejected_at_ingest + label_lines_held_back (unknown_document_version).
             "label_lines_read": st.lines_read,
             "labels": st.labels,
@@ -78,6 +78,7 @@ def label_day_metadata(con, keys: list[str], reports: dict, rubric_name: str) ->
             "label_lines_rejected_at_ingest": st.label_lines_rejected_at_ingest,
             "label_lines_held_back": st.label_lines_held_back,
             "blank_lines": st.blank_lines,
+            "unreadable_files": st.unreadable_files,
             "label_lines_by_annotator": dg.MetadataValue.json(st.by_annotator),
             "rejected_by_reason": dg.MetadataValue.json(st.label_lines_rejected_by_reason()),
             "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.label_lines_rejected_at_ingest)),

@@ -71,13 +71,15 @@ def day_metadata(con, keys: list[str], reports: dict) -> dict[str, dict]:
         out[dt] = {
             "files": st.files,
             # The names of goldenset.counts, for one day: log_lines_read = serves + verdicts +
-            # log_lines_rejected_at_ingest + blank_lines (conflicting duplicate serves are
-            # found at build, over every day: the golden_set asset counts them).
+            # log_lines_rejected_at_ingest - unreadable_files + blank_lines (an unreadable_file
+            # row is no line read; conflicting duplicate serves are found at build, over every
+            # day: the golden_set asset counts them).
             "log_lines_read": st.lines_read,
             "serves": st.serves,
             "verdicts": st.verdicts,
             "log_lines_rejected_at_ingest": st.log_lines_rejected_at_ingest,
             "blank_lines": st.blank_lines,
+            "unreadable_files": st.unreadable_files,
             "rejected_by_reason": dg.MetadataValue.json(st.rejected_by_reason),
             "rejected_sample": dg.MetadataValue.md(sample_md(samples.get(dt, []), st.log_lines_rejected_at_ingest)),
             **table_metadata("log_serves", st.serves),

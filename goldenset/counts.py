@@ -340,15 +340,18 @@ class Counts:
     def labelling_queue(self) -> int:
         return sum(self.labelling_queue_by_reason.values())
 
-    def to_json(self) -> dict[str, int]:
-        """Every count by its key (the keys of `status --json`'s `counts` and of the golden_set metadata)."""
-        out = {name: int(getattr(self.build, name)) for name in BUILD_COUNTS}
+    def to_json(self) -> dict[str, Any]:
+        """Every count by its key: `status --json`'s `counts` (contract 15.9), the queues' splits by reason included;
+        the golden_set metadata holds all but the labelling queue's two."""
+        out: dict[str, Any] = {name: int(getattr(self.build, name)) for name in BUILD_COUNTS}
         out["golden_rows"] = self.golden_rows
         out["log_lines_read"] = self.lines.log_lines_read
         out["label_lines_read"] = self.lines.label_lines_read
         out.update({name: getattr(self.quarantine, name) for name in QUARANTINE_COUNTS})
         out["relabel_queue"] = self.relabel_queue
+        out["relabel_queue_by_reason"] = dict(self.relabel_queue_by_reason)
         out["labelling_queue"] = self.labelling_queue
+        out["labelling_queue_by_reason"] = dict(self.labelling_queue_by_reason)
         return out
 
 
@@ -379,12 +382,16 @@ def golden_counts(
 
 
 def filter_funnel(con: Connection, build_id: int) -> list[FunnelStep]:
-    """The stored `filter_funnel` of a build, step by step (contract 3-4)."""
+    """The stored `filter_funnel` of a build, step by step (contract 3-4), with what only humans kept (v5).
+
+    Every column: reading four of them once left `units_kept_by_human` at its default 0, so
+    `status --json` said no query was kept by a human positive alone.
+    """
     return [
         FunnelStep(*r)
         for r in con.execute(
-            "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
-            "WHERE build_id = ? ORDER BY step_order",
+            "SELECT step, judgments_dropped, judgments_left, units_left, coalesce(judgments_kept_by_human, 0), "
+            "coalesce(units_kept_by_human, 0) FROM filter_funnel WHERE build_id = ? ORDER BY step_order",
             [build_id],
         ).fetchall()
     ]

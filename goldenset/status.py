@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -67,7 +68,8 @@ class Status:
         return self.counts.labelling_queue_by_reason
 
     def to_json(self) -> dict:
-        """The `status --json` object: `counts` holds every count under its one key (docs/reference/counts.md)."""
+        """The `status --json` object: `counts` holds every count under its one key (docs/reference/counts.md), the
+        queues' sizes and splits by reason included (contract 15.9: one place, not again at the top level)."""
         from goldenset.export import _iso
 
         return {
@@ -85,10 +87,6 @@ class Status:
             "rejected_by_reason": self.rejected_by_reason,
             "rejected_by_source": self.counts.quarantine.by_source(),
             "orphan_verdicts": self.build.orphan_verdicts,
-            "relabel_queue": self.relabel_queue,
-            "relabel_queue_by_reason": self.relabel_queue_by_reason,
-            "labelling_queue": self.counts.labelling_queue,
-            "labelling_queue_by_reason": self.labelling_queue_by_reason,
             "judges_held_back": self.judges_held_back,
             "judge_health": self.judge_health,
             "rubric": {"name": self.rubric_name, "sha256": self.build.rubric_sha256}
@@ -207,14 +205,25 @@ def drift_between_builds(con: Connection, older: BuildRecord, newer: BuildRecord
     )
 
 
+UNREADABLE = "unreadable_file"
+
+
+def unreadable_files(rejected_by_reason: Mapping[str, int]) -> int:
+    """A day's rows of reason unreadable_file: rejected records that are no line read (contract 15.9)."""
+    return rejected_by_reason.get(UNREADABLE, 0)
+
+
 @dataclass(frozen=True)
 class PartitionStats:
     """What the warehouse holds of one log day (whatever run ingested it).
 
-    The counts add up: log_lines_read = serves + verdicts + log_lines_rejected_at_ingest +
-    blank_lines, every line read in exactly one of them (a blank line is skipped, not
-    rejected). Lines of a conflicting duplicate serve are found at build, over every day, and
-    counted by goldenset.counts (`conflicting_duplicate_serves`); here they are serves.
+    The counts add up: log_lines_read = serves + verdicts + log_lines_rejected_at_ingest -
+    unreadable_files + blank_lines, every line read in exactly one of them (a blank line is
+    skipped, not rejected). An `unreadable_file` row is a rejected record but not a line read:
+    a file that could not be opened, or whose gzip stream broke after its last complete line
+    (those lines are read and counted). Lines of a conflicting duplicate serve are found at
+    build, over every day, and counted by goldenset.counts (`conflicting_duplicate_serves`);
+    here they are serves.
     """
 
     dt: str
@@ -228,6 +237,10 @@ class PartitionStats:
     @property
     def log_lines_rejected_at_ingest(self) -> int:
         return sum(self.rejected_by_reason.values())
+
+    @property
+    def unreadable_files(self) -> int:
+        return unreadable_files(self.rejected_by_reason)
 
 
 def partition_stats(con: Connection, dts: list[str]) -> dict[str, PartitionStats]:
@@ -293,10 +306,11 @@ def partition_samples(
 class LabelPartitionStats:
     """What the warehouse holds of one day of label files.
 
-    The counts add up: label_lines_read = labels + label_lines_rejected + blank_lines, where
-    label_lines_rejected = label_lines_rejected_at_ingest + label_lines_held_back: a line held
-    back until a snapshot knows its document version (unknown_document_version) is a rejected
-    line (contract 7.2), named apart because it joins once one does; it is not a label.
+    The counts add up: label_lines_read = labels + label_lines_rejected - unreadable_files +
+    blank_lines, where label_lines_rejected = label_lines_rejected_at_ingest +
+    label_lines_held_back: a line held back until a snapshot knows its document version
+    (unknown_document_version) is a rejected line (contract 7.2), named apart because it joins
+    once one does; it is not a label. An `unreadable_file` row is no line read (PartitionStats).
     """
 
     dt: str
@@ -311,6 +325,10 @@ class LabelPartitionStats:
     @property
     def label_lines_rejected_at_ingest(self) -> int:
         return sum(self.rejected_by_reason.values())
+
+    @property
+    def unreadable_files(self) -> int:
+        return unreadable_files(self.rejected_by_reason)
 
     @property
     def label_lines_held_back(self) -> int:

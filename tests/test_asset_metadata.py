@@ -107,7 +107,7 @@ def test_a_log_day_counts_every_line_once_blank_lines_included(two_builds):
     instance, _ = two_builds
     meta = _latest(instance, "serve_log", "2026-11-01")
     # The README: 13 lines, serves s1 and s2, verdicts on lines 2-5, 7, 8, 11, 12, rejected 9 and 10, blank 13.
-    keys = ("log_lines_read", "serves", "verdicts", "log_lines_rejected_at_ingest", "blank_lines")
+    keys = ("log_lines_read", "serves", "verdicts", "log_lines_rejected_at_ingest", "blank_lines", "unreadable_files")
     got = {k: meta[k].value for k in keys}
     assert got == {
         "log_lines_read": 13,
@@ -115,6 +115,7 @@ def test_a_log_day_counts_every_line_once_blank_lines_included(two_builds):
         "verdicts": 8,
         "log_lines_rejected_at_ingest": 2,
         "blank_lines": 1,
+        "unreadable_files": 0,
     }
     assert "2 of 2 lines rejected at ingest" in meta["rejected_sample"].value
 
@@ -131,6 +132,7 @@ def test_a_label_day_counts_a_line_of_unknown_version_once(two_builds):
         "label_lines_held_back",
         "label_lines_rejected_at_ingest",
         "blank_lines",
+        "unreadable_files",
     )
     got = {k: meta[k].value for k in keys}
     assert got == {
@@ -140,6 +142,7 @@ def test_a_label_day_counts_a_line_of_unknown_version_once(two_builds):
         "label_lines_held_back": 1,
         "label_lines_rejected_at_ingest": 7,
         "blank_lines": 1,
+        "unreadable_files": 0,
     }
     # The held-back line is a rejected line of its reason: the day's reasons add up to its rejected lines.
     assert meta["rejected_by_reason"].value["unknown_document_version"] == 1

@@ -42,7 +42,7 @@ def test_status_json_reports_age_drift_funnel_and_queue(project_dir, capsys, con
     assert st["build_id"] == 1 and st["age_days"] < 1
     assert st["corpus"]["drift_since_build"] == 0.0
     assert [s["judgments_left"] for s in st["funnel"]] == [8, 7, 6, 5, 3]
-    assert st["rejected_records"] == 3 and st["orphan_verdicts"] == 1 and st["relabel_queue"] == 2
+    assert st["rejected_records"] == 3 and st["orphan_verdicts"] == 1 and st["counts"]["relabel_queue"] == 2
 
 
 def test_status_shows_drift_after_the_corpus_moved(project_dir, capsys, conformance_build, isolated_home):

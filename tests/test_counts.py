@@ -407,9 +407,9 @@ def _funnel_rows(text: str) -> dict[str, int]:
 
 def _status_json(s: Screens) -> dict[str, int]:
     j = s.status
-    got = dict(j["counts"])
-    got.update({f"relabel_queue.{r}": n for r, n in j["relabel_queue_by_reason"].items()})
-    got.update({f"labelling_queue.{r}": n for r, n in j["labelling_queue_by_reason"].items()})
+    got = {k: v for k, v in j["counts"].items() if not k.endswith("_by_reason")}
+    got.update({f"relabel_queue.{r}": n for r, n in j["counts"]["relabel_queue_by_reason"].items()})
+    got.update({f"labelling_queue.{r}": n for r, n in j["counts"]["labelling_queue_by_reason"].items()})
     got.update({f"funnel {row['step']}": row["count"] for row in j["full_funnel"]})
     return got
 
@@ -424,8 +424,6 @@ def _status_json_parts(s: Screens) -> dict[str, int]:
         "label_lines_rejected": sum(by["label"].values()),
         "label_lines_held_back": by["label"]["unknown_document_version"],
         "trace_records_rejected": sum(by["trace"].values()),
-        "relabel_queue": s.status["relabel_queue"],
-        "labelling_queue": s.status["labelling_queue"],
     }
 
 
@@ -433,6 +431,7 @@ def _golden_set_metadata(s: Screens) -> dict[str, int]:
     m = s.golden_set
     got = {k: v for k, v in m.items() if isinstance(v, int) and not isinstance(v, bool) and k in EXPECTED}
     got["golden_rows (dagster/row_count)"] = m["dagster/row_count"]
+    got.update({f"relabel_queue.{r}": n for r, n in m["relabel_queue_by_reason"].items()})
     got.update({f"funnel {r.data['step']}": r.data["count"] for r in m["full_funnel"].records})
     by = m["rejected_by_source"]
     got["log_lines_rejected (by source)"] = sum(by["log"].values())
@@ -579,6 +578,29 @@ def test_the_running_total_adds_up_step_by_step(screens):
         )
         if after["step"] != "golden_rows":
             assert after["left"] == before["left"] + sign * after["count"], after
+
+
+def test_status_json_holds_each_queue_count_once_in_counts(screens):
+    counts = screens.status["counts"]
+    assert list(counts["labelling_queue_by_reason"].items()) == [("stale", 2), ("successor", 1), ("pooled", 3)]
+    assert counts["relabel_queue_by_reason"] == {"superseded": 1, "version_changed": 2}
+    queue_keys = {"relabel_queue", "relabel_queue_by_reason", "labelling_queue", "labelling_queue_by_reason"}
+    assert queue_keys <= set(counts) and not queue_keys & set(screens.status)
+    # The golden_set metadata holds all but the labelling queue's, which the pool makes after the build.
+    assert screens.golden_set["relabel_queue_by_reason"] == counts["relabel_queue_by_reason"]
+    assert "labelling_queue" not in screens.golden_set and "labelling_queue_by_reason" not in screens.golden_set
+
+
+def test_the_funnel_metadata_has_the_filter_steps_units_left_and_no_positive_split(screens):
+    rows = {r.data["step"]: r.data for r in screens.golden_set["full_funnel"].records}
+    as_json = {r["step"]: r for r in screens.status["full_funnel"]}
+    # no_positive left 2 queries (Q1, Q3), both kept by a log helped: no human positive was needed.
+    assert [rows[s]["units_left"] for s in ("judged", "always_served", "retired", "repeats", "no_positive")] == [
+        as_json[s]["units_left"] for s in ("judged", "always_served", "retired", "repeats", "no_positive")
+    ]
+    assert rows["no_positive"]["units_left"] == 2 and rows["log_lines_read"]["units_left"] is None
+    assert rows["no_positive"]["queries_kept_by"] == "log_helped 2, human_positive 0"
+    assert as_json["no_positive"]["queries_kept_by"] == {"log_helped": 2, "human_positive": 0}
 
 
 def test_rejected_records_are_the_rows_goldenset_rejects_lists(screens):

@@ -21,6 +21,7 @@ from goldenset.build import build_golden_set
 from goldenset.checks import BuildChecks
 from goldenset.errors import BuildBlocked
 from goldenset.ingest import ingest_all
+from goldenset.status import partition_stats
 from goldenset.warehouse import connect
 from tests.helpers import (
     always,
@@ -561,6 +562,33 @@ def test_a_truncated_gzip_completed_later_replaces_its_unreadable_row(warehouse,
     publish(warehouse, tmp_path, DOCS)
     assert rejected(warehouse) == []
     assert golden(warehouse) == [("s1", "d1", "helped"), ("s1", "d2", "noise")]
+
+
+def test_a_days_lines_add_up_with_unreadable_files_which_are_no_lines_read(warehouse, log_root):
+    # plain: S1, blank, `not json`, V1, blank, blank (a final \n starts no line): 6 lines.
+    write_bytes(log_root, DAY1, "a.jsonl", jsonl([S1]) + b"\n" + b"not json\n" + jsonl([V1]) + b"\n\n")
+    write_bytes(log_root, DAY1, "b.jsonl", b"a\n\n\n")  # 3 lines: `a` (invalid JSON) and two blank ones
+    # A gzip stream broken after two whole lines: those 2 are read, and one unreadable_file row.
+    comp = zlib.compressobj(wbits=31)
+    serve_2, verdict_2 = serve("s2", ts(10), "other", [ranked("d1", 1)]), verdict("s2", "d1", "helped", ts(11))
+    write_bytes(
+        log_root, DAY1, "c.jsonl.gz", comp.compress(jsonl([serve_2, verdict_2])) + comp.flush(zlib.Z_SYNC_FLUSH)
+    )
+    write_bytes(log_root, DAY1, "d.jsonl.gz", b"not gzip at all")  # unreadable from its start: 0 lines
+    ingest_all(warehouse, log_root)
+    st = partition_stats(warehouse, [DAY1])[DAY1]
+    assert (st.lines_read, st.serves, st.verdicts, st.blank_lines) == (11, 2, 2, 5)
+    assert st.rejected_by_reason == {"invalid_json": 2, "unreadable_file": 2} and st.unreadable_files == 2
+    assert (
+        st.lines_read
+        == st.serves + st.verdicts + st.log_lines_rejected_at_ingest - st.unreadable_files + st.blank_lines
+    )
+    assert dict(rows(warehouse, "SELECT file_name, lines_total FROM log_files ORDER BY 1")) == {
+        "a.jsonl": 6,
+        "b.jsonl": 3,
+        "c.jsonl.gz": 2,
+        "d.jsonl.gz": 0,
+    }
 
 
 # --------------------------------------------------------------------------- what is read

@@ -14,6 +14,7 @@ from story_world import QID, TASKS
 
 from goldenset.errors import InputError, UsageError
 from goldenset.explain import explain, explain_lines, resolve_query
+from goldenset.status import golden_status
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import verdict, write_log
@@ -71,6 +72,13 @@ def test_the_funnel_counts_the_queries_only_a_human_positive_kept(story_con):
     assert [(b, u, j) for b, step, u, j in rows if step == "no_positive"] == [(1, 1, 1), (2, 2, 3), (3, 1, 2)]
     assert [kept[b] for b in (1, 2, 3)] == [1, 2, 1]
     assert all(u == 0 and j == 0 for _, step, u, j in rows if step != "no_positive")
+
+
+def test_status_json_splits_what_no_positive_kept_by_log_and_by_human(story_con):
+    # Build 3 holds RESET (a log helped) and GDB (a human positive alone): one query each. Status reads the
+    # stored filter_funnel, which must give the human count, not a default 0.
+    (row,) = [r for r in golden_status(story_con).to_json()["full_funnel"] if r["step"] == "no_positive"]
+    assert row["units_left"] == 2 and row["queries_kept_by"] == {"log_helped": 1, "human_positive": 1}
 
 
 def test_golden_queries_marks_what_kept_each_query(story_con):
