@@ -63,6 +63,7 @@ from goldenset.errors import UsageError
 from goldenset.labelling.agreement import round_half_away
 from goldenset.labelling.judge_agreement import JudgeAgreement, judge_agreement
 from goldenset.schema import active_documents
+from goldenset.units import percent
 
 ENV_MIN_PAIRS = "GOLDENSET_JUDGE_MIN_PAIRS"
 ENV_MIN_KAPPA = "GOLDENSET_JUDGE_MIN_KAPPA"
@@ -333,6 +334,11 @@ def _t(x: float | None) -> str:
     return "n/a" if x is None else f"{_r(x):.4f}"
 
 
+def _pct(x: float | None) -> str:
+    """A share in prose (contract 15.9, units): a percentage with one decimal, `n/a` for a null."""
+    return "n/a" if x is None else percent(x)
+
+
 @dataclass(frozen=True)
 class GateRow:
     """One judge's `build_judges` row of a build, as status and judge health read it."""
@@ -372,7 +378,7 @@ class GateRow:
         figures = ""
         if self.sample is not None and self.n:
             figures = (
-                f" (agreement {_t(self.po)} at chance {_t(self.pe)}, relevant share {_t(self.prevalence)}, "
+                f" (agreement {_pct(self.po)} at chance {_pct(self.pe)}, relevant share {_pct(self.prevalence)}, "
                 f"AC1 {_t(self.ac1)})"
             )
         return f"kappa {_t(self.kappa)}{interval} {where}{figures}"

@@ -272,8 +272,8 @@ def test_status_explains_the_figures_of_a_judge_held_back_and_of_one_admitted(au
     rebuild(audited, judge_gate=dataclasses.replace(LATEST_AUDIT, min_kappa=0.7))
     st = status_json(audited, capsys)
     figures = (
-        "kappa 0.8182 (95% interval 0.6667 to 1.0000) on 10 pairs of 2 audited queries (agreement 0.9000 at "
-        "chance 0.4500, relevant share 0.6000, AC1 0.8625)"
+        "kappa 0.8182 (95% interval 0.6667 to 1.0000) on 10 pairs of 2 audited queries (agreement 90.0% at "
+        "chance 45.0%, relevant share 60.0%, AC1 0.8625)"
     )
     (held,) = st["judges_held_back"]
     assert held == {

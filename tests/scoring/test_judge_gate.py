@@ -48,7 +48,7 @@ from tests.helpers import isolated_settings
 
 HELD_BACK_WHY = (
     "kappa 0.6875 (95% interval 0.0000 to 1.0000) on 5 shared pairs of 2 queries, not a random sample "
-    "(agreement 0.8000 at chance 0.3600, relevant share 0.6000, AC1 0.7101); needs a lower bound >= {k:g} "
+    "(agreement 80.0% at chance 36.0%, relevant share 60.0%, AC1 0.7101); needs a lower bound >= {k:g} "
     "on >= {n} pairs; 12 labels held back"
 )
 

@@ -144,7 +144,7 @@ def test_status_says_why_and_warns_of_kappa_rate_and_change(two_runs, capsys):
         "judge qwen: no audit drawn yet, so the gate read the 5 pairs it shares with humans (2 queries), not a "
         "random sample; draw one (goldenset pool --audit 40) and label its pairs",
         "judge qwen: kappa 0.0000 (95% interval 0.0000 to 0.0000) on 5 shared pairs of 2 queries, not a random "
-        "sample (agreement 0.4000 at chance 0.4000, relevant share 0.6000, AC1 0.2208): its lower bound is below "
+        "sample (agreement 40.0% at chance 40.0%, relevant share 60.0%, AC1 0.2208): its lower bound is below "
         "the gate's 0.6; its labels are held back from the golden set",
         "judge qwen: 58.3% hallucinated spans in run 2 (above 5%)",
         "judge qwen: hallucinated-span rate moved +58.3% since its previous run (0.0% to 58.3%; more than 5%)",
