@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -104,6 +105,7 @@ def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | No
 
     logs = root / "logs"
     n_lines = book.write(logs)
+    _date_files(logs)
     root.mkdir(parents=True, exist_ok=True)
     before = _write_corpus(root / "corpus-v1.jsonl", corpus.before)
     after = _write_corpus(root / "corpus-v2.jsonl", corpus.after)
@@ -126,3 +128,21 @@ def write_demo_data(root: Path, *, seed: int = 7, days: int = 30, end: date | No
         late_verdicts=late,
         late_verdicts_into=logs / late_folder(end) / LATE_PART,
     )
+
+
+# How long before now the newest demo log file was last written.
+SETTLED = timedelta(minutes=1)
+
+
+def _date_files(logs: Path) -> None:
+    """Give each log file the time a serving system would have closed it: the end of its day.
+
+    Capped at a minute ago. Files written in the second they are read are read again by the
+    next build (the racy-stat rule of ingestion), so without this the demo's second build
+    re-read a day or not depending on how fast the machine wrote and built (CI saw both).
+    """
+    latest = datetime.now(UTC) - SETTLED
+    for path in logs.glob("dt=*/*"):
+        day = datetime.strptime(path.parent.name.removeprefix("dt="), "%Y-%m-%d").replace(tzinfo=UTC)
+        when = min(day + timedelta(days=1) - timedelta(seconds=1), latest).timestamp()
+        os.utime(path, (when, when))
