@@ -281,8 +281,8 @@ def test_goldenset_build_runs_against_the_postgres_instance_from_the_command_lin
         runs = instance.get_runs()
         # Newest first: the second build had no file to read, so it ran no day.
         assert [(r.job_name, r.status, r.tags[TRIGGER_TAG]) for r in runs] == [
-            ("rebuild_golden_set", dg.DagsterRunStatus.SUCCESS, "manual"),
-            ("refresh_golden_set", dg.DagsterRunStatus.SUCCESS, "manual"),
+            ("rebuild_golden_set", dg.DagsterRunStatus.SUCCESS, "cli"),
+            ("refresh_golden_set", dg.DagsterRunStatus.SUCCESS, "cli"),
         ]
         golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=10).records
         assert [r.asset_materialization.metadata["build_id"].value for r in golden] == [2, 1]
@@ -422,7 +422,11 @@ def test_the_services_of_docs_deploy_share_one_postgres_instance(postgres_server
 
     with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
         runs = instance.get_runs()
-        assert [(r.status, r.tags[TRIGGER_TAG]) for r in runs] == [(dg.DagsterRunStatus.SUCCESS, "manual")] * 2
+        # Newest first: the unit's `goldenset build` (a CLI run, section 18), then the queued launch.
+        assert [(r.status, r.tags[TRIGGER_TAG]) for r in runs] == [
+            (dg.DagsterRunStatus.SUCCESS, "cli"),
+            (dg.DagsterRunStatus.SUCCESS, "manual"),
+        ]
         golden = instance.fetch_materializations(dg.AssetKey("golden_set"), limit=10).records
         assert [r.run_id for r in golden] == [runs[0].run_id, run.run_id]
         assert [r.asset_materialization.metadata["build_id"].value for r in golden] == [2, 1]

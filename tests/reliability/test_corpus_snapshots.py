@@ -324,7 +324,10 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
     }
 
     steps = [
-        ("A", a, True),  # the first evaluation launches one rebuild
+        # Turned on before the corpus exists: the first evaluation records that and starts nothing
+        # (it would start nothing on a corpus either, contract section 18), so A is the first change.
+        ("no corpus yet", "gone", False),
+        ("A", a, True),
         ("A unchanged", None, False),  # size and mtime as before: not even read
         ("B", b, True),
         ("B touched", b, False),  # new mtime, same content
@@ -337,7 +340,7 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
     with dg.instance_for_test() as instance:
         for what, rows, rebuild in steps:
             if rows == "gone":
-                world.corpus.unlink()
+                world.corpus.unlink(missing_ok=True)
             elif rows == "broken":
                 world.corpus.write_text(world.corpus.read_text()[:-30], encoding="utf-8")
                 os.utime(world.corpus, ns=(world.corpus.stat().st_mtime_ns + 10**9,) * 2)
@@ -347,7 +350,8 @@ def test_the_real_sensor_rebuilds_once_per_fingerprint_change_a_to_b_to_a_is_two
             assert len(requests) == (1 if rebuild else 0), (what, skipped)
             for request in requests:
                 keys.append(request.run_key)
-                assert request.tags["goldenset/trigger"] == "reindex"
+                # The run says which sensor started it (section 18); the build records the reindex.
+                assert request.tags["goldenset/trigger"] == "sensor:corpus_reindex_sensor"
                 result = job.execute_in_process(
                     instance=instance, run_config=request.run_config, tags=request.tags, raise_on_error=False
                 )

@@ -377,11 +377,12 @@ def test_a_new_audit_is_part_of_the_builds_inputs(audited):
 def test_a_figure_that_is_a_tie_rounds_away_from_zero_though_its_double_lies_below_the_tie():
     # po = 12001/20000 = 0.60005 exactly; its nearest double is a hair below 0.60005, and rounding that
     # double's binary value would give 0.6. 7.5 rounds the exact figure, 8.2 the decimal the double prints
-    # as: both give 0.6001.
+    # as: both give 0.6001 in the JSON.
     assert F(0.60005) < F(12001, 20000)
     row = judge_gate.GateRow("qwen", 20000, 0.5, True, 1, 50, 0.6, "audit", 1, 4, 0.25, 0.75, 0.60005, 0.2, 0.5, 0.5)
     assert row.to_json()["po"] == 0.6001
-    assert "(agreement 0.6001 at chance 0.2000," in row.measured()
+    # The line prints the shares as percentages with one decimal (15.9): 60.005% is 60.0%.
+    assert "(agreement 60.0% at chance 20.0%, relevant share 50.0%, AC1 0.5000)" in row.measured()
 
 
 def test_status_lists_its_judges_by_annotator_admitted_or_not(audited, capsys):
