@@ -29,8 +29,13 @@ lines, the agent's judgments and the human labels from DuckDB and passes them in
 
 Decisions
 ---------
-- Only lines of kind `human` enter agreement between annotators, disagreements and the agent
-  comparison; judge lines (8.3) are left out, even under a name that also wrote human lines.
+- Only human current labels enter agreement between annotators, disagreements and the agent
+  comparison. An annotator's current label on a pair is its latest accepted line whatever its
+  kind (7.2), as the merge and the judge's gate read it (8.3); it counts here when that line has
+  kind `human`. So a name with lines of both kinds is a human annotator on the pairs where its
+  latest line is a human one and is left out of the others, and an older human line of it does
+  not stand in where a later judge line of the same name shadows it: such a line does not vote
+  in the human label of 7.3 either, and agreement describes the labels the build reads.
 - An annotator's current label on a pair is one label at one doc_version. Two annotators
   share a pair only when their current labels are at the same doc_version; a current label at
   another version is not compared (it is not a label of the same passage), and an older line
@@ -230,8 +235,10 @@ def current_labels(lines: Iterable[LabelLine]) -> list[LabelLine]:
     return [best[k] for k in sorted(best)]
 
 
-def _human_current(lines: Iterable[LabelLine]) -> list[LabelLine]:
-    return current_labels(line for line in lines if line.kind == "human")
+def human_current(lines: Iterable[LabelLine]) -> list[LabelLine]:
+    """The current labels (7.2: the latest line whatever its kind) that have kind `human`, sorted as
+    current_labels sorts them: a human line shadowed by a later judge line of its name is not one."""
+    return [line for line in current_labels(lines) if line.kind == "human"]
 
 
 def _by_pair(current: Iterable[LabelLine]) -> dict[PairRef, list[LabelLine]]:
@@ -270,7 +277,7 @@ def _shared(current: Iterable[LabelLine]) -> dict[tuple[str, str], list[tuple[La
 def annotator_agreement(lines: Iterable[LabelLine]) -> list[AnnotatorAgreement]:
     """Kappa for every two annotators (human lines) sharing at least one pair, sorted by (a, b)."""
     out = []
-    for (a, b), pairs in sorted(_shared(_human_current(lines)).items()):
+    for (a, b), pairs in sorted(_shared(human_current(lines)).items()):
         agreement = cohen_kappa([x.label for x, _ in pairs], [y.label for _, y in pairs])
         out.append(AnnotatorAgreement(a, b, agreement))
     return out
@@ -321,7 +328,7 @@ def agent_agreement(
     """
     agent = _agent_index(agent_labels)
     per_annotator: dict[str, list[tuple[AgentLabel, str]]] = defaultdict(list)
-    for line in _human_current(lines):
+    for line in human_current(lines):
         judged = agent.get(PairRef(line.query_id, line.doc_id))
         if judged is not None and judged.doc_version == line.doc_version:
             per_annotator[line.annotator].append((judged, line.label))
@@ -391,7 +398,7 @@ def _disagreements(current: Iterable[LabelLine]) -> list[Disagreement]:
 
 def disagreements(lines: Iterable[LabelLine]) -> list[Disagreement]:
     """Every (query_id, doc_id) where annotators (human lines) at one doc_version disagree, sorted."""
-    return _disagreements(_human_current(lines))
+    return _disagreements(human_current(lines))
 
 
 # --------------------------------------------------------------------------- report
@@ -454,7 +461,7 @@ def _counts(counter: Counter[str]) -> tuple[Count, ...]:
 
 def disagreement_breakdown(lines: Iterable[LabelLine]) -> DisagreementBreakdown:
     """Where annotators disagree (human lines): by decided_by, by project, and by annotator pair."""
-    current = _human_current(lines)
+    current = human_current(lines)
     found = _disagreements(current)
     by_decided_by: Counter[str] = Counter()
     by_project: Counter[str] = Counter()

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from goldenset.labelling.agreement import AgentLabel, LabelLine, current_labels
+from goldenset.labelling.agreement import AgentLabel, LabelLine, human_current
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def agreement_notes(
     report: dict[str, list], lines: Iterable[LabelLine], agent_labels: Iterable[AgentLabel], log_judged_pairs: int
 ) -> list[TableNote]:
     """A note for each empty table of `report` (agreement_report's object), in the report's order."""
-    human = current_labels(line for line in lines if line.kind == "human")
+    human = human_current(lines)
     notes = []
     if not report["annotators"]:
         notes.append(_annotators_note(human))

@@ -381,6 +381,34 @@ def test_judge_lines_take_no_part_in_agreement():
     assert disagreements(lines) == []
 
 
+def test_a_later_judge_line_of_the_same_name_shadows_its_human_line_as_the_merge_reads_it(rubric):
+    # ana labels d1 and d2 as a person; then a judge run under her name labels d1, later. Her current label on d1
+    # is the judge line (7.2, read as the merge and the gate read it, 8.3): on d1 she is a judge, and her older
+    # human line is compared with nobody, as it does not vote in the human label of 7.3 either.
+    lines = [
+        _line("ana", "d1", "relevant", minutes=0),
+        _line("ana", "d2", "irrelevant", minutes=0),
+        _line("ben", "d1", "partial", minutes=1),
+        _line("ben", "d2", "irrelevant", minutes=1),
+        _line("ana", "d1", "irrelevant", minutes=5, kind="judge"),
+    ]
+    (entry,) = annotator_agreement(lines)
+    assert (entry.a, entry.b, entry.agreement.n, entry.agreement.po) == ("ana", "ben", 1, 1)
+    assert disagreements(lines) == []  # on d1 only ben holds a human current label
+    agent = [AgentLabel("q", "d1", "v1", "helped"), AgentLabel("q", "d2", "v1", "noise")]
+    assert [(e.annotator, e.agreement.n) for e in agent_agreement(lines, agent, [], rubric)] == [("ana", 1), ("ben", 2)]
+
+
+def test_a_later_human_line_of_a_judges_name_makes_it_a_human_annotator_on_that_pair():
+    lines = [
+        _line("qwen", "d1", "irrelevant", minutes=0, kind="judge"),
+        _line("ben", "d1", "relevant", minutes=1),
+        _line("qwen", "d1", "relevant", minutes=5),
+    ]
+    (entry,) = annotator_agreement(lines)
+    assert (entry.a, entry.b, entry.agreement.n, entry.agreement.po) == ("ben", "qwen", 1, 1)
+
+
 def test_annotator_pairs_are_ordered_by_code_point():
     lines = [_line(name, "d1", "relevant") for name in ("ana", "Zoe", "ben")]
     assert [(x.a, x.b) for x in annotator_agreement(lines)] == [("Zoe", "ana"), ("Zoe", "ben"), ("ana", "ben")]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 
 import pytest
 from judge_stub import JudgeStub, good, passage_of
@@ -31,6 +32,7 @@ from world import (
     GRADE,
     JUDGE,
     JUDGE_ONLY,
+    Q1,
     RUBRIC,
     TEXT,
     append_labels,
@@ -41,6 +43,7 @@ from world import (
     status_json,
 )
 
+from goldenset.cli.app import main as app_main
 from goldenset.labelling.judge_gate import JudgeGate
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
@@ -228,3 +231,31 @@ def test_the_point_kappa_no_longer_decides_the_lower_bound_does(judged):
     build, rows, judges = latest(judged)
     assert build == (5, 0, 12)
     assert judges[0][2:4] == (0.6875, False)
+
+
+@pytest.mark.slow  # its own world, built once, about 1.5 CPU s
+def test_a_name_with_lines_of_both_kinds_is_read_alike_by_the_build_and_by_agreement(tmp_path, worlds, capsys):
+    # ana labels d1 and d2 of Q1 as a person, ben too; then a judge run under ana's name labels d1, later. Her
+    # current label on d1 is the judge line (7.2, 8.3): the build's human label of d1 is ben's alone, and
+    # `labels agreement` compares ana and ben on d2 only (on d1 her human line is shadowed, as in the build).
+    lines = [
+        label_line(Q1, "d1", "relevant", "2026-11-30T09:00:00Z"),
+        label_line(Q1, "d2", "irrelevant", "2026-11-30T09:00:00Z"),
+        label_line(Q1, "d1", "partial", "2026-11-30T09:01:00Z", annotator="ben"),
+        label_line(Q1, "d2", "irrelevant", "2026-11-30T09:01:00Z", annotator="ben"),
+        label_line(Q1, "d1", "irrelevant", "2026-11-30T10:00:00Z", kind="judge"),
+    ]
+    world = worlds(tmp_path / "w", lines)
+    con = connect(world.db, read_only=True)
+    try:
+        d1 = con.execute(
+            "SELECT source, label, annotators FROM golden_set WHERE query_id = ? AND doc_id = 'd1'", [Q1]
+        ).fetchall()
+    finally:
+        con.close()
+    assert d1 == [("human", "partial", 1)]
+    capsys.readouterr()
+    assert app_main(["labels", "agreement", "--json", "--db", str(world.db), "--rubric", str(RUBRIC)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["annotators"] == [{"a": "ana", "b": "ben", "n": 1, "po": 1.0, "pe": 1.0, "kappa": None}]
+    assert printed["disagreements"] == []
