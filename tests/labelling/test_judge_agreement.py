@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
 
 from goldenset.labelling.agreement import cohen_kappa, gwet_ac1
 from goldenset.labelling.judge_agreement import bootstrap_kappa, judge_agreement
@@ -163,17 +164,33 @@ def test_fewer_than_two_queries_have_no_interval():
     assert bootstrap_kappa([], resamples=100, seed=0) is None
 
 
-def reference_interval(units, resamples: int, seed: int) -> tuple[float, float]:
-    """The documented bootstrap, done the slow way: one `integers` call per resample, exact kappas."""
+def reference_interval(units, resamples: int, seed: int, weights=None) -> tuple[float, float]:
+    """The documented bootstrap, done the slow way: one `integers` call per resample, exact kappas; with
+    `weights`, each drawn unit's pairs count with its weight (kappa from the weighted table, in fractions)."""
     rng = np.random.default_rng(seed)
     kappas = []
     for _ in range(resamples):
-        picked = [pair for i in rng.integers(0, len(units), size=len(units)) for pair in units[int(i)]]
-        k = cohen_kappa([x for x, _ in picked], [y for _, y in picked]).kappa
+        drawn = [int(i) for i in rng.integers(0, len(units), size=len(units))]
+        if weights is None:
+            picked = [pair for i in drawn for pair in units[i]]
+            k = cohen_kappa([x for x, _ in picked], [y for _, y in picked]).kappa
+        else:
+            k = weighted_kappa([(x, y, weights[i]) for i in drawn for x, y in units[i]])
         if k is not None:
             kappas.append(float(k))
     lo, hi = np.percentile(kappas, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def weighted_kappa(items) -> F | None:
+    """Kappa of (a, b, weight) items, from the definition: weighted po and weighted label shares."""
+    total = sum(w for _, _, w in items)
+    po = sum(w for a, b, w in items if a == b) / total
+    labels = {a for a, _, _ in items} | {b for _, b, _ in items}
+    share_a = {x: sum(w for a, _, w in items if a == x) / total for x in labels}
+    share_b = {x: sum(w for _, b, w in items if b == x) / total for x in labels}
+    pe = sum(share_a[x] * share_b[x] for x in labels)
+    return None if pe == 1 else (po - pe) / (1 - pe)
 
 
 def test_the_interval_is_the_documented_bootstrap_recomputed_independently():
@@ -192,6 +209,46 @@ def test_the_interval_is_deterministic_for_a_seed_and_moves_with_it():
     first = bootstrap_kappa(units, resamples=300, seed=11)
     assert first == bootstrap_kappa(units, resamples=300, seed=11)
     assert first != bootstrap_kappa(units, resamples=300, seed=12)
+
+
+def test_the_weighted_interval_is_the_documented_bootstrap_recomputed_independently():
+    rng = np.random.default_rng(38)
+    labels = ["relevant", "partial", "irrelevant"]
+    units, weights = [], []
+    for _ in range(10):
+        size = int(rng.integers(1, 7))
+        units.append([(labels[int(rng.integers(3))], labels[int(rng.integers(3))]) for _ in range(size)])
+        # An active audit's weights: (n / N) / pi as doubles, read exactly (contract 13.2).
+        weights.append(F((12 / 40) / float(rng.uniform(0.15, 1.0))))
+    assert bootstrap_kappa(units, resamples=300, seed=7, weights=weights) == reference_interval(units, 300, 7, weights)
+
+
+def test_the_weighted_interval_carries_each_querys_weight_by_hand():
+    # A (pi 1/2, weight 2): judge/human rel/rel, irr/irr, rel/irr; kappa 2/5. B (pi 1/4, weight 4): irr/irr, which
+    # alone has no kappa (both raters one label). Resamples: AA (2/5), AB and BA (the weighted sample's 6/11,
+    # test_weighted_figures_by_hand), BB (left out): about a third of the defined values at 2/5 and two thirds
+    # at 6/11, so the interval is [2/5, 6/11]; unweighted, AB's kappa is 1/2.
+    a, b = [("rel", "rel"), ("irr", "irr"), ("rel", "irr")], [("irr", "irr")]
+    assert bootstrap_kappa([a, b], resamples=2000, seed=0, weights=[F(2), F(4)]) == (float(F(2, 5)), float(F(6, 11)))
+    assert bootstrap_kappa([a, b], resamples=2000, seed=0) == (float(F(2, 5)), 0.5)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xyz"), st.sampled_from("xyz")), min_size=2, max_size=12),
+    st.fractions(min_value=F(1, 1000), max_value=1000),
+)
+def test_equal_weights_give_the_unweighted_bootstrap(rows, weight):
+    # Every query of a uniform audit has one weight: the interval is the unweighted one, bit for bit.
+    units = [[(x, y) for q, x, y in rows if q == name] for name in "ab"]
+    units = [u for u in units if u]
+    assert bootstrap_kappa(units, 50, 3, weights=[weight] * len(units)) == bootstrap_kappa(units, 50, 3)
+
+
+def test_bootstrap_refuses_weights_that_do_not_fit_the_units():
+    with pytest.raises(ValueError, match="one weight per unit, got 1 for 2 units"):
+        bootstrap_kappa([[("a", "a")], [("b", "b")]], 10, 0, weights=[F(1)])
+    with pytest.raises(ValueError, match="positive weights, got 0"):
+        bootstrap_kappa([[("a", "a")], [("b", "b")]], 10, 0, weights=[F(1), F(0)])
 
 
 # --------------------------------------------------------------------------- judge_agreement
@@ -288,3 +345,101 @@ def test_the_recorded_values_are_what_irrcac_returns(irrcac):
     assert irrcac["ac1"] == pytest.approx(IRRCAC_AC1, abs=1e-12)
     for name, table in CASES.items():
         assert float(gwet_ac1(*pairs_of(table))) == pytest.approx(irrcac["ac1"][name], abs=1e-11)
+
+
+# --------------------------------------------------------------------------- weights (contract 13.2)
+
+# Two queries an active audit drew with pi 1/2 and 1/4 (weights 1/pi, up to a common factor: 2 and 4).
+# A: judge/human rel/rel, irr/irr, rel/irr (human rel share 1/3); B: irr/irr.
+WEIGHTED = [
+    ("A", "rel", "rel", True),
+    ("A", "irr", "irr", False),
+    ("A", "rel", "irr", False),
+    ("B", "irr", "irr", False),
+]
+
+
+def test_weighted_figures_by_hand():
+    # Summed weights: rel/rel 2, irr/irr 2 + 4 = 6, rel/irr 2; total 10. po = 8/10. The judge's shares rel 4/10,
+    # irr 6/10; the human's rel 2/10, irr 8/10: pe = (8 + 48)/100 = 14/25; kappa = (20 - 14)/(25 - 14) = 6/11.
+    # Relevant share 2/10. AC1: pi(rel) = (4 + 2)/20, pi(irr) = 14/20; pe1 = 2 x 3/10 x 7/10 = 21/50;
+    # AC1 = (40 - 21)/(50 - 21) = 19/29. Unweighted, the four pairs: po 3/4; shares rel 2/4 and 1/4, pe 1/2,
+    # kappa 1/2; relevant share 1/4; pi(rel) = 3/8, pe1 = 15/32, AC1 = (24 - 15)/(32 - 15) = 9/17.
+    a = judge_agreement(WEIGHTED, resamples=2000, seed=0, weights={"A": F(1, 2) ** -1, "B": F(1, 4) ** -1})
+    assert (a.n, a.queries, a.po, a.pe, a.kappa, a.prevalence, a.ac1) == (
+        4,
+        2,
+        F(4, 5),
+        F(14, 25),
+        F(6, 11),
+        F(1, 5),
+        F(19, 29),
+    )
+    assert (a.kappa_lo, a.kappa_hi) == (float(F(2, 5)), float(F(6, 11)))
+    u = judge_agreement(WEIGHTED, resamples=2000, seed=0)
+    assert (u.po, u.pe, u.kappa, u.prevalence, u.ac1) == (F(3, 4), F(1, 2), F(1, 2), F(1, 4), F(9, 17))
+    assert (u.kappa_lo, u.kappa_hi) == (float(F(2, 5)), 0.5)
+
+
+def test_only_the_ratio_of_the_weights_counts():
+    # 12.1's weight (n/N)/pi differs from 1/pi by the factor n/N: the figures do not move.
+    scaled = judge_agreement(WEIGHTED, resamples=500, seed=1, weights={"A": F(3, 10), "B": F(3, 5)})
+    assert scaled == judge_agreement(WEIGHTED, resamples=500, seed=1, weights={"A": F(2), "B": F(4)})
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("abc"), st.sampled_from("abc"), st.booleans()),
+        min_size=1,
+        max_size=30,
+    ),
+    st.fractions(min_value=F(1, 1000), max_value=1000),
+)
+def test_a_uniform_audit_gives_the_unweighted_figures(pairs, weight):
+    # Any uniform audit: every query weighs the same, so every figure is the unweighted one (7.5's cohen_kappa
+    # and gwet_ac1 over the pairs), and so is the interval.
+    weighted = judge_agreement(pairs, 40, 2, weights=dict.fromkeys(["q1", "q2", "q3"], weight))
+    assert weighted == judge_agreement(pairs, 40, 2)
+    plain = cohen_kappa([j for _, j, _, _ in pairs], [h for _, _, h, _ in pairs])
+    assert (weighted.po, weighted.pe, weighted.kappa) == (plain.po, plain.pe, plain.kappa)
+    assert weighted.ac1 == gwet_ac1([j for _, j, _, _ in pairs], [h for _, _, h, _ in pairs])
+    assert weighted.prevalence == F(sum(r for *_, r in pairs), len(pairs))
+
+
+def test_weighted_figures_match_the_definition_on_random_weights():
+    rng = np.random.default_rng(5)
+    pairs = [(f"q{int(rng.integers(6))}", *rng.choice(["rel", "part", "irr"], 2).tolist(), False) for _ in range(40)]
+    weights = {f"q{i}": F(int(rng.integers(1, 50)), int(rng.integers(1, 50))) for i in range(6)}
+    a = judge_agreement(pairs, 10, 0, weights=weights)
+    assert a.kappa == weighted_kappa([(j, h, weights[q]) for q, j, h, _ in pairs])
+    assert a.kappa != cohen_kappa([j for _, j, _, _ in pairs], [h for _, _, h, _ in pairs]).kappa
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3", "q4"]),
+            st.sampled_from(["rel", "part", "irr"]),
+            st.sampled_from(["rel", "part", "irr"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.lists(st.floats(min_value=0.05, max_value=20.0), min_size=4, max_size=4),
+)
+@settings(max_examples=40)  # each example sums Fractions; 40 cover the shapes at a third of the cost
+def test_weighted_figures_equal_scikit_learns_weighted_kappa_and_numpys_weighted_mean(rows, draws):
+    # An independent implementation: cohen_kappa_score with sample_weight (one weight per pair: its query's), and
+    # numpy.average for the relevant share. The weights are doubles, as 13.2's (n/N)/pi are.
+    weights = {q: F(w) for q, w in zip(["q1", "q2", "q3", "q4"], draws, strict=True)}
+    pairs = [(q, j, h, h == "rel") for q, j, h in rows]
+    a = judge_agreement(pairs, 10, 0, weights=weights)
+    per_pair = [float(weights[q]) for q, *_ in pairs]
+    assert a.prevalence is not None
+    assert float(a.prevalence) == pytest.approx(np.average([h == "rel" for *_, h, _ in pairs], weights=per_pair))
+    judge, human = [j for _, j, _, _ in pairs], [h for _, _, h, _ in pairs]
+    if a.kappa is None:  # pe = 1: both sides one same label, where scikit-learn divides 0 by 0
+        assert set(judge) == set(human) and len(set(judge)) == 1
+        return
+    expected = cohen_kappa_score(judge, human, sample_weight=per_pair)
+    assert float(a.kappa) == pytest.approx(expected, rel=1e-9, abs=1e-12)
