@@ -1,9 +1,10 @@
 """The judge's gate (contracts 8.3 and 13.2): the sample that measures a judge, its figures, the decision.
 
 A judge annotator's labels join the golden set only while it agrees with people. It is
-measured where it is used: on the **audit** (contract 12.1), the one uniform random sample
-of golden queries whose pairs people label in full, so the pairs the gate reads are a random
-sample of the pairs the metrics read and not the pairs that happened to be labelled last.
+measured where it is used: on the **audit** (contract 12.1), the random sample of golden
+queries whose pairs people label in full (uniform, or active with known chances that the
+figures weigh by), so the pairs the gate reads are a random sample of the pairs the metrics
+read and not the pairs that happened to be labelled last.
 
 Decisions
 ---------
@@ -20,9 +21,31 @@ Decisions
   stand at the same doc_version, whether the audit asked for it or people had labelled it
   before the draw: the queries are drawn at random, their pairs are all taken, and the
   bootstrap resamples queries. Taking only the pairs the audit asked for would leave out the
-  pairs labelled before the draw, which the queue's priority chose. An active audit's queries
-  (drawn by the judge's uncertainty, contract 12.1) are read unweighted, like a uniform
-  audit's: the figures then describe the queries drawn, not the golden set.
+  pairs labelled before the draw, which the queue's priority chose.
+- **Weights: the design of each draw** (`query_weights`). An active audit (12.1) draws query
+  q with its own chance pi(q), larger where the judge was unsure, so reading its queries as
+  a uniform audit's would describe the queries drawn, not the golden set. Each audited
+  query's pairs count with a weight w(q) in every figure (ratio estimators,
+  goldenset.labelling.judge_agreement), and the bootstrap carries it:
+  w(q) = [a uniform audit read drew q] + sum over the active audits k read that drew q of
+  pibar_k / pi_k(q), with pibar_k = n_k / N_k the audit's mean chance (its expected size over
+  its population). Why this form: the uniform audits read, whatever their sizes and seeds,
+  together give every query of their population one same chance of being drawn by at least
+  one of them (nothing in a uniform draw tells queries apart), so 1 for each query they drew
+  has the same expectation for every query, and each pair is read once as before weights; an
+  active audit's term has expectation pibar_k for every query of its population (pi_k(q) x
+  pibar_k / pi_k(q)). The expected weight of every query is therefore one constant, so each
+  weighted sum estimates that constant times the population's sum, and each ratio the
+  population's figure. Only expectations are added, so nothing assumes the audits were drawn
+  independently (they are not: every pool draws with seed 0 unless told otherwise), which
+  rules out the union's chance 1 - prod(1 - pi_k(q)). pibar_k scales an active audit to weigh
+  as a uniform audit of its expected size would (1/pi_k alone would let one active audit
+  outweigh every uniform one by N/n). Rejected: the weight of the latest audit that drew q
+  (a query a uniform audit drew and the active one did not then weighs 1 however small its
+  active chance was, so the expected weight is no longer constant and the figures lean
+  towards the queries the active audit shunned); reading only the latest audit when designs
+  differ (it throws away audited queries people labelled). Only uniform audits read: every
+  weight is 1 and the figures are exactly the unweighted ones.
 - **No audit yet.** When no audit was drawn, or no pair of an audited query carries the
   judge's label at the human label's version, the gate reads every pair that takes part in
   this build on which the judge's current label and the human label stand at the same
@@ -54,13 +77,15 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import Any
 
 from goldenset.connection import Connection
-from goldenset.errors import UsageError
+from goldenset.errors import GoldensetError, UsageError
 from goldenset.labelling.agreement import round_half_away
+from goldenset.labelling.audit import ACTIVE
 from goldenset.labelling.judge_agreement import JudgeAgreement, judge_agreement
 from goldenset.schema import active_documents
 from goldenset.units import percent
@@ -196,6 +221,14 @@ pending AS (
 SELECT DISTINCT query_id FROM audit_queries
 WHERE pool_id IN (SELECT pool_id FROM w) AND query_id NOT IN (SELECT query_id FROM pending)
 """
+# Every draw of an audited query by an audit read, with what its weight needs (13.2).
+_DRAWS = """
+WITH w AS (SELECT pool_id FROM audit_samples QUALIFY $k = 0 OR row_number() OVER (ORDER BY pool_id DESC) <= $k)
+SELECT q.query_id, s.design, s.requested, s.population, q.inclusion, q.pool_id
+FROM audit_queries q JOIN audit_samples s USING (pool_id)
+WHERE q.pool_id IN (SELECT pool_id FROM w) AND q.query_id IN (SELECT query_id FROM _gaudit)
+ORDER BY q.query_id, q.pool_id
+"""
 _SHARED = """
 SELECT j.query_id, j.label, h.label, h.grade >= 1 FROM _mpart j
 JOIN _mhl h ON h.query_id = j.query_id AND h.doc_id = j.doc_id AND h.doc_version = j.doc_version
@@ -224,6 +257,31 @@ class JudgeOutcome:
         return None if self.agreement.kappa is None else float(self.agreement.kappa)
 
 
+def query_weights(draws: Iterable[tuple[str, str, int, int, float, int]]) -> dict[str, Fraction]:
+    """Each audited query's weight w(q) (contract 13.2), from its draws by the audits read.
+
+    `draws`: (query_id, design, requested, population, inclusion, pool_id) per draw. w(q) = 1 when
+    a uniform audit drew q (however many did), plus, for each active audit k that drew q,
+    (n_k / N_k) / pi_k(q) in double precision (n_k = min(requested, population), N_k = population,
+    pi_k(q) = inclusion; each division rounded to the nearest double), the doubles added exactly.
+    """
+    uniform: set[str] = set()
+    active: dict[str, Fraction] = {}
+    for query_id, design, requested, population, inclusion, pool_id in draws:
+        if design != ACTIVE:
+            uniform.add(query_id)
+            continue
+        if inclusion is None or not 0 < inclusion <= 1 or population < 1:
+            raise GoldensetError(
+                f"audit of pool {pool_id} drew query {query_id!r} with inclusion probability {inclusion!r} "
+                f"(population {population}): the judge's gate cannot weigh it; draw the audit again "
+                "(goldenset pool --audit N --active --judge NAME)"
+            )
+        term = Fraction((min(requested, population) / population) / inclusion)
+        active[query_id] = active.get(query_id, Fraction(0)) + term
+    return {q: (1 if q in uniform else 0) + active.get(q, Fraction(0)) for q in sorted(uniform | set(active))}
+
+
 def gate_judges(con: Connection, gate: JudgeGate, content_sha: str) -> list[JudgeOutcome]:
     """Each judge annotator with a current label, measured and decided (inside the merge: reads its temp tables)."""
     names = [
@@ -240,15 +298,17 @@ def gate_judges(con: Connection, gate: JudgeGate, content_sha: str) -> list[Judg
     ).fetchall()[0][0]
     out = []
     try:
+        weights = query_weights(con.execute(_DRAWS, {"k": gate.audits}).fetchall())
         for name in names:
+            weighted: dict[str, Fraction] | None = weights
             sample = SAMPLE_AUDIT
             pairs = con.execute(
                 _SHARED.format(audited="AND j.query_id IN (SELECT query_id FROM _gaudit)"), [name]
             ).fetchall()
             if not pairs:
-                sample = SAMPLE_SHARED
+                sample, weighted = SAMPLE_SHARED, None  # not a sample of any design: unweighted
                 pairs = con.execute(_SHARED.format(audited=""), [name]).fetchall()
-            agreement = judge_agreement(pairs, gate.resamples, gate.seed)
+            agreement = judge_agreement(pairs, gate.resamples, gate.seed, weights=weighted)
             labels = con.execute(
                 "SELECT count(*) FROM _mcur WHERE kind = 'judge' AND annotator = ?", [name]
             ).fetchall()[0][0]
@@ -325,8 +385,6 @@ def _r(x: float | None) -> float | None:
     stored as the double nearest it, which may lie a hair below the tie; its repr is the tie itself,
     so it rounds away from zero (0.6001, not 0.6), as 7.5 rounds the exact figure.
     """
-    from fractions import Fraction
-
     return None if x is None else round_half_away(Fraction(repr(x)))
 
 
