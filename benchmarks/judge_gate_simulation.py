@@ -2,7 +2,7 @@
 
     python benchmarks/judge_gate_simulation.py [--collection DIR] [--samples 1000] [--size 40] \
         [--deltas=-0.15,-0.1,-0.05,-0.025,0.025,0.05,0.1,0.15] [--window 200] [--depth 10] \
-        [--resamples 2000] [--seed 0] [--out FILE.json] [--markdown FILE.md]
+        [--resamples 2000] [--seed 0] [--part both|uniform|active] [--out FILE.json] [--markdown FILE.md]
 
 DIR holds cran.all.1400, cran.qry and cranqrel (default: tests/data/cranfield-mini, the
 fresh-clone smoke size; the full collection gives the table in docs/concepts/estimates.md).
@@ -36,6 +36,19 @@ What it does, in order:
    Reported per judge and delta: how often each rule admits; the false-admission rate (delta >
    0) or the false-hold-back rate (delta < 0); and per judge the mean kappa each rule measured.
 
+5. **Active audits** (`--part active` or `both`): per judge, `--samples` active audits of
+   expected size `--size` drawn by that judge's own uncertainty (contract 12.1:
+   goldenset.labelling.active_audit's inclusion probabilities from u(q), Poisson draws; the
+   judge's per-grade rates from every pooled pair, as ppi_simulation.py takes them). On each,
+   the gate's figures as the build computes them now, each query weighted by the design that
+   drew it (contract 13.2: `goldenset.labelling.judge_gate.query_weights`, then
+   `judge_agreement` with those weights), and as it computed them before (unweighted, the
+   drawn queries read as a uniform audit's). Reported per judge: the mean kappa and relevant
+   share each way against the true ones, the mean error of kappa with 1.96 standard errors of
+   that mean (an error beyond them is a bias, not the repetitions' noise), the root mean
+   squared error, how often the 95% interval holds the true kappa, the mean lower bound, and
+   each way's error rate at every minimum of step 3.
+
 Sizes at or above the number of queries are cut to one less (the mini collection has 4).
 """
 
@@ -55,13 +68,17 @@ if str(HERE) not in sys.path:
 
 import cranfield_collection as cc  # noqa: E402
 import cranfield_study as study  # noqa: E402
+from ppi_simulation import judge_uncertainty  # noqa: E402
 
+from goldenset.labelling.active_audit import inclusion_probabilities  # noqa: E402
+from goldenset.labelling.audit import ACTIVE  # noqa: E402
 from goldenset.labelling.judge_agreement import judge_agreement  # noqa: E402
-from goldenset.labelling.judge_gate import JudgeGate, admits  # noqa: E402
+from goldenset.labelling.judge_gate import JudgeGate, admits, query_weights  # noqa: E402
 
 DEFAULT_COLLECTION = HERE.parent / "tests" / "data" / "cranfield-mini"
 MIN_PAIRS = JudgeGate().min_pairs
 RULES = ("audit gate", "audit point kappa", "window rule")
+ACTIVE_RULES = ("weighted gate", "unweighted gate")
 
 
 # --------------------------------------------------------------------------- the pool, the judges, the queue
@@ -111,6 +128,73 @@ def measure(judge: np.ndarray, truth: np.ndarray, queue: list, draws: np.ndarray
     return out
 
 
+def measure_active(judge: np.ndarray, truth: np.ndarray, pooled: np.ndarray, pi: np.ndarray, mask: np.ndarray, args):
+    """Per active audit (rows of `mask`: the queries drawn with chances `pi`): the gate's figures weighted (13.2)
+    and unweighted."""
+    n_q = pooled.shape[0]
+    names = [f"{q:04d}" for q in range(n_q)]
+    # The build's own weights: one active audit of expected size `size` over the n_q queries.
+    weight = query_weights((names[q], ACTIVE, args.size, n_q, float(pi[q]), 1) for q in range(n_q))
+    rows_of = {
+        q: [(names[q], int(judge[q, d]), int(truth[q, d]), bool(truth[q, d])) for d in np.flatnonzero(pooled[q])]
+        for q in range(n_q)
+    }
+    out: dict[str, list] = {k: [] for k in ("drawn", "n", *(f"{r} {x}" for r in ACTIVE_RULES for x in FIGURES))}
+    for drawn in mask:
+        queries = np.flatnonzero(drawn)
+        rows = [r for q in queries for r in rows_of[int(q)]]
+        out["drawn"].append(len(queries))
+        out["n"].append(len(rows))
+        for rule, weights in (
+            ("weighted gate", {names[q]: weight[names[q]] for q in queries}),
+            ("unweighted gate", None),
+        ):
+            a = judge_agreement(rows, args.resamples, 0, weights=weights)
+            for x, value in zip(FIGURES, (a.kappa, a.kappa_lo, a.kappa_hi, a.prevalence), strict=True):
+                out[f"{rule} {x}"].append(None if value is None else float(value))
+    return {**out, "pi_min": float(pi.min()), "pi_max": float(pi.max())}
+
+
+FIGURES = ("kappa", "lower", "upper", "prevalence")
+
+
+def active_summary(m: dict, true_kappa: float, deltas: list[float]) -> dict:
+    """Means, error of kappa, and each rule's error rate at each minimum, over the active audits."""
+    rows = []
+    for delta in deltas:
+        gate = JudgeGate(min_pairs=MIN_PAIRS, min_kappa=round(true_kappa + delta, 4))
+        side = "below" if delta > 0 else "above"
+        admitted = {
+            r: float(np.mean([admits(n, lo, gate) for n, lo in zip(m["n"], m[f"{r} lower"], strict=True)]))
+            for r in ACTIVE_RULES
+        }
+        errors = {r: admitted[r] if side == "below" else 1 - admitted[r] for r in ACTIVE_RULES}
+        rows.append(
+            {"delta": delta, "min_kappa": gate.min_kappa, "judge_is": side, "admitted": admitted, "error": errors}
+        )
+    kappas = {r: [k for k in m[f"{r} kappa"] if k is not None] for r in ACTIVE_RULES}
+    return {
+        "drawn_mean": float(np.mean(m["drawn"])),
+        "pairs_mean": float(np.mean(m["n"])),
+        "pi_min": m["pi_min"],
+        "pi_max": m["pi_max"],
+        "mean_kappa": {r: _mean(m[f"{r} kappa"]) for r in ACTIVE_RULES},
+        "mean_error_kappa": {r: float(np.mean(kappas[r]) - true_kappa) for r in ACTIVE_RULES},
+        # The mean's own standard error over the repetitions: an error beyond 1.96 of it is a bias, not noise.
+        "se_mean_kappa": {r: float(np.std(kappas[r], ddof=1) / np.sqrt(len(kappas[r]))) for r in ACTIVE_RULES},
+        "coverage": {r: _coverage(m[f"{r} lower"], m[f"{r} upper"], true_kappa) for r in ACTIVE_RULES},
+        "rmse_kappa": {r: float(np.sqrt(np.mean((np.array(kappas[r]) - true_kappa) ** 2))) for r in ACTIVE_RULES},
+        "mean_lower_bound": {r: _mean(m[f"{r} lower"]) for r in ACTIVE_RULES},
+        "mean_relevant_share": {r: _mean(m[f"{r} prevalence"]) for r in ACTIVE_RULES},
+        "rows": rows,
+    }
+
+
+def _coverage(lower: list, upper: list, true_kappa: float) -> float:
+    """The share of audits whose interval holds the true kappa (a null interval holds nothing)."""
+    return float(np.mean([lo is not None and lo <= true_kappa <= hi for lo, hi in zip(lower, upper, strict=True)]))
+
+
 def decisions(m: dict, min_kappa: float) -> dict[str, float]:
     """The share of audits each rule admits at this minimum."""
     gate = JudgeGate(min_pairs=MIN_PAIRS, min_kappa=min_kappa)
@@ -141,12 +225,20 @@ def run(args: argparse.Namespace) -> dict:
     truth = np.where(pooled, rel, 0)
     queue = queue_order(top_bm25, top_dense, pooled, [q.query_id for q in collection.queries])
     size = min(args.size, n_q - 1)
+    args.size = size
     rng = np.random.default_rng(args.seed)
     draws = np.argsort(rng.random((args.samples, n_q)), axis=1)[:, :size]
-    judges = {}
+    numbers = rng.random((args.samples, n_q))  # the active audits' uniform numbers, shared by both judges
+    judges, active = {}, {}
     for name, scores in (("dense cosine >= calibrated cut", cosine), ("bm25 score >= calibrated cut", bm25)):
         labels, cut = calibrated_judge(scores, truth, pooled)
         true_kappa = study.kappa(labels[pooled], truth[pooled])
+        if args.part != "uniform":
+            pi = inclusion_probabilities(judge_uncertainty(labels, truth, pooled), size)
+            m_active = measure_active(labels, truth, pooled, pi, numbers < pi, args)
+            active[name] = {"true_kappa": true_kappa} | active_summary(m_active, true_kappa, args.deltas)
+        if args.part == "active":
+            continue
         m = measure(labels, truth, queue, draws, args)
         rows = []
         for delta in args.deltas:
@@ -176,6 +268,7 @@ def run(args: argparse.Namespace) -> dict:
         "depth": args.depth,
         "pooled_pairs": int(pooled.sum()),
         "pooled_relevant_share": float(truth[pooled].mean()),
+        "part": args.part,
         "audit_size": size,
         "window": args.window,
         "min_pairs": MIN_PAIRS,
@@ -183,6 +276,7 @@ def run(args: argparse.Namespace) -> dict:
         "resamples": args.resamples,
         "seed": args.seed,
         "judges": judges,
+        "active": active,
         "seconds": round(time.monotonic() - started, 1),
     }
 
@@ -201,6 +295,14 @@ def _window_prevalence(truth: np.ndarray, queue: list, draws: np.ndarray, window
 
 
 def markdown(out: dict) -> str:
+    """The tables of the parts that ran: the uniform audits' rules, then the active audits' gates."""
+    text = _uniform_markdown(out) if out["judges"] else ""
+    if out["active"]:
+        text += ("\n" if text else "") + _active_markdown(out)
+    return text
+
+
+def _uniform_markdown(out: dict) -> str:
     lines = [
         f"{out['queries']} queries, {out['documents']} documents, pool depth {out['depth']} "
         f"({out['pooled_pairs']} pooled pairs, {study.pct(out['pooled_relevant_share'], 1)} relevant); "
@@ -249,6 +351,67 @@ def markdown(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _active_markdown(out: dict) -> str:
+    lines = [
+        f"Active audits (contract 12.1) of {out['audit_size']} queries expected, drawn by each judge's own "
+        f"uncertainty: {out['samples']} per judge, seed {out['seed']}; B = {out['resamples']}; min pairs "
+        f"{out['min_pairs']}. The weighted gate weighs each query by its design (contract 13.2); the unweighted "
+        "one reads the drawn queries as a uniform audit's (the gate before weights). Error as above.",
+        "",
+    ]
+    header = ["judge", "true kappa", "min kappa", "judge is", *(f"{r}: error" for r in ACTIVE_RULES)]
+    rows = [
+        [
+            name,
+            study.fmt(j["true_kappa"], 3),
+            f"{r['min_kappa']:.3f} ({r['delta']:+g})",
+            f"{r['judge_is']} the minimum",
+            *(study.pct(r["error"][rule], 1) for rule in ACTIVE_RULES),
+        ]
+        for name, j in out["active"].items()
+        for r in j["rows"]
+    ]
+    lines += study.table(header, rows) + [""]
+    header = [
+        "judge",
+        "true kappa",
+        "mean kappa: weighted / unweighted",
+        "mean error of kappa (+- 1.96 SE): weighted / unweighted",
+        "RMSE of kappa: weighted / unweighted",
+        "interval holds the true kappa: weighted / unweighted",
+        "mean lower bound: weighted / unweighted",
+        "true relevant share",
+        "mean relevant share: weighted / unweighted",
+        "queries drawn, pairs (mean)",
+        "pi: min .. max",
+    ]
+    rows = []
+    for name, j in out["active"].items():
+
+        def both(key: str, fmt) -> str:
+            return " / ".join(fmt(j[key][r]) for r in ACTIVE_RULES)  # noqa: B023 - used at once
+
+        rows.append(
+            [
+                name,
+                study.fmt(j["true_kappa"], 3),
+                both("mean_kappa", lambda x: study.fmt(x, 3)),
+                " / ".join(
+                    f"{j['mean_error_kappa'][r]:+.4f} +- {1.96 * j['se_mean_kappa'][r]:.4f}" for r in ACTIVE_RULES
+                ),
+                both("rmse_kappa", lambda x: study.fmt(x, 3)),
+                both("coverage", lambda x: study.pct(x, 1)),
+                both("mean_lower_bound", lambda x: study.fmt(x, 3)),
+                study.pct(out["pooled_relevant_share"], 1),
+                both("mean_relevant_share", lambda x: study.pct(x, 1)),
+                f"{j['drawn_mean']:.1f}, {j['pairs_mean']:.0f}",
+                f"{j['pi_min']:.3f} .. {j['pi_max']:.3f}",
+            ]
+        )
+    lines += study.table(header, rows)
+    return "\n".join(lines) + "\n"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--collection", default=str(DEFAULT_COLLECTION), help="folder of cran.all.1400, cran.qry, cranqrel")
@@ -259,6 +422,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--depth", type=int, default=10, help="pool depth per ranker")
     p.add_argument("--resamples", type=int, default=JudgeGate().resamples, help="the gate's bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="seed of the audits' draws")
+    p.add_argument("--part", choices=("both", "uniform", "active"), default="both", help="which audits to draw")
     p.add_argument("--out", type=Path, help="write the JSON here")
     p.add_argument("--markdown", type=Path, help="write the table here")
     args = p.parse_args(argv)

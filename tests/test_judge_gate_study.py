@@ -34,6 +34,14 @@ def test_the_gate_study_runs_on_the_mini_collection(tmp_path):
             for rule in sim.RULES:
                 assert 0.0 <= admitted[rule] <= 1.0
                 assert error[rule] == (admitted[rule] if row["judge_is"] == "below" else 1 - admitted[rule])
+    # The active audits (contract 13.2's weights): both judges, their own draws, the figures each way.
+    assert list(out["active"]) == list(out["judges"])
+    for judge in out["active"].values():
+        assert 0 < judge["pi_min"] <= judge["pi_max"] <= 1
+        for rule in sim.ACTIVE_RULES:
+            assert 0.0 <= judge["coverage"][rule] <= 1.0
+            assert judge["mean_error_kappa"][rule] == pytest.approx(judge["mean_kappa"][rule] - judge["true_kappa"])
     text = sim.markdown(out)
     assert "| judge | true kappa | min kappa | judge is | audit gate: error |" in text
+    assert "| judge | true kappa | min kappa | judge is | weighted gate: error | unweighted gate: error |" in text
     assert "below the minimum" in text and "above the minimum" in text
