@@ -41,6 +41,21 @@ CorpusOpt = Annotated[
         "--corpus", help="Corpus snapshot the retriever searches (else GOLDENSET_CORPUS, else HOME/corpus.jsonl)."
     ),
 ]
+MeasureOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--measure",
+        help="A measure as ir_measures names it (nDCG@20, R@100, P(rel=2)@5), computed by trec_eval and "
+        "stored beside the metrics; repeat for several.",
+    ),
+]
+RunJsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON object instead of the tables: the run, every row's means, the estimate object.",
+    ),
+]
 
 
 @app.command("run")
@@ -94,21 +109,8 @@ def run_cmd(
         ),
     ] = "finite",
     ppi_lambda: PpiLambdaOpt = "tuned",
-    measure: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--measure",
-            help="A measure as ir_measures names it (nDCG@20, R@100, P(rel=2)@5), computed by trec_eval and "
-            "stored beside the metrics; repeat for several.",
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print one JSON object instead of the tables: the run, every row's means, the estimate object.",
-        ),
-    ] = False,
+    measure: MeasureOpt = None,
+    as_json: RunJsonOpt = False,
 ) -> None:
     """Gate, run the retriever on every golden query, store the run, print tables and the run_id."""
     from goldenset.bench.coverage import Thresholds
