@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
@@ -88,3 +89,33 @@ def test_tables_to_a_pipe_take_the_width_of_their_content(tmp_path, monkeypatch,
     assert len(rows) == 1
     assert f"dt=2026-11-06/{name}" in rows[0] and raw in rows[0]
     assert len(rows[0]) > 80
+
+
+def test_a_table_off_a_terminal_is_as_wide_as_its_content_its_title_on_one_line_and_no_line_padded():
+    from rich.table import Table
+
+    from goldenset.consoles import ContentWidthConsole
+
+    file = io.StringIO()
+    con = ContentWidthConsole(file=file, highlight=False)
+    title = "agreement between annotators (labels as build 3 read them)"
+    t = Table(title=title, title_justify="left")
+    t.add_column("a")
+    t.add_column("b")
+    t.add_row("ana", "ben")
+    t.add_row("x", "a cell of thirty-two characters.")
+    con.print(t)
+    con.print("a message", markup=False)
+    lines = file.getvalue().split("\n")
+    assert lines[0] == title  # one line, no blanks after it
+    assert lines[-2:] == ["a message", ""]
+    assert all(line == line.rstrip() for line in lines)
+    # The borders are the widest lines: 2 + len("ana") + 3 + 32 + 2 columns, the content's width.
+    table_lines = lines[1:-2]
+    assert {len(line) for line in table_lines} == {2 + 3 + 3 + 32 + 2}
+    # A title narrower than its table is not padded out to the table's width either.
+    file.seek(0)
+    file.truncate()
+    t.title = "short"
+    con.print(t)
+    assert file.getvalue().split("\n")[0] == "short"
