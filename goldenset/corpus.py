@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from goldenset.errors import CorpusError
 from goldenset.jsonstrict import StrictJSONError, loads
 from goldenset.logfiles import RACY_SECONDS
+from goldenset.settings import named
 
 if TYPE_CHECKING:
     import polars as pl
@@ -229,9 +230,11 @@ def _read_corpus(path: Path) -> CorpusSnapshot:
     if not (name.endswith(".jsonl") or name.endswith(".jsonl.gz") or name.endswith(".parquet")):
         raise CorpusError(f"corpus {path}: expected a .jsonl, .jsonl.gz or .parquet file")
     if path.is_dir():
-        raise CorpusError(f"corpus {path} is a directory, not a file; set --corpus or GOLDENSET_CORPUS")
+        where = named("corpus", path)
+        raise CorpusError(f"the corpus file {where} is a directory, not a file; point {where.fix} at the corpus file")
     if not path.is_file():
-        raise CorpusError(f"corpus {path} does not exist; set --corpus or GOLDENSET_CORPUS")
+        where = named("corpus", path)
+        raise CorpusError(f"the corpus file {where} does not exist; point {where.fix} at the corpus file")
     rows = _rows_from_parquet if name.endswith(".parquet") else _rows_from_jsonl
     documents: list[Document] = []
     bad: list[str] = []

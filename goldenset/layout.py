@@ -16,6 +16,7 @@ from pathlib import Path
 
 from goldenset.errors import InputError
 from goldenset.logfiles import list_files, list_partitions
+from goldenset.settings import Named
 
 _DT = re.compile(r"dt=[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _MAX_NAMED = 3
@@ -64,13 +65,18 @@ def _suffix(name: str) -> str:
     return suffix
 
 
-def require_files(root: Path, what: str, option: str) -> None:
-    """Refuse a directory in which no `dt=YYYY-MM-DD/*.jsonl[.gz]` file exists, saying what it holds."""
+def require_files(root: Path, what: str, where: Named) -> None:
+    """Refuse a directory in which no `dt=YYYY-MM-DD/*.jsonl[.gz]` file exists, saying what it holds.
+
+    `where` names the setting as the user gave it (goldenset.settings.named).
+    """
     root = Path(root)
     if not root.exists():
-        raise InputError(f"{what} directory {root} does not exist; set {option}")
+        raise InputError(f"the {what} directory {where} does not exist; point {where.fix} at it")
     if not root.is_dir():
-        raise InputError(f"{what} path {root} is a file, not a directory of dt=YYYY-MM-DD folders; set {option}")
+        raise InputError(
+            f"the {what} directory {where} is a file, not a directory of dt=YYYY-MM-DD folders; point {where.fix} at it"
+        )
     for p in root.iterdir():
         if p.is_dir() and _DT.fullmatch(p.name) and any(c.is_file() and _is_log_file(c.name) for c in p.iterdir()):
             return

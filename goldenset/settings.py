@@ -53,17 +53,19 @@ class Variable:
     kind: Literal["home", "path", "seconds", "count", "text"]
     default: str
     help: str
-    flag: str = ""  # the command-line flag a bad value names beside the variable
+    flag: str = ""  # the command-line flag that sets it (named beside the variable in messages)
 
 
 VARIABLES: tuple[Variable, ...] = (
     Variable(
         "home", ENV_HOME, "home", "", "Where all state lives (default: the checkout's var/, else the user data dir)."
     ),
-    Variable("logs", "GOLDENSET_LOGS", "path", "logs", "Serve-log directory (dt=YYYY-MM-DD folders)."),
-    Variable("corpus", "GOLDENSET_CORPUS", "path", "corpus.jsonl", "Corpus snapshot file."),
-    Variable("db", "GOLDENSET_DB", "path", "goldenset.duckdb", "The DuckDB warehouse."),
-    Variable("labels", "GOLDENSET_LABELS", "path", "labels", "Label-file directory (dt=YYYY-MM-DD folders)."),
+    Variable("logs", "GOLDENSET_LOGS", "path", "logs", "Serve-log directory (dt=YYYY-MM-DD folders).", flag="--logs"),
+    Variable("corpus", "GOLDENSET_CORPUS", "path", "corpus.jsonl", "Corpus snapshot file.", flag="--corpus"),
+    Variable("db", "GOLDENSET_DB", "path", "goldenset.duckdb", "The DuckDB warehouse.", flag="--db"),
+    Variable(
+        "labels", "GOLDENSET_LABELS", "path", "labels", "Label-file directory (dt=YYYY-MM-DD folders).", flag="--labels"
+    ),
     Variable(
         "rubric",
         "GOLDENSET_RUBRIC",
@@ -71,6 +73,7 @@ VARIABLES: tuple[Variable, ...] = (
         "rubric.yaml",
         "Labelling rubric: a YAML file, or a folder of them, one per task (the default falls back to the folder "
         "rubrics/ when rubric.yaml is absent).",
+        flag="--rubric",
     ),
     Variable("dagster_home", "DAGSTER_HOME", "path", "dagster", "The Dagster instance the UI shows."),
     Variable("exports", "GOLDENSET_EXPORT_DIR", "path", "export", "Where the golden set asset exports BEIR files."),
@@ -155,6 +158,71 @@ PATH_NAMES = tuple(v.name for v in VARIABLES if v.kind == "path")
 # The environment settings are read from: the process's, unless a caller scoped another.
 _environment: ContextVar[Mapping[str, str] | None] = ContextVar("goldenset_environment", default=None)
 
+Origin = Literal["flag", "variable", "default"]
+# Where each path setting this command resolved came from, and the path it resolved to: what
+# `named` reads, so a message deep in the library names what the user did.
+_resolved: ContextVar[Mapping[str, tuple[Origin, Path]] | None] = ContextVar("goldenset_resolved", default=None)
+
+
+def _note(name: str, origin: Origin, path: Path) -> None:
+    _resolved.set({**(_resolved.get() or {}), name: (origin, path)})
+
+
+def _same_path(a: str | Path, b: str | Path) -> bool:
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return str(a) == str(b)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A path setting as a message names it: as the user gave it, and what to change.
+
+    `origin` None: the path did not come from this command's settings (a library caller's
+    own path), so the message names the path alone and both ways to set it.
+    """
+
+    name: str
+    path: Path
+    origin: Origin | None
+
+    def __str__(self) -> str:
+        var = _BY_NAME[self.name]
+        if self.origin == "flag":
+            return f"{var.flag} {self.path}"
+        if self.origin == "variable":
+            return f"{var.env}={self.path}"
+        if self.origin == "default":
+            return f"{self.path} (the default)"
+        return str(self.path)
+
+    @property
+    def fix(self) -> str:
+        """What the user changes: the flag they gave, the variable they set (or the flag), else either."""
+        var = _BY_NAME[self.name]
+        if self.origin == "flag":
+            return var.flag
+        if self.origin == "variable":
+            return f"{var.env} (or {var.flag})"
+        return f"{var.flag} or {var.env}"
+
+
+def named(name: str, path: str | Path | None = None) -> Named:
+    """How a message names path setting `name`: `--db PATH` when the flag gave it, `GOLDENSET_DB=PATH`
+    when its variable did, `PATH (the default)` otherwise (contract 17.2).
+
+    Reads what this command's settings resolution recorded; `path` is the value the message is
+    about (default: the resolved one). A `path` the resolution did not give has no origin.
+    """
+    recorded = (_resolved.get() or {}).get(name)
+    if recorded is None:
+        return Named(name, Path(path) if path is not None else default_path(name), None)
+    origin, value = recorded
+    if path is None:
+        return Named(name, value, origin)
+    return Named(name, Path(path), origin if _same_path(path, value) else None)
+
 
 def environment() -> Mapping[str, str]:
     """The environment settings are read from now: `os.environ`, or the one `scoped_environment` set."""
@@ -230,11 +298,14 @@ class Settings(BaseModel):
             if var.kind == "path":
                 if flag is not None and flag != "":
                     values[var.name] = Path(flag).expanduser()
+                    _note(var.name, "flag", values[var.name])
                 elif text:
                     values[var.name] = Path(text).expanduser()
                     from_env.add(var.name)
+                    _note(var.name, "variable", values[var.name])
                 else:
                     values[var.name] = _under_home(values["home"], var)
+                    _note(var.name, "default", values[var.name])
             elif var.kind == "seconds":
                 values[var.name] = _seconds(flag if given else text, var)
                 from_env.update([var.name] if not given and text else [])
@@ -333,13 +404,19 @@ def env_var(name: str) -> str:
 
 
 def resolve(name: str, flag: str | Path | None = None) -> Path:
-    """The flag value if given, else the environment variable, else the place under the home."""
+    """The flag value if given, else the environment variable, else the place under the home.
+
+    Records where the value came from, for `named`.
+    """
+    origin: Origin
     if flag:
-        return Path(flag).expanduser()
-    value = environment().get(_BY_NAME[name].env)
-    if value:
-        return Path(value).expanduser()
-    return default_path(name)
+        path, origin = Path(flag).expanduser(), "flag"
+    elif value := environment().get(_BY_NAME[name].env):
+        path, origin = Path(value).expanduser(), "variable"
+    else:
+        path, origin = default_path(name), "default"
+    _note(name, origin, path)
+    return path
 
 
 def lock_timeout(flag: float | None = None) -> float:

@@ -46,6 +46,7 @@ from goldenset.errors import InputMoved, UsageError
 from goldenset.ingest import DELETE_FILES, MARK_DIRTY, tracks_dirty
 from goldenset.labelling.ingest import DELETE_LABEL_FILES
 from goldenset.logfiles import file_sha256
+from goldenset.settings import named
 from goldenset.warehouse import transaction
 
 KINDS = ("logs", "labels")
@@ -113,7 +114,7 @@ def check_roots(con: Connection, roots: dict[str, Path | None], *, new_source: b
         if not new_source:
             n = _ingested_files(con, kind)
             raise InputMoved(
-                f"{_FLAG[kind]} {now} is not the {kind} folder this warehouse was built from ({before}, "
+                f"{named(kind, now)} is not the {kind} folder this warehouse was built from ({before}, "
                 f"{n} file(s) ingested from it); nothing was changed. If the move is meant, run the build again "
                 f"with --new-source (files with the same path and bytes are recognised, not ingested twice); "
                 f"if {before} was the mistake, remove its rows with `goldenset forget {_FLAG[kind]} GLOB` first"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldenset import progress
+from goldenset import progress, settings
 from goldenset.connection import Connection
 from goldenset.errors import DatabaseBusy, InputError, NoBuild
 from goldenset.migrations import migrate
@@ -33,7 +33,8 @@ def connect(
     notify = notify or progress.notice
     path = Path(path)
     if path.exists() and path.is_dir():
-        raise InputError(f"warehouse {path} is a directory; point --db or GOLDENSET_DB at a .duckdb file")
+        where = settings.named("db", path)
+        raise InputError(f"the warehouse {where} is a directory; point {where.fix} at a .duckdb file")
     if read_only and not path.exists():
         raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
     creating = not read_only and not path.exists()
@@ -103,8 +104,9 @@ def require_folder(path: Path, home: Path) -> None:
         except OSError as exc:
             raise InputError(f"cannot create the goldenset home {folder}: {exc.strerror or exc}") from None
         return
+    where = settings.named("db", path)
     raise InputError(
-        f"the folder of the warehouse {path} does not exist: {folder}; create it first, or fix --db / GOLDENSET_DB"
+        f"the folder of the warehouse {where} does not exist: {folder}; create it first, or fix {where.fix}"
     )
 
 

@@ -19,7 +19,7 @@ from goldenset.labelling import ingest as label_ingest
 from goldenset.labelling.rubric_change import rubric_change
 from goldenset.labelling.rubric_set import load_rubrics
 from goldenset.logfiles import list_partitions
-from goldenset.settings import DEFAULT_LOCK_TIMEOUT, Paths, Settings
+from goldenset.settings import DEFAULT_LOCK_TIMEOUT, Paths, Settings, named
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, golden_status
 from goldenset.warehouse import connect, require_folder
@@ -100,7 +100,8 @@ def _run_refresh(
     # log is ingested.
     logs = Path(paths.logs)
     if logs.exists() and not logs.is_dir():
-        raise InputError(f"--logs {logs} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
+        where = named("logs", logs)
+        raise InputError(f"the logs {where} is a file; point {where.fix} at the directory of dt=YYYY-MM-DD folders")
     days = list_partitions(logs)
     ingested, corpus_known = 0, False
     # The days the run covers: those with a file ingestion would read (new, or changed by
@@ -126,10 +127,13 @@ def _run_refresh(
     if not ingested or days:
         # Logs rotate, so once files are ingested an emptied LOGS is a rebuild from the
         # warehouse; before that, a LOGS with nothing the contract reads is a mistake.
-        layout.require_files(logs, "log", "--logs or GOLDENSET_LOGS")
+        layout.require_files(logs, "log", named("logs", logs))
     if labels is not None and labels.exists():
         if not labels.is_dir():
-            raise InputError(f"--labels {labels} is a file; give the directory that holds the dt=YYYY-MM-DD folders")
+            where = named("labels", labels)
+            raise InputError(
+                f"the labels {where} is a file; point {where.fix} at the directory of dt=YYYY-MM-DD folders"
+            )
         # A LABELS directory needs a valid, closed rubric; refused before anything is ingested.
         rubric = load_rubrics(settings.rubric)
         rubric.require_closed()

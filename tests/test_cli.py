@@ -78,7 +78,9 @@ def test_a_missing_corpus_fails_with_one_line_and_changes_nothing(
     capsys.readouterr()
     assert _build(db, corpus=project_dir / "missing.jsonl") == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"Error: corpus {project_dir / 'missing.jsonl'} does not exist; set --corpus or GOLDENSET_CORPUS"
+    assert err == (
+        f"Error: the corpus file --corpus {project_dir / 'missing.jsonl'} does not exist; point --corpus at the corpus file"
+    )
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -126,8 +128,7 @@ def test_a_db_whose_folder_does_not_exist_is_refused_naming_the_folder(project_d
     assert _build(db) == 1
     err = capsys.readouterr().err
     assert err == (
-        f"Error: the folder of the warehouse {db} does not exist: {db.parent}; "
-        "create it first, or fix --db / GOLDENSET_DB\n"
+        f"Error: the folder of the warehouse --db {db} does not exist: {db.parent}; create it first, or fix --db\n"
     )
     assert not db.parent.exists()
 
@@ -243,7 +244,7 @@ def test_a_missing_or_empty_log_directory_is_an_error_that_builds_nothing(projec
     db = project_dir / "g.duckdb"
     assert _build(db, logs=project_dir / "nope") == 1
     assert capsys.readouterr().err.strip() == (
-        f"Error: log directory {project_dir / 'nope'} does not exist; set --logs or GOLDENSET_LOGS"
+        f"Error: the log directory --logs {project_dir / 'nope'} does not exist; point --logs at it"
     )
     (project_dir / "empty").mkdir()
     assert _build(db, logs=project_dir / "empty") == 1

@@ -178,3 +178,55 @@ def test_nothing_reads_the_environment_at_import_and_nothing_writes_it():
     assert reads == {}
     # The one write: Hugging Face's offline switches, which its libraries read only from the environment.
     assert set(writes) == {"goldenset/embeddings.py"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "variable", "said"),
+    [
+        ("other", None, "--logs {other}"),
+        (None, "other", "GOLDENSET_LOGS={other}"),
+        (None, None, "{home}/logs (the default)"),
+    ],
+    ids=["flag", "variable", "default"],
+)
+def test_the_changed_source_refusal_names_the_flag_the_variable_or_the_default(
+    tmp_path, monkeypatch, isolated_home, flag, variable, said
+):
+    from goldenset import sources
+    from goldenset.errors import InputMoved
+    from goldenset.ingest import ingest_all
+    from goldenset.warehouse import connect
+    from tests.helpers import ranked, serve, write_log
+
+    first = write_log(
+        tmp_path / "first",
+        "2026-11-01",
+        "part-0001.jsonl",
+        [serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)])],
+    )
+    other = tmp_path / "other"
+    other.mkdir()
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        ingest_all(con, first.parent.parent)
+        sources.record_roots(con, {"logs": first.parent.parent})
+        monkeypatch.chdir(tmp_path)
+        if variable:
+            monkeypatch.setenv("GOLDENSET_LOGS", str(other))
+        logs = settings.resolve("logs", str(other) if flag else None)
+        with pytest.raises(InputMoved) as refused:
+            sources.check_roots(con, {"logs": logs})
+    finally:
+        con.close()
+    expected = said.format(other=other.resolve(), home=isolated_home.resolve())
+    assert str(refused.value).startswith(f"{expected} is not the logs folder this warehouse was built from ("), str(
+        refused.value
+    )
+
+
+def test_a_path_the_command_did_not_resolve_is_named_alone_with_both_ways_to_set_it(tmp_path):
+    settings.resolve("db", str(tmp_path / "a.duckdb"))
+    assert str(settings.named("db", tmp_path / "a.duckdb")) == f"--db {tmp_path / 'a.duckdb'}"
+    elsewhere = settings.named("db", tmp_path / "b.duckdb")
+    assert str(elsewhere) == str(tmp_path / "b.duckdb")
+    assert elsewhere.fix == "--db or GOLDENSET_DB"

@@ -79,23 +79,32 @@ def _duplicate_doc_ids(path):
     path.write_bytes(_jsonl(docs[:3] + [dict(docs[1], text="another text")] + docs[3:]))
 
 
-# Each bad corpus: the file name, how to make it, and the start of the reason after the path.
+# Each bad corpus: the file name, how to make it, and the start of the reason ({corpus}: its path).
 BAD_CORPORA = [
     pytest.param(
-        "corpus.jsonl", lambda p: p.unlink(), "does not exist; set --corpus or GOLDENSET_CORPUS", id="vanished"
+        "corpus.jsonl",
+        lambda p: p.unlink(),
+        "the corpus file --corpus {corpus} does not exist; point --corpus at the corpus file",
+        id="vanished",
     ),
     pytest.param(
-        "corpus.jsonl", _half_written_jsonl, "rejected, nothing changed: row 9: invalid JSON", id="half-written-jsonl"
+        "corpus.jsonl",
+        _half_written_jsonl,
+        "corpus {corpus} rejected, nothing changed: row 9: invalid JSON",
+        id="half-written-jsonl",
     ),
     pytest.param(
-        "corpus.jsonl", _a_directory, "is a directory, not a file; set --corpus or GOLDENSET_CORPUS", id="a-directory"
+        "corpus.jsonl",
+        _a_directory,
+        "the corpus file --corpus {corpus} is a directory, not a file; point --corpus at the corpus file",
+        id="a-directory",
     ),
-    pytest.param("corpus.jsonl.gz", _half_written_gz, "is unreadable:", id="half-written-jsonl-gz"),
-    pytest.param("corpus.parquet", _half_written_parquet, "is unreadable:", id="half-written-parquet"),
+    pytest.param("corpus.jsonl.gz", _half_written_gz, "corpus {corpus} is unreadable:", id="half-written-jsonl-gz"),
+    pytest.param("corpus.parquet", _half_written_parquet, "corpus {corpus} is unreadable:", id="half-written-parquet"),
     pytest.param(
         "corpus.jsonl",
         _duplicate_doc_ids,
-        "rejected, nothing changed: row 4: doc_id 'd2' appears twice",
+        "corpus {corpus} rejected, nothing changed: row 4: doc_id 'd2' appears twice",
         id="duplicate-doc-ids",
     ),
 ]
@@ -115,14 +124,14 @@ def test_a_bad_corpus_fails_in_one_line_and_changes_nothing(built_a, tmp_path, n
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert proc.stderr.startswith(f"Error: corpus {corpus} {reason}"), proc.stderr
+    assert proc.stderr.startswith("Error: " + reason.format(corpus=corpus)), proc.stderr
     assert read_tables(world.db, {**PUBLISHED, **QUARANTINE, **SNAPSHOTS, **LOG_ROWS}) == before
 
     # status still reads the last good build, and says why the corpus cannot be compared.
     st = json.loads(ok(run_here(world, "status", "--json", "--db", str(world.db), "--corpus", str(corpus))).stdout)
     assert st["build_id"] == 1
     assert st["corpus"]["fingerprint_at_build"] == before["golden_builds"][0][2]
-    assert st["corpus"]["drift_since_build"] is None and st["corpus"]["error"].startswith(f"corpus {corpus}")
+    assert st["corpus"]["drift_since_build"] is None and st["corpus"]["error"].startswith(reason.format(corpus=corpus))
 
 
 def test_after_a_bad_corpus_a_good_one_builds_as_if_the_bad_one_never_was(built_a, tmp_path, tables_b):
