@@ -15,6 +15,14 @@ class UsageError(GoldensetError):
     exit_code = 2
 
 
+class UnknownWarehouse(UsageError):
+    """A warehouse path that does not exist while the home has other warehouses (a typo); exit code 2.
+
+    Refused before anything is made (contract 17.1): a build creates a second warehouse only
+    with --new-warehouse, and no other command creates one.
+    """
+
+
 class InputError(GoldensetError):
     """An input file (corpus, run, qrels) is missing, unreadable or breaks the contract."""
 

@@ -6,14 +6,14 @@ import os
 import re
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
 
 from goldenset import progress, settings
 from goldenset.connection import Connection
-from goldenset.errors import DatabaseBusy, InputError, NoBuild
+from goldenset.errors import DatabaseBusy, GoldensetError, InputError, NoBuild, UnknownWarehouse
 from goldenset.migrations import migrate
 
 _PID = re.compile(r"PID (\d+)")
@@ -36,7 +36,7 @@ def connect(
         where = settings.named("db", path)
         raise InputError(f"the warehouse {where} is a directory; point {where.fix} at a .duckdb file")
     if read_only and not path.exists():
-        raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
+        raise missing_warehouse(path)
     creating = not read_only and not path.exists()
     if creating:
         # A deployment's configured place is made as needed; a path a user typed is checked
@@ -108,6 +108,69 @@ def require_folder(path: Path, home: Path) -> None:
     raise InputError(
         f"the folder of the warehouse {where} does not exist: {folder}; create it first, or fix {where.fix}"
     )
+
+
+# A home's warehouses (contract 17.1): the DuckDB files directly in the home, and every
+# warehouse a command of this home wrote, one absolute path a line in this file.
+REGISTRY = "warehouses.txt"
+
+
+def home_warehouses(home: Path) -> list[Path]:
+    """The warehouses the home has now: its own `*.duckdb` files and those its registry lists that still exist."""
+    home = Path(home)
+    listed: list[Path] = []
+    with suppress(OSError):
+        listed = [Path(line) for line in (home / REGISTRY).read_text(encoding="utf-8").splitlines() if line.strip()]
+    found = {p.resolve() for p in [*home.glob("*.duckdb"), *listed] if p.is_file()}
+    return sorted(found)
+
+
+def remember_warehouse(home: Path, path: Path) -> None:
+    """List `path` in the home's registry (once); best effort: a read-only home is not an error."""
+    home, path = Path(home), Path(path).resolve()
+    if not path.is_file() or path.parent == home.resolve():  # (the home's own files are found without it)
+        return
+    registry = home / REGISTRY
+    try:
+        text = registry.read_text(encoding="utf-8") if registry.exists() else ""
+        if str(path) not in text.splitlines():
+            with registry.open("a", encoding="utf-8") as fh:
+                fh.write(f"{path}\n")
+    except OSError:
+        pass
+
+
+def _others(path: Path, home: Path) -> list[Path]:
+    resolved = Path(path).resolve()
+    return [p for p in home_warehouses(home) if p != resolved]
+
+
+def missing_warehouse(path: Path, home: Path | None = None) -> GoldensetError:
+    """The error for a warehouse path that does not exist: UnknownWarehouse naming the home's
+    warehouses when it has some (a typo, exit 2), else NoBuild (nothing built yet, exit 1)."""
+    home = Path(home) if home is not None else settings.home()
+    others = _others(path, home)
+    where = settings.named("db", path)
+    if not others:
+        return NoBuild(f"no warehouse at {where}: run `goldenset build` first")
+    return UnknownWarehouse(
+        f"no warehouse at {where}; this home ({home}) has {', '.join(map(str, others))}: fix {where.fix}, "
+        "or start a new warehouse there with `goldenset build --new-warehouse`"
+    )
+
+
+def check_new_warehouse(path: Path, home: Path, *, new_warehouse: bool) -> None:
+    """Before a build creates the warehouse `path`: refuse (UnknownWarehouse) when the home has
+    another one, unless `new_warehouse` (contract 17.1)."""
+    if Path(path).exists() or new_warehouse:
+        return
+    others = _others(path, home)
+    if others:
+        where = settings.named("db", path)
+        raise UnknownWarehouse(
+            f"no warehouse at {where}; this home ({home}) has {', '.join(map(str, others))}: fix {where.fix}, "
+            "or give --new-warehouse to start a new one there"
+        )
 
 
 # DuckDB's own default memory limit is 80% of the machine's memory: a large build then

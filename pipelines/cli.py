@@ -84,6 +84,14 @@ def build(
             help="Go on with a rubric edit that makes label lines invalid or changes a label's grade.",
         ),
     ] = False,
+    new_warehouse: Annotated[
+        bool,
+        typer.Option(
+            "--new-warehouse",
+            help="Make the warehouse --db names although this home has another one (without it, a --db "
+            "that does not exist is refused naming the home's warehouses).",
+        ),
+    ] = False,
     wait: WaitOpt = None,
     trigger: Annotated[str, typer.Option(hidden=True)] = "manual",
 ) -> None:
@@ -110,6 +118,7 @@ def build(
         notify=lambda msg: err.print(msg, markup=False, soft_wrap=True),
         new_source=new_source,
         accept_rubric_change=accept_rubric_change,
+        new_warehouse=new_warehouse,
     )
     for warning in result.warnings:
         err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)

@@ -22,7 +22,7 @@ from goldenset.logfiles import list_partitions
 from goldenset.settings import DEFAULT_LOCK_TIMEOUT, Paths, Settings, named
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, golden_status
-from goldenset.warehouse import connect, require_folder
+from goldenset.warehouse import check_new_warehouse, connect, remember_warehouse, require_folder
 from goldenset_dagster.assets import damaged_message
 from goldenset_dagster.commands import concrete
 from goldenset_dagster.instance import get_instance
@@ -58,6 +58,7 @@ def run_refresh(
     notify: Callable[[str], None] | None = None,
     new_source: bool = False,
     accept_rubric_change: bool = False,
+    new_warehouse: bool = False,
 ) -> RefreshResult:
     """Ingest, snapshot and build in one in-process run with `settings`; return the resulting status.
 
@@ -65,15 +66,22 @@ def run_refresh(
     stage_serve_log job in up to that many processes, and the refresh loads them.
     A LOGS or LABELS root other than the recorded one, or a rubric edit that changes
     labels, refuses (InputMoved) before anything is written unless `new_source` or
-    `accept_rubric_change` says the change is meant (contract 9).
+    `accept_rubric_change` says the change is meant (contract 9). A warehouse that does not
+    exist is made only where the home has none, or with `new_warehouse` (contract 17.1).
     """
     guard = Guard(new_source, accept_rubric_change)
+    db = Path(settings.db)
+    if not db.exists():
+        # A typo in --db is refused before anything is read or made.
+        check_new_warehouse(db, settings.home, new_warehouse=new_warehouse)
+        require_folder(db, settings.home)
     # remembering_reads: the corpus checked up front is the one the snapshot step reads;
     # marking: `status` can tell a build in progress from no build at all.
-    if not Path(settings.db).exists():
-        require_folder(Path(settings.db), settings.home)  # a typo in --db is refused before anything is read
-    with remembering_reads(), build_marker.marking(Path(settings.db)):
-        return _run_refresh(concrete(settings), trigger, golden_set_config, notify, guard)
+    try:
+        with remembering_reads(), build_marker.marking(db):
+            return _run_refresh(concrete(settings), trigger, golden_set_config, notify, guard)
+    finally:
+        remember_warehouse(settings.home, db)
 
 
 @dataclass(frozen=True)

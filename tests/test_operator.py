@@ -188,3 +188,59 @@ def test_exporting_a_repeat_build_rewrites_only_the_manifest(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["build_id"], manifest["labels_build_id"], manifest["computation"]) == (2, 1, "repeat")
     assert manifest["exported"] == {"queries": 1, "labels": 3, "documents": 6}
+
+
+def _conformance(*extra: str) -> list[str]:
+    return ["--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), *extra]
+
+
+def test_a_db_typo_after_a_first_build_is_refused_naming_the_homes_warehouse(
+    tmp_path, capsys, conformance_build, isolated_home
+):
+    isolated_home.mkdir()
+    db = copy_build(conformance_build, isolated_home / "goldenset.duckdb", isolated_home)
+    typo = isolated_home / "goldenset.duckbd"
+    capsys.readouterr()
+    assert _build(*_conformance("--db", str(typo))) == 2
+    assert _err(capsys) == (
+        f"Error: no warehouse at --db {typo}; this home ({isolated_home}) has {db}: fix --db, "
+        "or give --new-warehouse to start a new one there"
+    )
+    assert not typo.exists()
+    # A command that reads or writes an existing warehouse says the same, with how to start one.
+    for command in (["status"], ["pool", "--rankers", "lexical"], ["forget", "--logs", "*", "--yes"]):
+        assert main([*command, "--db", str(typo)]) == 2, command
+        assert _err(capsys) == (
+            f"Error: no warehouse at --db {typo}; this home ({isolated_home}) has {db}: fix --db, "
+            "or start a new warehouse there with `goldenset build --new-warehouse`"
+        ), command
+    assert not typo.exists()
+
+
+def test_a_db_typo_named_by_its_variable_is_refused_naming_the_variable(
+    tmp_path, capsys, monkeypatch, conformance_build, isolated_home
+):
+    isolated_home.mkdir()
+    db = copy_build(conformance_build, isolated_home / "goldenset.duckdb", isolated_home)
+    monkeypatch.setenv("GOLDENSET_DB", str(tmp_path / "typo.duckdb"))
+    capsys.readouterr()
+    assert _build(*_conformance()) == 2
+    assert _err(capsys) == (
+        f"Error: no warehouse at GOLDENSET_DB={tmp_path / 'typo.duckdb'}; this home ({isolated_home}) has {db}: "
+        "fix GOLDENSET_DB (or --db), or give --new-warehouse to start a new one there"
+    )
+
+
+@pytest.mark.slow
+def test_a_warehouse_outside_the_home_is_the_homes_and_a_second_one_needs_new_warehouse(tmp_path, capsys):
+    first, second = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    assert _build(*_conformance("--db", str(first))) == 0  # a new home: its first warehouse is made
+    capsys.readouterr()
+    assert _build(*_conformance("--db", str(second))) == 2
+    assert f"this home ({tmp_path / 'goldenset-home'}) has {first}: fix --db" in _err(capsys)
+    assert not second.exists()
+    assert _build(*_conformance("--db", str(second), "--new-warehouse")) == 0
+    assert f"new warehouse: {second} (none was there before)" in _err(capsys)
+    from goldenset.warehouse import home_warehouses
+
+    assert home_warehouses(tmp_path / "goldenset-home") == [first, second]

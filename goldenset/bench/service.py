@@ -24,7 +24,7 @@ from goldenset.bench.runs import BenchmarkRun, list_runs, load_run, store_run
 from goldenset.bench.runs import rescore as rescore_run
 from goldenset.corpus import read_corpus
 from goldenset.embeddings import Embedder
-from goldenset.errors import InputError, NoBuild
+from goldenset.errors import InputError
 
 EVAL_TABLE_METRICS = M.EVAL_METRICS + ("noise@5", "noise@10", "hole@5", "hole@10")
 EVAL_POLICIES = {
@@ -91,7 +91,7 @@ class EvalResult:
 
 def _require_db(db: Path) -> None:
     if not Path(db).exists():
-        raise NoBuild(f"no warehouse at {db}: run `goldenset build` first")
+        raise warehouse.missing_warehouse(Path(db))
 
 
 def run_and_store(

@@ -30,7 +30,7 @@ from rich.table import Table
 from goldenset import settings, units
 from goldenset.cli.options import DbOpt, JudgeModelOpt, JudgeUrlOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
-from goldenset.errors import GoldensetError, NoBuild, UsageError
+from goldenset.errors import GoldensetError, UsageError
 
 app = command_group(
     "calibrate",
@@ -167,11 +167,12 @@ def _options(text: str | None) -> dict[str, Any]:
 
 def _connect(db: str | None, wait: float | None):
     from goldenset.cli.shared import open_warehouse
+    from goldenset.warehouse import missing_warehouse
 
     path = settings.resolve("db", db)
     if not path.exists():
         # Opening for writing would create an empty warehouse; say what to run instead.
-        raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
+        raise missing_warehouse(Path(path))
     # Writable: scores go to the score cache as they come.
     return open_warehouse(path, read_only=False, wait=wait)
 

@@ -21,7 +21,6 @@ from goldenset import hooks, settings
 from goldenset.cli.options import DbOpt, RubricOpt, WaitOpt
 from goldenset.cli.shared import command_group
 from goldenset.consoles import console
-from goldenset.errors import NoBuild
 
 app = command_group(
     "pool",
@@ -32,12 +31,12 @@ app = command_group(
 
 
 def _connect(db: str | None, wait: float | None, *, read_only: bool):
-    from goldenset.warehouse import connect
+    from goldenset.warehouse import connect, missing_warehouse
 
     path = settings.resolve("db", db)
     if not path.exists():
         # Opening for writing would create an empty warehouse; say what to run instead.
-        raise NoBuild(f"no warehouse at {path}: run `goldenset build` first")
+        raise missing_warehouse(Path(path))
     err = console(stderr=True)
     return connect(
         path, read_only=read_only, wait=settings.lock_timeout(wait), notify=lambda msg: err.print(msg, markup=False)

@@ -44,10 +44,20 @@ def command_group(name: str, help: str, **overrides: Any) -> typer.Typer:
 
 
 def open_warehouse(db: Path, *, read_only: bool, wait: float | None = None):
-    """Open the warehouse, waiting (and saying so on stderr) while another process writes it."""
-    from goldenset.warehouse import connect
+    """Open the warehouse, waiting (and saying so on stderr) while another process writes it.
 
-    return connect(db, read_only=read_only, wait=settings.lock_timeout(wait))
+    Writing, a warehouse that does not exist is made only where the home has none (contract
+    17.1: a second one is `goldenset build --new-warehouse`'s to make); the home lists it.
+    """
+    from goldenset.errors import UnknownWarehouse
+    from goldenset.warehouse import connect, missing_warehouse, remember_warehouse
+
+    if not read_only and not Path(db).exists() and isinstance(error := missing_warehouse(Path(db)), UnknownWarehouse):
+        raise error
+    con = connect(db, read_only=read_only, wait=settings.lock_timeout(wait))
+    if not read_only:
+        remember_warehouse(settings.home(), Path(db))
+    return con
 
 
 @contextmanager
