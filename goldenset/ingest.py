@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from goldenset import failpoints, progress
+from goldenset import failpoints, forgotten, progress
 from goldenset.bulk import drop_staging, stage
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
@@ -119,6 +119,8 @@ class PartitionReport:
     verdicts: int = 0
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    files_forgotten: int = 0  # forgotten files left out, their bytes as forgotten (contract 9.6)
+    forgotten_changed: list[str] = field(default_factory=list)  # ... and those whose bytes changed since
 
 
 def _stat(path: Path):
@@ -155,12 +157,22 @@ class _Todo:
 
 
 def _changed_files(
-    con: Connection, root: Path, dt: str, rehash: bool, report: PartitionReport, known: dict
+    con: Connection, root: Path, dt: str, rehash: bool, report: PartitionReport, known: dict, left_out: dict
 ) -> list[_Todo]:
-    """The files of partition `dt` that are new or whose content changed (not read yet)."""
+    """The files of partition `dt` that are new or whose content changed (not read yet).
+
+    A forgotten file (`left_out`) is never among them: counted in `report`, and named there
+    when its bytes changed since it was forgotten.
+    """
     todo = []
     for f in list_files(Path(root), dt):
         report.files_seen += 1
+        if f.source_file in left_out:
+            if forgotten.changed_since(f.path, left_out[f.source_file]):
+                report.forgotten_changed.append(f.source_file)
+            else:
+                report.files_forgotten += 1
+            continue
         rec = known.get(f.source_file)
         if rec is None or rec[0] is None:
             # New, or unreadable when last tried: read it.
@@ -200,19 +212,22 @@ BATCH_BYTES = 1 << 30
 
 def changed_files(con: Connection, root: Path, dt: str, rehash: bool, report: PartitionReport) -> list[_Todo]:
     """The files of day `dt` that ingestion would read now (new, or changed), counting the rest in `report`."""
-    return _changed_files(con, Path(root), dt, rehash, report, _known_files(con))
+    return _changed_files(con, Path(root), dt, rehash, report, _known_files(con), forgotten.forgotten(con, "logs"))
 
 
 def days_to_read(con: Connection, root: Path, dts: list[str]) -> list[str]:
     """The days of `dts` with a file ingestion would read: new, or not unchanged by its stat.
 
     The same test ingestion applies, without hashing anything: a day left out holds no
-    file whose rows could change.
+    file whose rows could change. Forgotten files do not count (a build that ingests a
+    changed one again adds its day itself).
     """
-    known = _known_files(con)
+    known, left_out = _known_files(con), forgotten.forgotten(con, "logs")
     out = []
     for dt in dts:
         for f in list_files(Path(root), dt):
+            if f.source_file in left_out:
+                continue
             rec = known.get(f.source_file)
             if rec is None or rec[0] is None or not _unchanged_by_stat(_stat(f.path), rec):
                 out.append(dt)
@@ -231,16 +246,19 @@ def ingest_all(
     """Ingest the given partitions (default: every dt= folder present).
 
     Files are read in (dt, file name) order and committed in batches of whole files
-    of up to BATCH_BYTES of text, one transaction each.
+    of up to BATCH_BYTES of text, one transaction each. A forgotten file whose bytes changed
+    since refuses (InputMoved) before any file is read (contract 9.6).
     """
     root = Path(root)
     dts = list_partitions(root) if partitions is None else partitions
-    known = _known_files(con)
+    known, left_out = _known_files(con), forgotten.forgotten(con, "logs")
     reports, todo = [], []
     for dt in dts:
         report = PartitionReport(dt)
         reports.append(report)
-        todo.extend(_changed_files(con, root, dt, rehash, report, known))
+        todo.extend(_changed_files(con, root, dt, rehash, report, known, left_out))
+    if changed := sorted(f for r in reports for f in r.forgotten_changed):
+        raise forgotten.refusal("logs", changed)
     ingest_files(con, todo)
     return reports
 

@@ -212,6 +212,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_human_positives_display_text", _human_positives_display_text),
     # Issue 42: the named measures of `bench run --measure`.
     Migration("0009_benchmark_named_measures", add_columns(schema.BENCHMARK_RUNS, "measures")),
+    # Issue 38: what `forget` removed, so that a build leaves the same files out (contract 9.6).
+    Migration("0010_forgotten_files", create_tables(schema.FORGOTTEN_FILES)),
 )
 
 

@@ -1018,6 +1018,18 @@ SOURCE_ROOTS = Relation(
         ),
     ),
 )
+FORGOTTEN_FILES = Relation(
+    "forgotten_files",
+    "file `goldenset forget` removed, left out of every build while its bytes stay the same",
+    (
+        C("kind", "VARCHAR", "logs or labels"),
+        C("source_file", "VARCHAR", "path relative to the root (LOGS or LABELS)"),
+        C("content_sha256", "VARCHAR", "sha256 of the bytes it held when forgotten"),
+        C("size_bytes", "BIGINT", "its size when forgotten"),
+        C("forgotten_at", "TIMESTAMP", "when `forget` removed it (UTC)"),
+    ),
+    primary_key=("kind", "source_file"),
+)
 RUBRICS = Relation(
     "rubrics",
     "rubric a build checked label lines against",
@@ -1226,6 +1238,7 @@ RELATIONS: tuple[Relation, ...] = (
     RELABEL_QUEUE,
     REJECTED_RECORDS,
     SOURCE_ROOTS,
+    FORGOTTEN_FILES,
     RUBRICS,
     BENCHMARK_RUNS,
     BENCHMARK_RESULTS,

@@ -30,7 +30,8 @@ Decisions
   path relative to the root, removes every row of the matching files in one transaction, and
   marks the serves they held dirty so the next build recomputes their queries (its
   `label_history` shows the effect). When no file of a kind is left, its root is closed, so
-  the next build records whatever root it is given.
+  the next build records whatever root it is given. The same transaction records the files
+  as forgotten, so builds leave them out while they stay as they were (goldenset.forgotten).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from goldenset import forgotten
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.errors import InputMoved, UsageError
@@ -194,16 +196,18 @@ def plan_forget(con: Connection, kind: str, pattern: str) -> Forgotten:
 
 
 def forget_files(con: Connection, kind: str, pattern: str, now: datetime | None = None) -> Forgotten:
-    """Remove every row of the ingested files of `kind` matching `pattern`, in one transaction.
+    """Remove every row of the ingested files of `kind` matching `pattern`, in one transaction,
+    and record them as forgotten (goldenset.forgotten).
 
-    The files themselves are never touched. A later build that finds such a file under
-    its root again ingests it again, as a new file.
+    The files themselves are never touched. A later build leaves such a file out while its
+    bytes stay the same, and refuses when they changed (contract 9.6).
     """
     plan = plan_forget(con, kind, pattern)
     if not plan.files:
         return plan
     now = now or utcnow()
     with transaction(con):
+        forgotten.record(con, kind, plan.files, now)  # before the rows go: it reads their sha256 and size
         if kind == "logs":
             if tracks_dirty(con):
                 for mark in MARK_DIRTY:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldenset import failpoints, schema
+from goldenset import failpoints, forgotten, schema
 from goldenset.connection import Connection
 from goldenset.ingest import DELETE_FILES, MARK_DIRTY, PartitionReport, changed_files, ingest_files, tracks_dirty
 from goldenset.warehouse import memory_settings, transaction
@@ -255,7 +255,9 @@ class _DayLoad:
     size: int
 
 
-def _plan_day(con: Connection, staging: Path, dt: str) -> _DayLoad | None:
+def _plan_day(con: Connection, staging: Path, dt: str, left_out: dict) -> _DayLoad | None:
+    """What loading staged day `dt` replaces. A forgotten file (`left_out`) is not loaded: left
+    out with the bytes it was forgotten with, named in the report when they changed (contract 9.6)."""
     files_part = day_link(staging, "log_files", dt) / PART
     if not files_part.is_file():
         return None
@@ -264,13 +266,20 @@ def _plan_day(con: Connection, staging: Path, dt: str) -> _DayLoad | None:
     rows = con.execute(
         "SELECT s.source_file, s.lines_read, s.serves, s.verdicts, s.lines_rejected, w.source_file IS NOT NULL, "
         "w.source_file IS NULL OR w.content_sha256 IS DISTINCT FROM s.content_sha256 "
-        "OR w.ingested_at IS DISTINCT FROM s.ingested_at OR w.lines_total IS DISTINCT FROM s.lines_total "
+        "OR w.ingested_at IS DISTINCT FROM s.ingested_at OR w.lines_total IS DISTINCT FROM s.lines_total, "
+        "s.content_sha256 "
         "FROM read_parquet(?, hive_partitioning = false) s LEFT JOIN log_files w ON w.source_file = s.source_file",
         [parts["log_files"]],
     ).fetchall()
     report = PartitionReport(dt, files_seen=len(rows))
-    staged = [r for r in rows if r[6]]
-    report.files_unchanged = len(rows) - len(staged)
+    for r in rows:
+        if r[0] in left_out:
+            if r[7] is not None and r[7] != left_out[r[0]][0]:
+                report.forgotten_changed.append(r[0])
+            else:
+                report.files_forgotten += 1
+    staged = [r[:7] for r in rows if r[6] and r[0] not in left_out]
+    report.files_unchanged = len(rows) - len(staged) - report.files_forgotten - len(report.forgotten_changed)
     for _, lines_read, serves, verdicts, rejected, _, _ in staged:
         report.lines_read += lines_read or 0
         report.serves += serves or 0
@@ -289,7 +298,10 @@ def load_staged(con: Connection, staging: Path, dts: list[str]) -> list[Partitio
     LOGS before it was staged) stay, as with direct ingestion.
     """
     staging = Path(staging)
-    plans = {dt: _plan_day(con, staging, dt) for dt in dts}
+    left_out = forgotten.forgotten(con, "logs")
+    plans = {dt: _plan_day(con, staging, dt, left_out) for dt in dts}
+    if changed := sorted(f for p in plans.values() if p is not None for f in p.report.forgotten_changed):
+        raise forgotten.refusal("logs", changed)
     todo = [plan for plan in plans.values() if plan is not None and plan.files]
     batches: list[list[_DayLoad]] = []
     for plan in todo:

@@ -84,6 +84,14 @@ def build(
             help="Go on with a rubric edit that makes label lines invalid or changes a label's grade.",
         ),
     ] = False,
+    ingest_forgotten: Annotated[
+        bool,
+        typer.Option(
+            "--ingest-forgotten",
+            help="Ingest the files `goldenset forget` removed whose bytes have changed since (without it, "
+            "the build refuses naming them; unchanged ones stay left out).",
+        ),
+    ] = False,
     new_warehouse: Annotated[
         bool,
         typer.Option(
@@ -119,6 +127,7 @@ def build(
         new_source=new_source,
         accept_rubric_change=accept_rubric_change,
         new_warehouse=new_warehouse,
+        ingest_forgotten=ingest_forgotten,
     )
     for warning in result.warnings:
         err.print(f"WARNING: {warning}", markup=False, soft_wrap=True)

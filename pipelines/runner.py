@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from goldenset import build_marker, ingest, layout, progress, sources
+from goldenset import build_marker, forgotten, ingest, layout, progress, sources
 from goldenset.build import label_reject_reasons
 from goldenset.checks import empty_reason, label_rejects_line
 from goldenset.corpus import read_corpus, remembering_reads
@@ -22,7 +22,7 @@ from goldenset.logfiles import list_partitions
 from goldenset.settings import DEFAULT_LOCK_TIMEOUT, Paths, Settings, named
 from goldenset.snapshots import unchanged_load
 from goldenset.status import Status, golden_status
-from goldenset.warehouse import check_new_warehouse, connect, remember_warehouse, require_folder
+from goldenset.warehouse import check_new_warehouse, connect, remember_warehouse, require_folder, transaction
 from goldenset_dagster.assets import damaged_message
 from goldenset_dagster.commands import concrete
 from goldenset_dagster.instance import get_instance
@@ -59,6 +59,7 @@ def run_refresh(
     new_source: bool = False,
     accept_rubric_change: bool = False,
     new_warehouse: bool = False,
+    ingest_forgotten: bool = False,
 ) -> RefreshResult:
     """Ingest, snapshot and build in one in-process run with `settings`; return the resulting status.
 
@@ -66,10 +67,11 @@ def run_refresh(
     stage_serve_log job in up to that many processes, and the refresh loads them.
     A LOGS or LABELS root other than the recorded one, or a rubric edit that changes
     labels, refuses (InputMoved) before anything is written unless `new_source` or
-    `accept_rubric_change` says the change is meant (contract 9). A warehouse that does not
+    `accept_rubric_change` says the change is meant (contract 9), and so does a forgotten file
+    whose bytes changed, unless `ingest_forgotten` (contract 9.6). A warehouse that does not
     exist is made only where the home has none, or with `new_warehouse` (contract 17.1).
     """
-    guard = Guard(new_source, accept_rubric_change)
+    guard = Guard(new_source, accept_rubric_change, ingest_forgotten)
     db = Path(settings.db)
     if not db.exists():
         # A typo in --db is refused before anything is read or made.
@@ -86,10 +88,11 @@ def run_refresh(
 
 @dataclass(frozen=True)
 class Guard:
-    """What the user said a build may change: its source roots, and labels through a rubric edit."""
+    """What the user said a build may change: its source roots, labels through a rubric edit, forgotten files."""
 
     new_source: bool = False
     accept_rubric_change: bool = False
+    ingest_forgotten: bool = False
 
 
 def _run_refresh(
@@ -104,6 +107,7 @@ def _run_refresh(
     labels = Path(paths.labels) if paths.labels is not None else None
     roots: dict[str, Path | None] = {"logs": Path(paths.logs), "labels": labels if labels and labels.is_dir() else None}
     moves: list[str] = []
+    revived: dict[str, list[str]] = {}  # forgotten files whose bytes changed, ingested again (--ingest-forgotten)
     # A bad corpus or log directory must change nothing, so both are refused before any
     # log is ingested.
     logs = Path(paths.logs)
@@ -122,12 +126,13 @@ def _run_refresh(
         try:
             try:
                 moves = sources.check_roots(con, roots, new_source=guard.new_source)
+                revived = forgotten.check(con, roots, ingest=guard.ingest_forgotten)
             except duckdb.Error as exc:  # a damaged warehouse: one line naming it, as the steps say it
                 raise InputError(damaged_message(str(paths.db), exc)) from None
             ingested = con.execute("SELECT count(*) FROM log_files").fetchall()[0][0]
             corpus_known = unchanged_load(con, paths.corpus) is not None
             if workers == 0:  # (staging compares each day by content, in its own processes)
-                to_read = set(ingest.days_to_read(con, logs, days))
+                to_read = set(ingest.days_to_read(con, logs, days)) | _days_of(revived.get("logs", []))
         finally:
             con.close()
     if not corpus_known:  # an unchanged corpus file is the last good snapshot: no need to read it again
@@ -149,6 +154,8 @@ def _run_refresh(
         label_days = list_partitions(labels)
         days = sorted(set(days) | set(label_days))
         to_read |= _label_days_to_read(paths, labels, rubric.content_sha256, label_days, wait, notify)
+        to_read |= _days_of(revived.get("labels", []))
+    _revive(paths, revived, wait, say)
     from goldenset_dagster.definitions import build_definitions
 
     defs = build_definitions(settings)
@@ -230,6 +237,33 @@ def _check_rubric(paths: Paths, rubric, guard: Guard, wait: float, notify) -> No
         f"--accept-rubric-change to go on. "
         f"{'The first ' + str(len(change.sample)) + ':' if more > 0 else 'They are:'}{sample}"
     )
+
+
+def _days_of(files: list[str]) -> set[str]:
+    """The days (dt=YYYY-MM-DD folders) files relative to a root are in."""
+    return {f.split("/", 1)[0].removeprefix("dt=") for f in files}
+
+
+def _revive(paths: Paths, revived: dict[str, list[str]], wait: float, say: Callable[[str], None]) -> None:
+    """Take back the forget of the changed forgotten files `--ingest-forgotten` lets in, once
+    every refusal has been passed; say which (contract 9.6)."""
+    if not revived:
+        return
+    con = connect(paths.db, read_only=False, wait=wait)
+    try:
+        with transaction(con):
+            for kind, files in revived.items():
+                forgotten.lift(con, kind, files)
+    finally:
+        con.close()
+    for kind, files in revived.items():
+        named = ", ".join(files[: forgotten.NAMED]) + (
+            f" and {len(files) - forgotten.NAMED} more" if len(files) > forgotten.NAMED else ""
+        )
+        say(
+            f"{len(files)} {kind} file(s) forgotten by `goldenset forget` changed since: {named}; "
+            "ingesting their new content (--ingest-forgotten)"
+        )
 
 
 def _record_roots(paths: Paths, roots: dict[str, Path | None], wait: float) -> None:

@@ -25,6 +25,7 @@ NAMES = [
     "0007_active_audit",
     "0008_human_positives_display_text",
     "0009_benchmark_named_measures",
+    "0010_forgotten_files",
 ]
 
 

@@ -136,8 +136,8 @@ def test_forget_removes_a_wrong_first_folder_and_the_next_build_drops_its_labels
 
     # One file of 6 lines (3 serves, 3 verdicts, nothing rejected), as _other_team wrote it.
     assert capsys.readouterr().out == (
-        "removed 1 logs file(s), 6 line(s): 3 serve(s), 3 verdict(s), 0 rejected line(s); "
-        "the next build shows the effect\n"
+        "removed 1 logs file(s), 6 line(s): 3 serve(s), 3 verdict(s), 0 rejected line(s); every build leaves "
+        "these files out while they hold the same bytes (`goldenset forget --undo 'dt=2026-11-05/*'` takes it back)\n"
     )
     assert (other / "dt=2026-11-05" / "part-0001.jsonl").exists()  # the file itself is untouched
     # No ingested log file is left, so the recorded root is closed and the real logs go through.
@@ -275,3 +275,60 @@ def test_rejected_label_lines_are_a_warning_of_the_build_and_status_shows_the_ru
 
     assert st["rubric"] == {"name": "support-policies", "sha256": hashlib.sha256(rubric.read_bytes()).hexdigest()}
     assert st["roots"] == {"labels": str(labels.resolve()), "logs": str((workdir / "logs").resolve())}
+
+
+def test_forget_sticks_while_the_files_stay_and_a_changed_one_is_refused_until_ingest_forgotten(
+    workdir, capsys, conformance_build, isolated_home
+):
+    db, logs = workdir / "g.duckdb", workdir / "logs"
+    copy_build(conformance_build, db, isolated_home)  # built from DATA / "logs"; workdir/logs holds the same files
+    day1 = "dt=2026-11-01/part-0001.jsonl"
+    lines = len((logs / day1).read_text().splitlines())
+    serves, verdicts = _one(db, "SELECT serves, verdicts FROM log_files WHERE source_file = ?", [day1])[0]
+    capsys.readouterr()
+    assert main(["forget", "--logs", "dt=2026-11-01/*", "--db", str(db), "--yes"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"removed 1 logs file(s), {lines} line(s): {serves} serve(s), {verdicts} verdict(s), ")
+    assert said.endswith(
+        "; every build leaves these files out while they hold the same bytes "
+        "(`goldenset forget --undo 'dt=2026-11-01/*'` takes it back)\n"
+    )
+    # The file stays in LOGS, and the next build leaves it out.
+    assert _build(db, logs) == 0
+    assert _one(db, "SELECT source_file FROM log_files") == [("dt=2026-11-02/part-0001.jsonl.gz",)]
+    assert _one(db, "SELECT kind, source_file FROM forgotten_files") == [("logs", day1)]
+    builds = _one(db, "SELECT count(*) FROM golden_builds")
+
+    # Its bytes change: the build refuses before it writes anything, naming it.
+    (logs / day1).write_text((logs / day1).read_text() + "\n")
+    capsys.readouterr()
+    assert _build(db, logs) == 1
+    assert capsys.readouterr().err == (
+        f"Error: 1 logs file(s) forgotten by `goldenset forget` changed since: {day1}; nothing was changed. "
+        "Run the build again with --ingest-forgotten to ingest their new content (`goldenset forget --logs GLOB` "
+        "forgets it again), or move them out of the logs folder\n"
+    )
+    assert _one(db, "SELECT count(*) FROM golden_builds") == builds
+    assert _build(db, logs, "--ingest-forgotten") == 0
+    assert (
+        f"1 logs file(s) forgotten by `goldenset forget` changed since: {day1}; ingesting their new content "
+        "(--ingest-forgotten)"
+    ) in capsys.readouterr().err
+    assert _one(db, "SELECT count(*) FROM log_files") == [(2,)]
+    assert _one(db, "SELECT count(*) FROM forgotten_files") == [(0,)]
+
+
+def test_forget_undo_takes_the_forget_back_and_says_what(workdir, capsys, conformance_build, isolated_home):
+    db = workdir / "g.duckdb"
+    copy_build(conformance_build, db, isolated_home)
+    assert main(["forget", "--logs", "*", "--db", str(db), "--yes"]) == 0
+    assert _one(db, "SELECT count(*) FROM forgotten_files WHERE kind = 'logs'") == [(2,)]
+    capsys.readouterr()
+    assert main(["forget", "--undo", "dt=2026-11-01/*", "--db", str(db)]) == 0
+    assert capsys.readouterr().out == (
+        "took back the forget of 1 file(s) (logs 1); the next build ingests them again where they are\n"
+    )
+    assert _one(db, "SELECT source_file FROM forgotten_files") == [("dt=2026-11-02/part-0001.jsonl.gz",)]
+    assert main(["forget", "--undo", "nothing/*", "--db", str(db)]) == 0
+    assert capsys.readouterr().out == "no forgotten file matches 'nothing/*'; nothing taken back\n"
+    assert main(["forget", "--undo", "*", "--logs", "*", "--db", str(db)]) == 2

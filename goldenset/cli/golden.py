@@ -7,6 +7,7 @@ is also how `build` and `demo` (in the Dagster package) report.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -113,22 +114,35 @@ def forget(
     labels: Annotated[
         str | None, typer.Option("--labels", metavar="GLOB", help="Label files to forget, relative to LABELS.")
     ] = None,
+    undo: Annotated[
+        str | None,
+        typer.Option(
+            "--undo",
+            metavar="GLOB",
+            help="Take back the forget of the matching files (either kind): builds ingest them again.",
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Do it without asking.")] = False,
     db: DbOpt = None,
     wait: WaitOpt = None,
 ) -> None:
     """Remove every row of the matching ingested files, in one transaction (the files are not touched).
 
-    The next build's label_history shows the effect. GLOB follows shell rules and is matched
-    against the path relative to the root (`dt=2026-11-*/*`; `*` also crosses `/`).
+    The files are recorded as forgotten: every later build leaves them out while they hold the
+    same bytes, refuses when their bytes changed (build --ingest-forgotten takes them in), and
+    `--undo GLOB` takes the forget back. GLOB follows shell rules and is matched against the path
+    relative to the root (`dt=2026-11-*/*`; `*` also crosses `/`).
     """
     from goldenset.sources import forget_files, plan_forget
 
-    if (logs is None) == (labels is None):
-        raise UsageError("forget takes exactly one of --logs GLOB or --labels GLOB")
+    if sum(x is not None for x in (logs, labels, undo)) != 1:
+        raise UsageError("forget takes exactly one of --logs GLOB, --labels GLOB or --undo GLOB")
+    path = resolve_paths(db=db).db
+    if undo is not None:
+        typer.echo(_undo(path, undo, wait))
+        return
     kind = "logs" if logs is not None else "labels"
     pattern = logs if logs is not None else (labels or "")
-    path = resolve_paths(db=db).db
     with reading(path, wait) as con:
         plan = plan_forget(con, kind, pattern)
     if not plan.files:
@@ -149,7 +163,32 @@ def forget(
 
     # A run of the forget_files job when the Dagster program runs this command (goldenset.hooks).
     done = hooks.perform("forget", work, db=path)
-    typer.echo(f"removed {done.line()}; the next build shows the effect")
+    typer.echo(
+        f"removed {done.line()}; every build leaves these files out while they hold the same bytes "
+        f"(`goldenset forget --undo {shlex.quote(pattern)}` takes it back)"
+    )
+
+
+def _undo(path: Path, pattern: str, wait: float | None) -> str:
+    """Take back the forget of the files matching `pattern`; the line that says what was taken back."""
+    from goldenset.forgotten import take_back
+    from goldenset.warehouse import missing_warehouse, transaction
+
+    if not pattern:
+        raise UsageError("forget --undo needs a non-empty GLOB (relative to the root, e.g. 'dt=2026-11-*/*')")
+    if not Path(path).exists():
+        raise missing_warehouse(Path(path))
+    con = open_warehouse(path, read_only=False, wait=wait)
+    try:
+        with transaction(con):
+            taken = take_back(con, pattern)
+    finally:
+        con.close()
+    if not taken:
+        return f"no forgotten file matches {pattern!r}; nothing taken back"
+    counts = ", ".join(f"{kind} {len(files)}" for kind, files in taken.items())
+    n = sum(len(files) for files in taken.values())
+    return f"took back the forget of {n} file(s) ({counts}); the next build ingests them again where they are"
 
 
 def print_status(st, title: str) -> None:

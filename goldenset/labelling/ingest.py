@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from goldenset import forgotten
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
@@ -64,6 +65,7 @@ class LabelPartitionReport:
     labels: int = 0
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    files_forgotten: int = 0  # forgotten files left out, their bytes as forgotten (contract 9.6)
 
 
 def _known(con: Connection, source_file: str):
@@ -102,9 +104,12 @@ def days_to_read(con: Connection, root: Path, rubric_sha256: str, dts: list[str]
     root = Path(root)
     if _rubric_changed(con, rubric_sha256):
         return list(dts)
+    left_out = forgotten.forgotten(con, "labels")
     out = []
     for dt in dts:
         for f in list_files(root, dt):
+            if f.source_file in left_out:
+                continue
             known = _known(con, f.source_file)
             if known is None or known[0] is None or not _unchanged_by_stat(f, known):
                 out.append(dt)
@@ -123,18 +128,25 @@ def ingest_labels(
     """Ingest the label files of the given partitions (default: every dt= folder present).
 
     A change of the rubric's content re-validates every label file present, whatever
-    `partitions` says.
+    `partitions` says. A forgotten file is left out, and one whose bytes changed since it
+    was forgotten refuses (InputMoved) before any file is read (contract 9.6).
     """
     root = Path(root)
     present = list_partitions(root)
     dts = present if (partitions is None or _rubric_changed(con, rubric.content_sha256)) else partitions
     reports: list[LabelPartitionReport] = []
     todo: list[tuple[LogFile, FileContent, LabelPartitionReport]] = []
+    left_out, changed = forgotten.forgotten(con, "labels"), []
     for dt in dts:
         report = LabelPartitionReport(dt)
         reports.append(report)
         for f in list_files(root, dt):
             report.files_seen += 1
+            if f.source_file in left_out:
+                if forgotten.changed_since(f.path, left_out[f.source_file]):
+                    changed.append(f.source_file)
+                report.files_forgotten += 1
+                continue
             known = _known(con, f.source_file)
             same_rubric = known is not None and known[1] == rubric.content_sha256
             if (
@@ -158,6 +170,8 @@ def ingest_labels(
                 report.files_unchanged += 1
                 continue
             todo.append((f, content, report))
+    if changed:
+        raise forgotten.refusal("labels", sorted(changed))
     if todo:
         _replace(con, todo, rubric)
     return reports
