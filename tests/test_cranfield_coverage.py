@@ -13,6 +13,7 @@ and core 1 when its top 5 holds them all.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,11 @@ def test_the_log_only_comparison_is_biased_and_names_the_command_that_closes_it(
     assert before["coverage"]["a"] == {"judged@5": 1.0, "judged@24": 1.0}
     assert before["coverage"]["b"]["judged@5"] < 0.8
     assert before["coverage_warning"].startswith("BIASED: run B's top 5 is ")
-    assert f["bias"]["command"] == f"goldenset pool --from-run {f['bias']['runs']['core']} --depth 24"
+    # The budget (contract 10.3): core must reach 0.90 (lexical's 1.00 less the 0.10 gap) at each flagged k,
+    # (0.90 - c) x 3 queries x k labels at least, the largest over the k, rounded up.
+    b = before["coverage"]["b"]
+    budget = max(math.ceil(round((0.9 - b[f"judged@{k}"]) * 3 * k, 6)) for k in (5, 24) if b[f"judged@{k}"] < 0.9)
+    assert f["bias"]["command"] == f"goldenset pool --from-run {f['bias']['runs']['core']} --depth 24 --budget {budget}"
     assert before["recall@5"]["incomplete_judgments"] is True
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import unicodedata
@@ -372,7 +373,14 @@ def test_the_benchmark_says_once_per_cut_off_when_its_top_k_is_partly_unjudged(d
         )
         assert demo.out.count(line) == 1
     assert demo.out.count("BIASED: ") == len(below)
-    assert demo.out.count(f"To close it: `goldenset pool --from-run {run_id} --depth {max(below)}`") == 1
+    with demo.con() as con:
+        (queries,) = con.execute(
+            "SELECT count(DISTINCT query_id) FROM benchmark_rankings WHERE run_id = ?", [run_id]
+        ).fetchone()
+    # The budget: the fewest labels that lift each flagged k to the floor, (0.80 - c) x queries x k up.
+    budget = max(math.ceil(round((0.8 - coverage[k]) * queries * k, 6)) for k in below)
+    command = f"goldenset pool --from-run {run_id} --depth {max(below)} --budget {budget}"
+    assert demo.out.count(f"To close it: `{command}` (it queues at most {budget} pooled pairs: ") == 1
 
 
 def test_the_demo_records_each_command_once_as_a_run_of_its_job(demo):

@@ -18,7 +18,17 @@ Decisions
   both are equal); percentages rounded to whole numbers. Then the command that closes the
   gap, naming every run that is below the floor or the less judged at a flagged k (one
   `pool` replaces the queue, so one command): `goldenset pool --from-run RUN_ID
-  [--from-run RUN_ID] --depth K`, K the largest flagged k.
+  [--from-run RUN_ID] --depth K --budget N`, K the largest flagged k.
+- **The budget is sized to the gap** (contract 10.3, issue 38). Without one the command
+  queued every unjudged pair of the runs' top K (14,107 pairs for 548 queries at depth 24),
+  and the feedback strategy, which spends a budget where labels pay, never ran. Each label
+  of a document in a run's top k raises that query's judged@k by 1/k (a query with k
+  documents or more) and the mean by 1/(Q k), so a run at coverage c needs at least
+  (t - c) Q k labels to reach the coverage t that passes: the floor, and for the less
+  judged of two runs also the other's coverage less max_gap. N is the sum over the runs
+  named of the largest such count over their flagged k, each rounded up (after rounding to
+  6 decimals, so float noise never adds a pair): the fewest labels that can close the gap.
+  The pool caps its pooled pairs at N, so the line says it queues at most N of them.
 - Runs stored before judged@k existed have no coverage: no gate, and `coverage` is empty.
 - The gate never changes a number or a verdict; it marks the verdicts as resting on
   incomplete judgments. `--fail-on-bias` makes it exit 5 (ComparisonBiased).
@@ -26,6 +36,7 @@ Decisions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -80,28 +91,49 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
-def mean_judged(run: BenchmarkRun, row: str, k: int, queries: Iterable[str] | None = None) -> float | None:
-    """Mean judged@k of a run's row over `queries` (default: all it measured); None without any."""
+def _judged(run: BenchmarkRun, row: str, k: int, queries: Iterable[str] | None = None) -> list[float]:
     name = f"judged@{k}"
     if name not in run.metric_names or row not in run.values:
-        return None
+        return []
     per_query = run.per_query(row, name)
     keep = per_query.keys() if queries is None else [q for q in queries if q in per_query]
-    values = [per_query[q] for q in keep]
+    return [per_query[q] for q in keep]
+
+
+def mean_judged(run: BenchmarkRun, row: str, k: int, queries: Iterable[str] | None = None) -> float | None:
+    """Mean judged@k of a run's row over `queries` (default: all it measured); None without any."""
+    values = _judged(run, row, k, queries)
     return sum(values) / len(values) if values else None
 
 
-def close_command(run_ids: Iterable[str], k: int) -> str:
+def labels_to_close(coverage: float, target: float, queries: int, k: int) -> int:
+    """The fewest labels that lift a mean judged@k of `coverage` over `queries` to `target`:
+    ceil((target - coverage) x queries x k), rounded to 6 decimals first; 0 when it is there."""
+    return max(0, math.ceil(round((target - coverage) * queries * k, 6)))
+
+
+def close_command(run_ids: Iterable[str], k: int, budget: int | None = None) -> str:
     """The one command that pools what the runs returned and the golden set never judged."""
-    return "goldenset pool " + " ".join(f"--from-run {r}" for r in run_ids) + f" --depth {k}"
+    cmd = "goldenset pool " + " ".join(f"--from-run {r}" for r in run_ids) + f" --depth {k}"
+    return cmd if budget is None else f"{cmd} --budget {budget}"
 
 
-def _commands(needs: Mapping[str, int]) -> list[str]:
-    # One command for every run to pool: a second `pool` would replace the first one's queue.
+def _commands(needs: Mapping[str, tuple[int, int]]) -> list[str]:
+    """`needs`: run_id -> (largest flagged k, labels it needs). One command for every run to pool:
+    a second `pool` would replace the first one's queue."""
     if not needs:
         return []
-    cmd = close_command(needs, max(needs.values()))
-    return [f"To close it: `{cmd}`, label the queue, `goldenset build`, then run the benchmark again."]
+    budget = max(1, sum(n for _, n in needs.values()))
+    cmd = close_command(needs, max(k for k, _ in needs.values()), budget)
+    return [
+        f"To close it: `{cmd}` (it queues at most {budget} pooled pairs: the fewest labels that can close "
+        "the gap), label the queue, `goldenset build`, then run the benchmark again."
+    ]
+
+
+def _need(needs: dict[str, tuple[int, int]], run_id: str, k: int, labels: int) -> None:
+    before = needs.get(run_id, (0, 0))
+    needs[run_id] = (max(before[0], k), max(before[1], labels))
 
 
 def check_comparison(
@@ -114,24 +146,28 @@ def check_comparison(
     both = sorted(set(run_a.values[row]) & set(run_b.values[row]))
     cov: dict[str, dict[str, float]] = {"a": {}, "b": {}}
     lines: list[str] = []
-    needs: dict[str, int] = {}
+    needs: dict[str, tuple[int, int]] = {}
     for k in ks:
-        ca, cb = mean_judged(run_a, row, k, both), mean_judged(run_b, row, k, both)
-        if ca is None or cb is None:
+        ja, jb = _judged(run_a, row, k, both), _judged(run_b, row, k, both)
+        if not ja or not jb:
             continue
+        ca, cb = sum(ja) / len(ja), sum(jb) / len(jb)
         cov["a"][f"judged@{k}"], cov["b"][f"judged@{k}"] = ca, cb
         if not is_biased(ca, cb, thresholds):
             continue
-        (low, low_run, cl), (high, high_run, ch) = (
-            (("A", run_a, ca), ("B", run_b, cb)) if ca < cb else (("B", run_b, cb), ("A", run_a, ca))
+        (low, low_run, cl, nl), (high, high_run, ch, nh) = (
+            (("A", run_a, ca, len(ja)), ("B", run_b, cb, len(jb)))
+            if ca < cb
+            else (("B", run_b, cb, len(jb)), ("A", run_a, ca, len(ja)))
         )
         lines.append(
             f"BIASED: run {low}'s top {k} is {_pct(cl)} judged against {_pct(ch)} for run {high}; "
             "its unjudged documents count as misses."
         )
-        needs[low_run.run_id] = k
+        target = max(thresholds.floor, ch - thresholds.max_gap)
+        _need(needs, low_run.run_id, k, labels_to_close(cl, target, nl, k))
         if ch < thresholds.floor:
-            needs[high_run.run_id] = k
+            _need(needs, high_run.run_id, k, labels_to_close(ch, thresholds.floor, nh, k))
     if run_a.run_id in needs and run_b.run_id in needs:
         # A first, as the sides are printed.
         needs = {run_a.run_id: needs[run_a.run_id], run_b.run_id: needs[run_b.run_id]}
@@ -142,19 +178,19 @@ def check_run(run: BenchmarkRun, row: str, floor: float = DEFAULT_FLOOR) -> Cove
     """`bench run`'s warning: the deciding row's judged@k below the floor at any k."""
     cov: dict[str, float] = {}
     lines: list[str] = []
-    worst = 0
+    needs: dict[str, tuple[int, int]] = {}
     for k in judged_cutoffs(run.metric_names):
-        c = mean_judged(run, row, k)
-        if c is None:
+        values = _judged(run, row, k)
+        if not values:
             continue
-        cov[f"judged@{k}"] = c
+        c = cov[f"judged@{k}"] = sum(values) / len(values)
         if c < floor:
             lines.append(
                 f"BIASED: run {run.run_id}'s top {k} is {_pct(c)} judged, below the floor of {_pct(floor)}; "
                 "its unjudged documents count as misses."
             )
-            worst = k
-    return CoverageCheck({"run": cov}, lines, _commands({run.run_id: worst} if lines else {}))
+            _need(needs, run.run_id, k, labels_to_close(c, floor, len(values), k))
+    return CoverageCheck({"run": cov}, lines, _commands(needs))
 
 
 @dataclass(frozen=True)
@@ -211,7 +247,15 @@ def check_runs(
             if max(ci, cj) < thresholds.floor:
                 flags.setdefault(high, {}).setdefault(k, None)
     lines = [_run_line(runs[i], flags[i], cov, runs, thresholds) for i in sorted(flags)]
-    needs = {runs[i].run_id: max(flags[i]) for i in sorted(flags)}
+    needs: dict[str, tuple[int, int]] = {}
+    for i in sorted(flags):  # the budget of 10.3, each flagged k against what flagged it
+        for k, against in flags[i].items():
+            c = cov[runs[i].run_id][f"judged@{k}"]
+            target = thresholds.floor
+            if against is not None:
+                target = max(target, cov[runs[against].run_id][f"judged@{k}"] - thresholds.max_gap)
+            n = len(_judged(runs[i], row, k, keep))
+            _need(needs, runs[i].run_id, k, labels_to_close(c, target, n, k))
     return RunsCoverage(cov, frozenset(biased), lines, _commands(needs))
 
 

@@ -118,7 +118,7 @@ def pool(
     if ctx.invoked_subcommand is not None:
         return
     from goldenset.labelling.audit import check_active
-    from goldenset.labelling.pool import run_pool
+    from goldenset.labelling.pool import large_pool_note, run_pool
     from goldenset.labelling.rubric_set import load_rubrics
 
     # Contract 9.5: only pairs some rubric judges are queued; without a rubric yet, every pair is.
@@ -147,6 +147,9 @@ def pool(
 
     # A run of the pool_labelling_queue job when the Dagster program runs this command (goldenset.hooks).
     result = hooks.perform("pool", work, db=settings.resolve("db", db))
+    note = large_pool_note(result, from_run or (), rankers=rankers, strategy=strategy, budget=budget)
+    if note:
+        console(stderr=True).print(note, markup=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(result.to_json()))
         return

@@ -85,6 +85,11 @@ COMPONENTS = ("lexical", "dense")
 CORE = "core"
 DEFAULT_RANKERS = ("lexical", "dense", "core")
 DEFAULT_DEPTH = 5
+# `pool --from-run` without --budget queues every unjudged pair of the runs' top --depth (14,107
+# for two runs at depth 24 over 548 queries). Above this many pooled pairs it says so and gives
+# the same pool with `--budget LARGE_POOL` (contract 11.1): about a day of one annotator at two
+# labels a minute, a round the feedback strategy learns from before the next one is drawn.
+LARGE_POOL = 1000
 REASONS = ("stale", "successor", "pooled")
 # Reasons whose queue rows a ranker may not have returned: the queue line says how many it did.
 NOTED = ("stale", "successor", audit_sample.REASON)
@@ -275,6 +280,29 @@ class PoolResult:
     def to_json(self) -> dict[str, Any]:
         """What `goldenset pool --json` prints: pool_id, pooled_at, then the report's keys."""
         return {"pool_id": self.pool_id, "pooled_at": _iso(self.pooled_at), **self.report.to_json()}
+
+
+def large_pool_note(
+    result: PoolResult,
+    from_run: Sequence[str],
+    *,
+    rankers: str | None = None,
+    strategy: str | None = None,
+    budget: int | None = None,
+) -> str | None:
+    """For a `--from-run` pool without `budget` that queued more than LARGE_POOL pooled pairs:
+    the count, and the same pool with `--budget LARGE_POOL` (contract 11.1); else None."""
+    pooled = result.report.queue.get("pooled", 0)
+    if not from_run or budget is not None or pooled <= LARGE_POOL:
+        return None
+    options = [f"--rankers {rankers}"] if rankers else []
+    options += [f"--from-run {r}" for r in from_run] + [f"--depth {result.depth}"]
+    options += [f"--strategy {strategy}"] if strategy else []
+    command = "goldenset pool " + " ".join(options) + f" --budget {LARGE_POOL}"
+    return (
+        f"large pool: {pooled} pooled pairs queued; `{command}` queues the {LARGE_POOL} most promising "
+        f"of them instead, and the next pool, after they are labelled, the next {LARGE_POOL}"
+    )
 
 
 # --------------------------------------------------------------------------- rankers

@@ -62,9 +62,11 @@ def db(tmp_path):
 
 
 LINE = "BIASED: run B's top 5 is 60% judged against 100% for run A; its unjudged documents count as misses."
+# B must reach 0.90 (A's 1.00 less the 0.10 gap, above the 0.80 floor): (0.90 - 0.60) x 5 queries x 5
+# = 7.5 labels, so 8 (15 of B's 25 top-5 places are judged; 23 of 25 is 0.92, 22 of 25 only 0.88).
 CLOSE = (
-    "To close it: `goldenset pool --from-run runB --depth 5`, label the queue, `goldenset build`, "
-    "then run the benchmark again."
+    "To close it: `goldenset pool --from-run runB --depth 5 --budget 8` (it queues at most 8 pooled pairs: "
+    "the fewest labels that can close the gap), label the queue, `goldenset build`, then run the benchmark again."
 )
 
 
@@ -139,6 +141,8 @@ def test_a_single_run_below_the_floor_warns():
     assert check.lines == [
         "BIASED: run runB's top 5 is 60% judged, below the floor of 80%; its unjudged documents count as misses."
     ]
+    # (0.80 - 0.60) x 5 x 5 = 5 labels lift 15 of 25 judged places to 20 of 25, the floor exactly.
+    assert check.commands[0].startswith("To close it: `goldenset pool --from-run runB --depth 5 --budget 5` (")
     assert coverage.check_run(run, "core", 0.6).lines == []  # 0.60 is not below 0.60
 
 
@@ -148,9 +152,11 @@ def test_two_runs_below_the_floor_are_pooled_by_one_command():
     assert check.lines == [
         "BIASED: run B's top 5 is 60% judged against 70% for run A; its unjudged documents count as misses."
     ]
+    # Both below the 0.80 floor: B needs (0.80 - 0.60) x 25 = 5 labels, A (0.80 - 0.70) x 25 = 2.5, so 3.
     assert check.commands == [
-        "To close it: `goldenset pool --from-run runA --from-run runB --depth 5`, label the queue, "
-        "`goldenset build`, then run the benchmark again."
+        "To close it: `goldenset pool --from-run runA --from-run runB --depth 5 --budget 8` (it queues at most "
+        "8 pooled pairs: the fewest labels that can close the gap), label the queue, `goldenset build`, then run "
+        "the benchmark again."
     ]
 
 
@@ -169,3 +175,19 @@ def test_the_reports_put_biased_first_and_the_asset_metadata_carries_coverage():
     assert meta["coverage"].value == {"core": {"judged@5": 0.6}}
     assert meta["coverage_warning"].value.startswith("BIASED: run runB's top 5 is 60% judged")
     assert meta["core/judged@5"].value == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    ("coverage_", "target", "queries", "k", "labels"),
+    [
+        (0.6, 0.9, 5, 5, 8),  # 7.500000000000001, up
+        (0.7, 0.9, 5, 5, 5),  # 5.000000000000002 in floats: exactly 5
+        (0.75, 0.8, 4, 5, 1),  # 1.0000000000000009 in floats: one label
+        (0.8, 0.8, 5, 5, 0),  # there already
+        (0.25, 0.5, 8, 24, 48),  # 0.25 x 8 x 24
+    ],
+)
+def test_the_labels_that_close_a_gap_are_the_gap_times_queries_times_k_rounded_up(
+    coverage_, target, queries, k, labels
+):
+    assert coverage.labels_to_close(coverage_, target, queries, k) == labels

@@ -376,3 +376,23 @@ def test_pool_command_with_a_budget_alone_pools_with_feedback(world, capsys):
     assert out.rstrip().endswith(
         "strategy feedback, round 1, seed 0: pooled pairs capped at --budget 3 (4 before the cap)"
     )
+
+
+def test_a_large_from_run_pool_without_a_budget_says_how_many_and_gives_the_budgeted_command(world, monkeypatch):
+    from goldenset.labelling import pool
+
+    result = _pool(world, rankers=None, from_run="runX", depth=4)  # 4 pooled pairs (the test above)
+    monkeypatch.setattr(pool, "LARGE_POOL", 3)
+    assert pool.large_pool_note(result, ["runX"]) == (
+        "large pool: 4 pooled pairs queued; `goldenset pool --from-run runX --depth 4 --budget 3` queues the 3 "
+        "most promising of them instead, and the next pool, after they are labelled, the next 3"
+    )
+    note = pool.large_pool_note(result, ["runX"], rankers="lexical", strategy="mtf")
+    assert (
+        note is not None
+        and "`goldenset pool --rankers lexical --from-run runX --depth 4 --strategy mtf --budget 3`" in note
+    )
+    assert pool.large_pool_note(result, ["runX"], budget=10) is None  # a budget was given
+    assert pool.large_pool_note(result, []) is None  # not a --from-run pool
+    monkeypatch.setattr(pool, "LARGE_POOL", 4)
+    assert pool.large_pool_note(result, ["runX"]) is None  # 4 is not more than 4
