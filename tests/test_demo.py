@@ -212,8 +212,18 @@ def test_the_pool_queues_stale_successor_and_pooled_pairs_and_the_export_holds_t
     exported = [json.loads(line) for line in (demo.root / "queue.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(exported) == queue["total"]
     assert [t["priority"] for t in exported] == list(range(1, len(exported) + 1))
-    reasons = [t["reason"] for t in exported]
-    assert reasons == sorted(reasons, key=["stale", "successor", "pooled"].index)
+    reasons = "".join({"stale": "t", "successor": "s", "pooled": "p"}[t["reason"]] for t in exported)
+    # Stale, the successors of documents judged relevant, pooled, then the other successors (7.4).
+    assert re.fullmatch("t+s*p+s*", reasons), reasons
+    late = [(t["query_id"], t["doc_id"]) for t in exported[reasons.rindex("p") + 1 :]]
+    with demo.con() as con:
+        for query, successor in late:  # what each replaces has no relevant label in build 2 for the query
+            relevant = con.execute(
+                "SELECT count(*) FROM golden_set_by_build g JOIN corpus_documents d ON d.doc_id = g.doc_id "
+                "WHERE g.build_id = 2 AND g.query_id = ? AND g.relevance = 1 AND d.superseded_by = ?",
+                [query, successor],
+            ).fetchone()[0]
+            assert relevant == 0, (query, successor)
     # The page in force replaced the one the agents judged: queued as its successor.
     assert {(t["query_id"], t["doc_id"], t["reason"]) for t in exported} >= {(CASE, IN_FORCE, "successor")}
     assert f"wrote {len(exported)} tasks to {demo.root}/queue.jsonl" in demo.out

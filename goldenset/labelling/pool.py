@@ -14,13 +14,17 @@ with its `pool_runs` row, by
   verdict, before the `retired` filter: the `judgments` view's `channel = 'ranked'` rows of
   that query_id, near-duplicate merges not applied) or an annotator's current label
   (`current_labels`, any kind) on a document D that the snapshot gives `superseded_by` S,
-  S active, and no golden_set row for (query, S) at any version;
+  S active, and no golden_set row for (query, S) at any version. It keeps its place when
+  some such D is judged relevant for the query (`_RELEVANT`); otherwise it goes after
+  every pooled pair (changed in v5, issue 38: 8 of a user's first 10 queue rows were
+  successors of documents judged noise for other packages' questions, above every pooled
+  pair; the successor of a document judged not relevant is likely not relevant either);
 - `pooled`: every other returned pair without a golden_set row at the document's current
   version.
 
 A pair appears once, under the first reason that applies; priority orders reason (stale,
-successor, pooled), best_rank ascending with nulls last, more rankers first, query_id,
-doc_id (code-point order).
+successor of a relevant document, audit, pooled, the other successors), best_rank ascending
+with nulls last, more rankers first, query_id, doc_id (code-point order).
 
 Decisions
 ---------
@@ -434,6 +438,7 @@ class _State:
     stale: list[tuple[str, str, str]]  # (query_id, doc_id, current_version)
     sources: set[tuple[str, str]]  # (query_id, D): ranked judgments and current labels
     judged: set[tuple[str, str]]  # (query_id, doc_id) with any winning verdict
+    relevant: set[tuple[str, str]] = field(default_factory=set)  # (query_id, D) judged relevant (_RELEVANT)
 
 
 _GOLDEN_QUERIES = "SELECT query_id, min(project), min(task) FROM golden_set GROUP BY query_id ORDER BY query_id"
@@ -446,6 +451,20 @@ UNION
 SELECT DISTINCT query_id, doc_id FROM current_labels WHERE query_id IN (SELECT query_id FROM golden_set)
 """
 _JUDGED = "SELECT DISTINCT query_id, doc_id FROM judgments WHERE query_id IN (SELECT query_id FROM golden_set)"
+# (query, D) judged relevant, for the successors of D (contract 7.4, changed in v5): the golden set's
+# label of the pair when it has one (any version, any source), else any ranked-channel `helped`
+# verdict or annotator's current label of grade >= 1 on it.
+_RELEVANT = """
+SELECT DISTINCT query_id, doc_id FROM golden_set WHERE relevance >= 1
+UNION
+SELECT DISTINCT e.query_id, e.doc_id FROM (
+  SELECT query_id, doc_id FROM judgments WHERE channel = 'ranked' AND verdict = 'helped'
+  UNION ALL
+  SELECT query_id, doc_id FROM current_labels WHERE grade >= 1
+) e
+WHERE e.query_id IN (SELECT query_id FROM golden_set)
+  AND NOT EXISTS (SELECT 1 FROM golden_set g WHERE g.query_id = e.query_id AND g.doc_id = e.doc_id)
+"""
 
 
 def _read_state(con: Connection) -> _State:
@@ -458,6 +477,7 @@ def _read_state(con: Connection) -> _State:
         stale=[(q, d, v) for q, d, v in con.execute(_STALE).fetchall()],
         sources={(q, d) for q, d in con.execute(_SUCCESSOR_SOURCES).fetchall()},
         judged={(q, d) for q, d in con.execute(_JUDGED).fetchall()},
+        relevant={(q, d) for q, d in con.execute(_RELEVANT).fetchall()},
     )
 
 
@@ -538,6 +558,7 @@ def _assign(
     chosen: dict[tuple[str, str], tuple[str, str]] = {}
     for qid, doc_id, version in state.stale:
         chosen.setdefault((qid, doc_id), ("stale", version))
+    of_relevant: set[tuple[str, str]] = set()  # successors of a document judged relevant for the query
     for qid, d in sorted(state.sources):
         source = docs.get(d)
         if source is None or source.superseded_by is None or qid not in state.queries:
@@ -546,6 +567,8 @@ def _assign(
         if successor is None or (qid, successor.doc_id) in state.golden_pairs:
             continue
         chosen.setdefault((qid, successor.doc_id), ("successor", successor.version))
+        if (qid, d) in state.relevant:
+            of_relevant.add((qid, successor.doc_id))
     for qid, doc_id in returned.pairs:
         version = active[doc_id].version
         if (qid, doc_id) not in chosen and (qid, doc_id, version) not in state.golden:
@@ -570,7 +593,10 @@ def _assign(
     def priority(item: tuple[tuple[str, str], tuple[str, str]]):
         pair, (reason, _) = item
         best = returned.best_rank(pair)
-        return (order[reason], best is None, best or 0, -len(returned.rankers_of(pair, names)), pair[0], pair[1])
+        # A successor of no document judged relevant for the query replaces a label that said
+        # "not this one": it goes after every pooled pair (contract 7.4, changed in v5).
+        rank = len(ORDER) if reason == "successor" and pair not in of_relevant else order[reason]
+        return (rank, best is None, best or 0, -len(returned.rankers_of(pair, names)), pair[0], pair[1])
 
     ranked = sorted(chosen.items(), key=priority)
     report = PoolReport(

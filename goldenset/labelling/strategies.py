@@ -1,8 +1,10 @@
 """Pooling strategies: which returned pairs to label first, and how many per round (contract section 11).
 
 The pool (pool.py) collects what each ranker returned; a strategy orders the pairs that
-need a label (reason `pooled`) and `--budget` keeps the first N of them. Stale and
-successor rows are not the strategy's to order: they always come first, in full.
+need a label (reason `pooled`) and `--budget` keeps the first N of them. Stale, successor
+and audit rows are not the strategy's to order: they are queued in full, in 7.4's order,
+before the pooled picks, except the successors of documents judged not relevant, which
+7.4 puts after every pooled pair and which stay after the picks.
 
 - `depth`: today's pool, in its priority order (best rank, more rankers first, query_id,
   doc_id); with a budget the first N.
@@ -365,7 +367,8 @@ def apply(
     embedder: Any = None,
     tasks: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[Pair, tuple[str, str]]], Any]:
-    """Reorder and cap the pool's `pooled` pairs by strategy `name`; stale and successor rows stay first.
+    """Reorder and cap the pool's `pooled` pairs by strategy `name`; the other rows keep their places
+    before or after the pooled ones (contract 11.2).
 
     `feedback` embeds each query's `tasks` text and the documents it reads with `embedder`
     (vectors cached in the warehouse, as the reference retriever's are).
@@ -374,7 +377,11 @@ def apply(
 
     labels = current_labels(con, {d: doc.version for d, doc in snapshot.active.items()})
     pooled = [(pair, rv) for pair, rv in chosen if rv[0] == "pooled"]
-    others = [(pair, rv) for pair, rv in chosen if rv[0] != "pooled"]
+    # The rows 7.4 orders before the pooled ones stay before the strategy's picks, those it
+    # orders after them (successors of documents judged not relevant) stay after.
+    first = next((i for i, (_, rv) in enumerate(chosen) if rv[0] == "pooled"), len(chosen))
+    before = chosen[:first]
+    after = [(pair, rv) for pair, rv in chosen[first:] if rv[0] != "pooled"]
     by_pair = dict(pooled)
     # Only pooled pairs are the strategy's to draw (and to count against the budget); stale and
     # successor rows are queued anyway. Labelled documents stay in the lists: the bandit's evidence.
@@ -401,7 +408,7 @@ def apply(
         vectors=vectors,
     )
     kept = [((q, d), by_pair[(q, d)]) for q, d, _ in plan.picks if (q, d) in by_pair]
-    out = others + kept
+    out = before + kept + after
     reasons = ("stale", "successor", "pooled")
     queue = {r: sum(1 for _, (reason, _) in out if reason == r) for r in reasons}
     state = {**plan.state, "budget": budget, "pooled_before_budget": len(pooled)}

@@ -175,13 +175,14 @@ def add_current_label(
     *,
     annotator: str = "ana",
     label: str = "relevant",
+    grade: int = 2,
     kind: str = "human",
     line: int = 1,
 ) -> None:
     """One accepted label line, as the label ingestion would store it (human_labels is public)."""
     con.execute(
         "INSERT INTO human_labels BY NAME SELECT ? AS source_file, ? AS dt, ? AS file_name, ? AS line, "
-        "? AS query_id, ? AS doc_id, ? AS doc_version, ? AS label, 'answerability' AS decided_by, "
+        "? AS query_id, ? AS doc_id, ? AS doc_version, ? AS label, ? AS grade, 'answerability' AS decided_by, "
         "? AS annotator, ? AS kind, 'support-policies' AS rubric, ? AS ts, NULL AS dimensions, NULL AS note, "
         "'{}' AS raw",
         [
@@ -193,6 +194,7 @@ def add_current_label(
             doc_id,
             doc_version,
             label,
+            grade,
             annotator,
             kind,
             datetime(2026, 11, 29, 9, 0, line),

@@ -148,11 +148,13 @@ def test_an_audit_of_every_query_asks_for_every_returned_pair_no_human_labelled(
 
 
 def test_audit_pairs_come_after_successors_and_before_pooled_pairs(world):
-    # Seed 1 draws one query; the other's pooled pairs stay pooled, after the audit's.
+    # Seed 1 draws one query; the other's pooled pairs stay pooled, after the audit's. The
+    # successors of documents judged not relevant (c2, m2: contract 7.4) come after them all.
     result = pool(world, audit=1, seed=1)
     (drawn,) = draw([Q1, Q2], 1, 1).queries
-    order = [r.reason for r in result.queue]
-    assert order == sorted(order, key=["stale", "successor", "audit", "pooled"].index)
+    order = [r.reason if r.doc_id not in ("c2", "m2") else "late successor" for r in result.queue]
+    assert order == sorted(order, key=["stale", "successor", "audit", "pooled", "late successor"].index)
+    assert order[-2:] == ["late successor", "late successor"]
     audit_queries = {r.query_id for r in result.queue if r.reason == "audit"}
     assert audit_queries == {drawn}
     assert any(r.reason == "pooled" for r in result.queue)

@@ -464,11 +464,12 @@ def test_imported_lines_are_what_the_builds_label_ingestion_accepts(exported, po
         con.close()
     d = [t["data"] for t in tasks]
     assert rejected == (0,)
-    assert (d[0]["doc_id"], d[1]["doc_id"], d[2]["doc_id"]) == ("b", "e2", "c2")
+    # The queue's first three: the stale b, then the successors of relevant documents e2 and d2 (7.4).
+    assert (d[0]["doc_id"], d[1]["doc_id"], d[2]["doc_id"]) == ("b", "e2", "d2")
     assert [r for r in rows if r[0] != "ana"] == [
         ("ana_example.com", Q1, "b", "v2", "relevant", "coverage", "human", "states 14 days"),
         ("ana_example.com", Q2, "e2", "v1", "partial", "coverage", "human", None),
-        ("label-studio-user-12", Q1, "c2", "v1", "irrelevant", "recency", "human", None),
+        ("label-studio-user-12", Q1, "d2", "v3", "irrelevant", "recency", "human", None),
     ]
 
 

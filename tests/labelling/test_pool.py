@@ -63,18 +63,22 @@ def expected_queue() -> list[tuple]:
     """The queue of the world under FIRST, SECOND at depth 5, by hand (see pool_rankers.py)."""
     both = (FIRST, SECOND)
     best_one = _ties_by_query((Q1, "h", "v1", "pooled", both, 1), (Q2, "f2", "v1", "pooled", both, 1))
+    # Successors of a document judged relevant for the query keep their place: e2 (ana's relevant
+    # label on e), d2 (the helped verdict on d, retired, so no golden row) and f2 (a judge's relevant
+    # label on f). Those of a document judged not relevant go after every pooled pair: c2 (c's
+    # golden row says noise) and m2 (m's says wrong).
     rows = [
         (Q1, "b", "v2", "stale", (FIRST,), 5),
         (Q2, "e2", "v1", "successor", (SECOND,), 3),
-        (Q1, "c2", "v1", "successor", (FIRST,), 4),
         (Q1, "d2", "v3", "successor", (SECOND,), 5),
         (Q1, "f2", "v1", "successor", (), None),
-        (Q1, "m2", "v1", "successor", (), None),
         *best_one,
         (Q2, "i", "v1", "pooled", both, 2),
         (Q1, "g", "v1", "pooled", (FIRST,), 2),
         (Q1, "m", "v2", "pooled", (SECOND,), 2),
         (Q1, "j", "v1", "pooled", (SECOND,), 4),
+        (Q1, "c2", "v1", "successor", (FIRST,), 4),
+        (Q1, "m2", "v1", "successor", (), None),
     ]
     return [(1, q, d, v, reason, rk, best, i, POOLED_AT) for i, (q, d, v, reason, rk, best) in enumerate(rows, 1)]
 
@@ -85,6 +89,23 @@ def expected_queue() -> list[tuple]:
 def test_queue_holds_stale_then_successors_then_pooled_pairs_in_priority_order(world):
     pool(world)
     assert queue(world) == expected_queue()
+
+
+def test_a_successor_of_a_document_judged_not_relevant_goes_after_every_pooled_pair(world):
+    con = warehouse.connect(world.db)
+    try:
+        # ana now labels e irrelevant on Q2 (a later line): e2 follows a label that says "not this one".
+        from pool_rankers import add_current_label
+
+        add_current_label(con, Q2, "e", "v1", label="irrelevant", grade=0, line=9)
+    finally:
+        con.close()
+    pool(world)
+    rows = [(r[1], r[2], r[4]) for r in queue(world)]
+    reasons = [reason for _, _, reason in rows]
+    last_pooled = max(i for i, reason in enumerate(reasons) if reason == "pooled")
+    assert rows[last_pooled + 1 :] == [(Q2, "e2", "successor"), (Q1, "c2", "successor"), (Q1, "m2", "successor")]
+    assert rows[1:3] == [(Q1, "d2", "successor"), (Q1, "f2", "successor")]
 
 
 def test_stale_pairs_are_the_version_changed_labels_at_their_current_version(world):
@@ -469,7 +490,7 @@ def test_pool_command_json_prints_the_stored_report(world, capsys):
 def test_pool_command_without_a_build_exits_1(tmp_path, capsys):
     code, _, err = run_cli(["--db", str(tmp_path / "none.duckdb"), "--rankers", "bogus"], capsys)
     assert code == 1
-    assert err == f"Error: no warehouse at {tmp_path / 'none.duckdb'}: run `goldenset build` first\n"
+    assert err == f"Error: no warehouse at --db {tmp_path / 'none.duckdb'}: run `goldenset build` first\n"
 
 
 def test_pool_command_on_a_warehouse_without_a_build_exits_1(tmp_path, capsys):

@@ -264,9 +264,12 @@ def test_from_run_pools_the_runs_unlabelled_top_k_under_its_retrievers_name(worl
     assert result.report.rankers == (CANDIDATE,)
     assert result.report.outside_snapshot == {CANDIDATE: 1}
     assert result.report.already_labelled == 2
-    # Stale and successor rows keep their precedence: every one comes before the first pooled row.
-    reasons = [r.reason for r in result.queue]
-    assert reasons == sorted(reasons, key=["stale", "successor", "pooled"].index)
+    # Stale rows and the successors of documents judged relevant come before the first pooled row,
+    # the successors of documents judged not relevant (c2 of noise c, m2 of wrong m) after the last.
+    rows = [(r.reason, r.doc_id) for r in result.queue]
+    pooled_at = [i for i, (reason, _) in enumerate(rows) if reason == "pooled"]
+    assert {reason for reason, _ in rows[: pooled_at[0]]} == {"stale", "successor"}
+    assert rows[pooled_at[-1] + 1 :] == [("successor", "c2"), ("successor", "m2")]
     assert ("stale", Q1, "b") in {(r.reason, r.query_id, r.doc_id) for r in result.queue}
 
 
@@ -355,8 +358,9 @@ def test_compare_rescore_measures_stored_rankings_against_the_current_golden_set
 def test_a_budget_without_a_strategy_pools_with_feedback_and_embeds_the_queries(world):
     result = _pool(world, rankers=None, from_run="runX", depth=5, budget=2)
     assert result.report.strategy["name"] == "feedback" and result.report.strategy["round"] == 1
-    # The world's stale row and five successor rows keep their precedence and are never capped.
-    assert [r.reason for r in result.queue] == ["stale"] + ["successor"] * 5 + ["pooled"] * 2
+    # The world's stale row and five successor rows are never capped: the stale row and three successors
+    # of relevant documents first, the two successors of documents judged not relevant (c2, m2) last.
+    assert [r.reason for r in result.queue] == ["stale"] + ["successor"] * 3 + ["pooled"] * 2 + ["successor"] * 2
     con = warehouse.connect(world.db, read_only=True)
     golden = set(con.execute("SELECT query_id, doc_id FROM golden_set").fetchall())
     tasks = [t for (t,) in con.execute("SELECT DISTINCT task FROM golden_set").fetchall()]
@@ -396,3 +400,11 @@ def test_a_large_from_run_pool_without_a_budget_says_how_many_and_gives_the_budg
     assert pool.large_pool_note(result, []) is None  # not a --from-run pool
     monkeypatch.setattr(pool, "LARGE_POOL", 4)
     assert pool.large_pool_note(result, ["runX"]) is None  # 4 is not more than 4
+
+
+def test_with_a_budget_the_successors_of_documents_judged_not_relevant_follow_the_strategys_picks(world):
+    result = _pool(world, rankers=None, from_run="runX", depth=4, strategy="depth", budget=1)
+    rows = [(r.reason, r.doc_id) for r in result.queue]
+    # Uncapped, in 7.4's order: stale and the relevant documents' successors, one pooled pick, then c2, m2.
+    assert [reason for reason, _ in rows].count("pooled") == 1
+    assert rows[-3][0] == "pooled" and rows[-2:] == [("successor", "c2"), ("successor", "m2")]

@@ -367,7 +367,7 @@ def test_calibrate_without_a_scorer_or_a_policy_says_which_to_pass(capsys, seven
 def test_calibrate_before_any_build_says_to_build(capsys, tmp_path):
     assert main(["calibrate", "--scorer", "dense", "--db", str(tmp_path / "none.duckdb")]) == 1
     assert capsys.readouterr().err == (
-        f"Error: no warehouse at {tmp_path / 'none.duckdb'}: run `goldenset build` first\n"
+        f"Error: no warehouse at --db {tmp_path / 'none.duckdb'}: run `goldenset build` first\n"
     )
     assert not (tmp_path / "none.duckdb").exists()
 
