@@ -20,6 +20,7 @@ from rich.console import Console
 
 from goldenset import __version__, progress
 from goldenset.cli import bench, calibrate, golden, judge, label, labels, pool, rubric, traces
+from goldenset.cli import sql as sql_command
 from goldenset.cli.shared import command_group, err
 from goldenset.errors import GoldensetError
 
@@ -67,7 +68,7 @@ def create_app(register: Callable[[typer.Typer], None] | None = None) -> typer.T
     app.callback()(_root)
     if register is not None:
         register(app)
-    for command in golden.COMMANDS:
+    for command in (*golden.COMMANDS, *sql_command.COMMANDS):
         app.command()(command)
     for name, group in GROUPS:
         app.add_typer(group, name=name)

@@ -190,3 +190,24 @@ def test_a_build_that_meets_a_reader_between_its_steps_retries_then_says_busy_in
         events = [e.dagster_event for e in instance.all_logs(run.run_id) if e.dagster_event]
     retried = Counter(e.step_key for e in events if e.event_type_value == "STEP_UP_FOR_RETRY")
     assert retried and set(retried.values()) == {BUSY_RETRIES}, retried
+
+
+def test_goldenset_sql_during_a_build_waits_for_it_and_never_blocks_it(at_stage_b, tables_b):
+    marker = at_stage_b.root / "paused"
+    writer = at_stage_b.start_build(**failpoint_env("ingest.after_batch:pause", marker))
+    pid = paused(at_stage_b, writer, marker)
+    db = ["--db", str(at_stage_b.db)]
+
+    refused = at_stage_b.run("sql", "SELECT count(*) FROM golden_builds", *db)  # GOLDENSET_LOCK_TIMEOUT=0
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert len(refused.stderr.splitlines()) == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"Error: database busy: a build is running (PID {pid}, since ")
+
+    query = ["sql", "SELECT max(build_id) AS latest FROM golden_builds", "--format", "csv", *db]
+    waiting = at_stage_b.start(*query, "--wait", str(HANG_SECONDS))
+    wait_for(lambda: f"waiting for the build (PID {pid})" in waiting.stderr(), "a waiting message", proc=waiting)
+    marker.unlink()
+    ok(finish(writer))  # the build went on to publish, the waiting query in no way in its path
+    done = ok(finish(waiting))
+    assert done.stdout == "latest\n2\n"
+    assert_published_like(at_stage_b, tables_b)
