@@ -191,6 +191,9 @@ RUN_FIRST = (
     "tests/test_cranfield_coverage.py",
     "tests/labelling/test_rubrics_by_project.py",
     "tests/test_properties.py",
+    # After test_demo.py: both read the demo made once per run (tests.helpers.demo_world), and a
+    # worker that asked for it while the other made it would wait.
+    "tests/test_docs_blocks.py",
     "tests/reliability/test_hostile_input.py",
     "tests/test_refusals.py",
     # Not long, but they need the reference venvs `.ci/run` installs in the background while

@@ -240,6 +240,51 @@ def copy_built_folder(template: Path, copy: Path, db: Path, template_corpus: Pat
         con.close()
 
 
+# --------------------------------------------------------------------------- the demo's home
+
+DEMO_OUTPUT = "demo-output.json"
+
+
+def demo_world(tmp_path_factory) -> Path:
+    """The folder of one `goldenset demo --dir FOLDER/demo-home` run, made once per test run
+    (made_once_per_run) while GOLDENSET_HOME named FOLDER/elsewhere, with FOLDER/demo-output.json:
+    its exit code, what it printed and the GOLDENSET_*/DAGSTER_* variables after it. Shared by
+    tests/test_demo.py and tests/test_docs_blocks.py (the demo costs about 40 CPU seconds); read
+    it, or copy its home with copy_demo_home."""
+    return made_once_per_run(tmp_path_factory, "demo", _make_demo)
+
+
+def _make_demo(base: Path) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from goldenset_dagster.cli import main
+
+    root, elsewhere = base / "demo-home", base / "elsewhere"
+    with isolated_settings(elsewhere), pytest.MonkeyPatch.context() as mp:
+        mp.chdir(base)
+        # Wide enough that no printed line wraps (a test's stdout is no terminal: rich would wrap at 80).
+        mp.setenv("COLUMNS", "400")
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            code = main(["demo", "--dir", str(root)])
+        env_after = {k: v for k, v in os.environ.items() if k.startswith(("GOLDENSET_", "DAGSTER_"))}
+    (base / DEMO_OUTPUT).write_text(json.dumps({"exit_code": code, "out": buffer.getvalue(), "env_after": env_after}))
+
+
+def copy_demo_home(folder: Path, home: Path) -> Path:
+    """A copy of the demo's home (demo_world's FOLDER/demo-home) at `home`, pointing at its own
+    corpus and source folders as if the demo had run there; return `home`."""
+    template = Path(folder) / "demo-home"
+    copy_built_folder(template, home, home / "goldenset.duckdb", template / "corpus.jsonl", home / "corpus.jsonl")
+    con = duckdb.connect(str(home / "goldenset.duckdb"))
+    try:
+        con.execute("UPDATE source_roots SET root = replace(root, ?, ?)", [str(template), str(home)])
+    finally:
+        con.close()
+    return home
+
+
 def rows(con, sql: str, *params) -> list[tuple]:
     """The rows of one query with bound parameters."""
     return con.execute(sql, list(params)).fetchall()

@@ -8,14 +8,11 @@ Expected values come from the files and from the model directly, not from the de
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
-import os
 import re
 import unicodedata
 from collections.abc import Iterator
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -25,6 +22,7 @@ import duckdb
 import pytest
 
 from goldenset_dagster.cli import main
+from tests.helpers import DEMO_OUTPUT, demo_world
 
 # Every test here reads a world or a study run built once per module: seconds before the first.
 pytestmark = pytest.mark.slow
@@ -86,21 +84,11 @@ class Ran:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Iterator[Ran]:
-    """The demo run once with --dir, while GOLDENSET_HOME points somewhere else."""
-    base = tmp_path_factory.mktemp("demo")
-    root, elsewhere = base / "demo-home", base / "elsewhere"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GOLDENSET_HOME", str(elsewhere))
-        for name in PATH_VARIABLES:
-            mp.delenv(name, raising=False)
-        mp.chdir(base)
-        # Wide enough that no printed line wraps (a test's stdout is no terminal: rich would wrap at 80).
-        mp.setenv("COLUMNS", "400")
-        buffer = io.StringIO()
-        with redirect_stdout(buffer):
-            code = main(["demo", "--dir", str(root)])
-        env_after = {k: v for k, v in os.environ.items() if k.startswith(("GOLDENSET_", "DAGSTER_"))}
-        yield Ran(code, buffer.getvalue(), root, elsewhere, env_after)
+    """The demo run once with --dir, while GOLDENSET_HOME points somewhere else (tests.helpers.demo_world,
+    made once per test run and shared with tests/test_docs_blocks.py)."""
+    base = demo_world(tmp_path_factory)
+    ran = json.loads((base / DEMO_OUTPUT).read_text())
+    yield Ran(ran["exit_code"], ran["out"], base / "demo-home", base / "elsewhere", ran["env_after"])
 
 
 def _shown_commands(out: str) -> list[str]:

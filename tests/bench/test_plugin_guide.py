@@ -11,7 +11,9 @@ import pytest
 from goldenset import warehouse
 from goldenset.cli.app import main  # the benchmark, not its Dagster run (tests/bench/test_asset.py)
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "plugins.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GUIDE = DOCS / "guides" / "plugins.md"
+EXAMPLE = DOCS / "examples" / "my_retriever.py"  # what the guide includes as its python block
 
 
 def _blocks(language: str) -> list[str]:
@@ -21,6 +23,8 @@ def _blocks(language: str) -> list[str]:
 @pytest.mark.slow
 def test_the_guides_retriever_runs_from_the_working_directory_without_pythonpath(golden, tmp_path, monkeypatch, capsys):
     (python,) = _blocks("python")
+    assert python.strip() == f'--8<-- "{EXAMPLE.relative_to(DOCS.parent)}"'
+    python = EXAMPLE.read_text(encoding="utf-8")
     (command,) = _blocks("sh")
     cwd = tmp_path / "work"
     cwd.mkdir()
