@@ -285,6 +285,46 @@ def copy_demo_home(folder: Path, home: Path) -> Path:
     return home
 
 
+def hand_made_run(
+    run_id: str,
+    started_at,
+    values: dict,
+    *,
+    retriever: str = "goldenset.retrieval.reference:hybrid",
+    ranking: dict[str, list[str]] | None = None,
+    **fields,
+):
+    """A benchmark run made by hand: build 1 of a fixed corpus, nothing degraded, stale or drifted,
+    k 5, depth 100; `values` its rows (row -> query -> metric -> value), `ranking` the `core` row's
+    documents per query, best first (scores 1/rank). `fields` sets any other BenchmarkRun field."""
+    from goldenset.bench.runs import BenchmarkRun
+
+    metrics = sorted({m for per_query in values.values() for row in per_query.values() for m in row})
+    ranked = {"core": {q: [(d, 1.0 / r) for r, d in enumerate(docs, 1)] for q, docs in (ranking or {}).items()}}
+    return BenchmarkRun(
+        **{
+            "run_id": run_id,
+            "started_at": started_at,
+            "build_id": 1,
+            "corpus_fingerprint": "f" * 64,
+            "retriever": retriever,
+            "retriever_config": {},
+            "degraded": False,
+            "warnings": [],
+            "k_values": (5,),
+            "depth": 100,
+            "exclude_stale": False,
+            "stale_labels": 0,
+            "corpus_drift": 0.0,
+            "down_components": [],
+            "metric_names": fields.pop("metric_names", metrics),
+            "values": values,
+            "ranked": ranked if ranking is not None else {},
+            **fields,
+        }
+    )
+
+
 def rows(con, sql: str, *params) -> list[tuple]:
     """The rows of one query with bound parameters."""
     return con.execute(sql, list(params)).fetchall()

@@ -17,6 +17,7 @@ from goldenset.bench import coverage
 from goldenset.bench.runs import BenchmarkRun, store_run
 from goldenset.cli.app import main
 from goldenset.cli.bench import app as bench_app
+from tests.helpers import hand_made_run
 
 QUERIES = [f"q{i}" for i in range(1, 6)]
 # B's judged@5 per query: 0.6, 0.6, 0.6, 0.4, 0.8 -> mean 3.0 / 5 = 0.60.
@@ -26,25 +27,9 @@ B_RECALL = [0.0, 0.5, 0.0, 0.5, 0.0]
 
 
 def _run(run_id: str, judged: list[float], recall: list[float]) -> BenchmarkRun:
-    names = ["recall@5", "judged@5"]
-    return BenchmarkRun(
-        run_id=run_id,
-        started_at=datetime(2026, 1, 1, 12, 0, 0),
-        build_id=1,
-        corpus_fingerprint="f" * 64,
-        retriever="goldenset.retrieval.reference:hybrid",
-        retriever_config={},
-        degraded=False,
-        warnings=[],
-        k_values=(5,),
-        depth=100,
-        exclude_stale=False,
-        stale_labels=0,
-        corpus_drift=0.0,
-        down_components=[],
-        metric_names=names,
-        values={"core": {q: {"recall@5": r, "judged@5": j} for q, r, j in zip(QUERIES, recall, judged, strict=True)}},
-        labels_build_id=1,
+    values = {"core": {q: {"recall@5": r, "judged@5": j} for q, r, j in zip(QUERIES, recall, judged, strict=True)}}
+    return hand_made_run(
+        run_id, datetime(2026, 1, 1, 12, 0, 0), values, metric_names=["recall@5", "judged@5"], labels_build_id=1
     )
 
 

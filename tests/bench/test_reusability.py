@@ -23,10 +23,11 @@ from pool_rankers import Q1, Q2, build_world  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
 from goldenset.bench.reusability import leave_one_out  # noqa: E402
-from goldenset.bench.runs import BenchmarkRun, store_run  # noqa: E402
+from goldenset.bench.runs import store_run  # noqa: E402
 from goldenset.cli.app import main  # noqa: E402
 from goldenset.cli.pool import app as pool_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
+from tests.helpers import hand_made_run  # noqa: E402
 
 QRELS = {"q": {"x": 1, "y": 1, "z": 0}}
 RANKINGS = {"A": {"q": ["x", "z", "w"]}, "B": {"q": ["y", "x"]}}
@@ -56,24 +57,12 @@ def test_one_ranker_has_no_tau_and_bad_input_is_a_usage_error():
 
 
 def _store(db, run_id: str, retriever: str, ranking: dict[str, list[str]]) -> None:
-    run = BenchmarkRun(
-        run_id=run_id,
-        started_at=datetime(2026, 11, 30, 8, 0, int(run_id[-1])),
-        build_id=1,
-        corpus_fingerprint="f" * 64,
+    run = hand_made_run(
+        run_id,
+        datetime(2026, 11, 30, 8, 0, int(run_id[-1])),
+        {"core": {q: {"recall@5": 0.0} for q in ranking}},
         retriever=retriever,
-        retriever_config={},
-        degraded=False,
-        warnings=[],
-        k_values=(5,),
-        depth=100,
-        exclude_stale=False,
-        stale_labels=0,
-        corpus_drift=0.0,
-        down_components=[],
-        metric_names=["recall@5"],
-        values={"core": {q: {"recall@5": 0.0} for q in ranking}},
-        ranked={"core": {q: [(d, 1.0 / r) for r, d in enumerate(docs, 1)] for q, docs in ranking.items()}},
+        ranking=ranking,
     )
     con = warehouse.connect(db)
     try:

@@ -22,12 +22,13 @@ for folder in (HERE, HERE.parent / "bench"):
 from pool_rankers import FIRST, Q1, Q2, World  # noqa: E402
 
 from goldenset import warehouse  # noqa: E402
-from goldenset.bench.runs import BenchmarkRun, store_run  # noqa: E402
+from goldenset.bench.runs import store_run  # noqa: E402
 from goldenset.cli.app import main  # noqa: E402
 from goldenset.cli.pool import app as pool_app  # noqa: E402
 from goldenset.errors import GoldensetError, UsageError  # noqa: E402
 from goldenset.labelling import strategies as S  # noqa: E402
 from goldenset.labelling.pool import run_pool  # noqa: E402
+from tests.helpers import hand_made_run  # noqa: E402
 
 POOLED_AT = datetime(2026, 11, 30, 8, 0, 0)
 
@@ -200,24 +201,8 @@ CANDIDATE = "candidate.module:retriever"
 
 
 def _store_candidate(world: World, ranking: dict[str, list[str]], run_id: str = "runX") -> None:
-    run = BenchmarkRun(
-        run_id=run_id,
-        started_at=POOLED_AT,
-        build_id=1,
-        corpus_fingerprint="f" * 64,
-        retriever=CANDIDATE,
-        retriever_config={},
-        degraded=False,
-        warnings=[],
-        k_values=(5,),
-        depth=100,
-        exclude_stale=False,
-        stale_labels=0,
-        corpus_drift=0.0,
-        down_components=[],
-        metric_names=["recall@5"],
-        values={"core": {q: {"recall@5": 0.0} for q in ranking}},
-        ranked={"core": {q: [(d, 1.0 / r) for r, d in enumerate(docs, 1)] for q, docs in ranking.items()}},
+    run = hand_made_run(
+        run_id, POOLED_AT, {"core": {q: {"recall@5": 0.0} for q in ranking}}, retriever=CANDIDATE, ranking=ranking
     )
     con = warehouse.connect(world.db)
     try:
