@@ -116,14 +116,23 @@ def _missing(obj: dict, names) -> list[str]:
     return [n for n in names if obj.get(n) is None]
 
 
-def parse_line(raw: bytes) -> Serve | Verdict:
-    """Validate one non-blank line; raise Rejected with the first reason that applies."""
+def json_object(raw: bytes) -> dict:
+    """A line's JSON object, by the contract's strict rules; Rejected `invalid_json` or `not_an_object`.
+
+    The first two checks of every line, log or label (contract 1 and 7.2).
+    """
     try:
         rec = loads(raw)
     except StrictJSONError as exc:
         raise Rejected("invalid_json", str(exc)) from None
     if not isinstance(rec, dict):
         raise Rejected("not_an_object", f"top-level value is a {type(rec).__name__}")
+    return rec
+
+
+def parse_line(raw: bytes) -> Serve | Verdict:
+    """Validate one non-blank line; raise Rejected with the first reason that applies."""
+    rec = json_object(raw)
     event = rec.get("event")
     if event == "serve":
         return _serve(rec)

@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from goldenset.jsonstrict import StrictJSONError, loads
 from goldenset.labelling.rubric import Rubric
 from goldenset.labelling.rubric_set import RubricSet
-from goldenset.records import Rejected, parse_ts
+from goldenset.records import Rejected, json_object, parse_ts
 
 KINDS = ("human", "judge")
 REQUIRED = ("query_id", "doc_id", "doc_version", "label", "decided_by", "annotator", "rubric", "ts")
@@ -57,12 +56,7 @@ def parse_label_line(
     With a RubricSet the line is checked against the rubric it names; `project_of`
     (query_id -> project) adds the check that this rubric judges the query's project.
     """
-    try:
-        rec = loads(raw)
-    except StrictJSONError as exc:
-        raise Rejected("invalid_json", str(exc)) from None
-    if not isinstance(rec, dict):
-        raise Rejected("not_an_object", f"top-level value is a {type(rec).__name__}")
+    rec = json_object(raw)
     event = rec.get("event")
     if event != "label":
         raise Rejected("unknown_event", f"event {event!r} is not 'label'")
