@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from goldenset.settings import VARIABLES
 from goldenset_dagster.cli import main
 from tests.helpers import DEMO_OUTPUT, demo_world
 
@@ -38,17 +39,8 @@ LABEL_REASONS = {
     "label_contradicts_rubric",
     "unknown_document_version",
 }
-PATH_VARIABLES = (
-    "GOLDENSET_LOGS",
-    "GOLDENSET_CORPUS",
-    "GOLDENSET_DB",
-    "GOLDENSET_LABELS",
-    "GOLDENSET_RUBRIC",
-    "GOLDENSET_EXPORT_DIR",
-    "GOLDENSET_REPORTS",
-    "GOLDENSET_BENCH_INDEX",
-    "DAGSTER_HOME",
-)
+# Every path setting's variable (the demo scopes them; none may be left set after it).
+PATH_VARIABLES = tuple(v.env for v in VARIABLES if v.kind == "path")
 
 
 def query_id(project: str, task: str) -> str:
