@@ -106,7 +106,7 @@ def test_a_build_starting_during_a_query_interrupts_it_and_the_file_is_free_for_
         except BaseException as exc:  # noqa: BLE001 (what the thread raised is the test's to check)
             raised.append(exc)
 
-    thread = threading.Thread(target=query)
+    thread = threading.Thread(target=query, daemon=True)  # (a query never interrupted would run for hours)
     thread.start()
     time.sleep(0.3)  # the query is running (it would take hours)
     started = time.monotonic()

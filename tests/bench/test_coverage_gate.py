@@ -176,3 +176,13 @@ def test_the_labels_that_close_a_gap_are_the_gap_times_queries_times_k_rounded_u
     coverage_, target, queries, k, labels
 ):
     assert coverage.labels_to_close(coverage_, target, queries, k) == labels
+
+
+def test_the_budget_takes_each_runs_largest_count_over_its_flagged_cut_offs():
+    # judged@5 0.20 needs (0.80 - 0.20) x 5 x 5 = 15 labels, judged@24 0.75 only (0.80 - 0.75) x 5 x 24 = 6:
+    # the command pools to depth 24 with the 15 the top 5 needs.
+    values = {"core": {q: {"recall@5": 0.0, "judged@5": 0.2, "judged@24": 0.75} for q in QUERIES}}
+    run = hand_made_run("runD", datetime(2026, 1, 1, 12, 0, 0), values, k_values=(5, 24))
+    check = coverage.check_run(run, "core", 0.8)
+    assert len(check.lines) == 2
+    assert check.commands[0].startswith("To close it: `goldenset pool --from-run runD --depth 24 --budget 15` (")

@@ -98,6 +98,8 @@ def test_a_successor_of_a_document_judged_not_relevant_goes_after_every_pooled_p
         from pool_rankers import add_current_label
 
         add_current_label(con, Q2, "e", "v1", label="irrelevant", grade=0, line=9)
+        # ana calls c relevant on Q1, but the golden set's row of (Q1, c) says noise, and decides.
+        add_current_label(con, Q1, "c", "v1", label="relevant", grade=2, line=10)
     finally:
         con.close()
     pool(world)
