@@ -201,7 +201,9 @@ def test_biased_is_printed_once_per_run_and_marks_only_its_pairs(capsys, db):
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == [
         "BIASED: run r3's top 5 is 60% judged against 100% for run r1; its unjudged documents count as misses.",
-        "To close it: `goldenset pool --from-run r3 --depth 5`, label the queue, `goldenset build`, "
+        # r3 must reach 0.90 (r1's 1.00 less the 0.10 gap): (0.90 - 0.60) x 40 queries x 5 = 60 labels.
+        "To close it: `goldenset pool --from-run r3 --depth 5 --budget 60` (it queues at most 60 pooled pairs: "
+        "the fewest labels that can close the gap), label the queue, `goldenset build`, "
         "then run the benchmark again.",
     ]
     out = compare_json(capsys, db, "r1", "r2", "r3", "r4", "--metric", "recall@5")
@@ -225,8 +227,10 @@ def test_a_run_below_the_floor_against_equally_judged_runs_says_so():
         "BIASED: run x's top 5 is 70% judged, below the floor of 80%; its unjudged documents count as misses.",
         "BIASED: run y's top 5 is 70% judged against 70% for run x; its unjudged documents count as misses.",
     ]
+    # Each must reach the 0.80 floor: (0.80 - 0.70) x 40 x 5 = 20 labels each, 40 in all.
     assert comp.coverage.commands == [
-        "To close it: `goldenset pool --from-run x --from-run y --depth 5`, label the queue, `goldenset build`, "
+        "To close it: `goldenset pool --from-run x --from-run y --depth 5 --budget 40` (it queues at most 40 "
+        "pooled pairs: the fewest labels that can close the gap), label the queue, `goldenset build`, "
         "then run the benchmark again."
     ]
 
