@@ -22,7 +22,7 @@ from goldenset import failpoints
 from goldenset.bulk import drop_staging, stage
 from goldenset.clock import utcnow
 from goldenset.connection import Connection
-from goldenset.logfiles import LogFile, NotPlainText, TextStream, read_file
+from goldenset.logfiles import LogFile, NotPlainText, PartitionCounts, TextStream, read_file
 from goldenset.warehouse import transaction
 
 _LINE_BITS = 32  # a line key is (file number << 32) | line number
@@ -96,20 +96,12 @@ def tracks_dirty(con: Connection) -> bool:
 
 
 @dataclass
-class PartitionReport:
+class PartitionReport(PartitionCounts):
     """What one partition's ingestion did."""
 
-    dt: str
-    files_seen: int = 0
-    files_ingested: int = 0
-    files_unchanged: int = 0
-    lines_read: int = 0
     serves: int = 0
     verdicts: int = 0
-    rejected: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-    files_forgotten: int = 0  # forgotten files left out, their bytes as forgotten (contract 9.6)
-    forgotten_changed: list[str] = field(default_factory=list)  # ... and those whose bytes changed since
+    forgotten_changed: list[str] = field(default_factory=list)  # forgotten files whose bytes changed since
 
 
 @dataclass

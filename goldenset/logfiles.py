@@ -9,7 +9,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,20 @@ class LogFile:
     @property
     def source_file(self) -> str:
         return f"dt={self.dt}/{self.file_name}"
+
+
+@dataclass
+class PartitionCounts:
+    """What one partition's ingestion did to its files and lines; the logs' and the labels' reports add their rows."""
+
+    dt: str
+    files_seen: int = 0
+    files_ingested: int = 0
+    files_unchanged: int = 0
+    files_forgotten: int = 0  # forgotten files left out, their bytes as forgotten (contract 9.6)
+    lines_read: int = 0
+    rejected: int = 0  # lines, each counted once under its reason
+    reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

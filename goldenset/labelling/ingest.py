@@ -10,7 +10,7 @@ of a file that has since been deleted stay. Lines that pass go to `human_labels`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
@@ -22,7 +22,15 @@ from goldenset.connection import Connection
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.labelling.rubric_set import Rubrics, RubricSet, projects_to_check
-from goldenset.logfiles import RACY_SECONDS, FileContent, LogFile, list_files, list_partitions, read_file
+from goldenset.logfiles import (
+    RACY_SECONDS,
+    FileContent,
+    LogFile,
+    PartitionCounts,
+    list_files,
+    list_partitions,
+    read_file,
+)
 from goldenset.records import Rejected
 from goldenset.warehouse import transaction
 
@@ -54,18 +62,10 @@ _REJECT_COLUMNS = ("source_file", "dt", "file_name", "line", "reason", "detail",
 
 
 @dataclass
-class LabelPartitionReport:
+class LabelPartitionReport(PartitionCounts):
     """What one label partition's ingestion did."""
 
-    dt: str
-    files_seen: int = 0
-    files_ingested: int = 0
-    files_unchanged: int = 0
-    lines_read: int = 0
     labels: int = 0
-    rejected: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-    files_forgotten: int = 0  # forgotten files left out, their bytes as forgotten (contract 9.6)
 
 
 def _known(con: Connection, source_file: str):
