@@ -55,13 +55,8 @@ class LeaveOneOut:
     rows: tuple[LeftOut, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "depth": self.depth,
-            "queries": self.queries,
-            "before": self.before,
-            "rows": [asdict(r) for r in self.rows],
-        }
+        """The fields, in order; the rows a list of objects."""
+        return asdict(self) | {"rows": [asdict(r) for r in self.rows]}
 
 
 def _means(rankings: Rankings, qrels: Qrels, queries: Sequence[str], metric: str) -> dict[str, float]:

@@ -11,7 +11,7 @@ import importlib
 import inspect
 import random
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
@@ -320,16 +320,8 @@ class CorpusRow:
     updated_at: str
 
     def to_json(self) -> dict[str, Any]:
-        """The row as written, in the file's key order."""
-        return {
-            "doc_id": self.doc_id,
-            "version": self.version,
-            "status": self.status,
-            "title": self.title,
-            "text": self.text,
-            "superseded_by": self.superseded_by,
-            "updated_at": self.updated_at,
-        }
+        """The row as written: its fields are the file's keys, in the file's key order."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

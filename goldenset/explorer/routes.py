@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import jinja2
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -26,16 +25,11 @@ from goldenset.connection import Connection
 from goldenset.errors import DatabaseBusy, GoldensetError, InputError, NoBuild, UsageError
 from goldenset.explorer import data
 from goldenset.explorer.plot import difference_bars
+from goldenset.html_pages import TEMPLATES
 from goldenset.warehouse import connect
 
 PREFIX = "/set"
-_env = jinja2.Environment(
-    loader=jinja2.PackageLoader("goldenset", "templates"),
-    autoescape=jinja2.select_autoescape(["html"]),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+_env = TEMPLATES
 _STATUS = {UsageError: 400, InputError: 404, NoBuild: 404, DatabaseBusy: 503}
 
 

@@ -66,7 +66,7 @@ from typing import Any
 from goldenset.clock import utcnow
 from goldenset.errors import InputError, UsageError
 from goldenset.jsonstrict import StrictJSONError, loads
-from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
+from goldenset.labelling.annotator import ANNOTATOR_PATTERN, check_annotator_name, is_annotator_name
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.pool import QueueExport, QueueTask, write_atomically
 from goldenset.labelling.rubric import Rubric
@@ -270,12 +270,9 @@ class LabelStudioImport:
 
 def check_annotator(name: str) -> str:
     """`name` when it matches ANNOTATOR_PATTERN (it names the import file); UsageError otherwise."""
-    if not is_annotator_name(name):
-        raise UsageError(
-            f"annotator {name!r} must match {ANNOTATOR_PATTERN} (it names the file the labels go to); "
-            "use letters, digits, '.', '_' or '-'"
-        )
-    return name
+    return check_annotator_name(
+        name, "annotator", "it names the file the labels go to", "use letters, digits, '.', '_' or '-'"
+    )
 
 
 def import_labels(

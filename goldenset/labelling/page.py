@@ -51,9 +51,7 @@ Decisions
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import re
 import secrets
 import threading
@@ -65,7 +63,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import duckdb
-import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -77,8 +74,10 @@ from starlette.routing import BaseRoute, Route
 from goldenset import logfiles
 from goldenset.connection import Connection
 from goldenset.counts import labelling_queue_by_reason
-from goldenset.errors import GoldensetError, InputError, UsageError
-from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
+from goldenset.errors import GoldensetError, InputError
+from goldenset.html_pages import TEMPLATES
+from goldenset.labelling.annotator import check_annotator_name
+from goldenset.labelling.durable import append_line
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.labelling.rubric_set import RubricSet, load_rubrics
@@ -199,12 +198,9 @@ class QueueItem:
 
 def check_annotator(name: str) -> str:
     """Return `name` when it can name a label file; UsageError (exit 2) otherwise."""
-    if not is_annotator_name(name):
-        raise UsageError(
-            f"annotator name {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
-            "pass --annotator with such a name"
-        )
-    return name
+    return check_annotator_name(
+        name, "annotator name", "letters, digits, '.', '_', '-'", "pass --annotator with such a name"
+    )
 
 
 def load_queue(con: Connection) -> list[QueueItem]:
@@ -312,56 +308,11 @@ class LabelWriter:
 
     def append(self, line: dict[str, Any], day: str) -> Path:
         """Append one JSON line and fsync it (and the folders it created); return the file."""
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         path = self.path_for(day)
         # The thread lock orders this process's submits; flock orders two pages of one annotator.
         with self._lock:
-            _make_dirs(path.parent)
-            created = not path.exists()
-            with open(path, "ab") as fh:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-                try:
-                    end = fh.seek(0, os.SEEK_END)
-                    if end and _last_byte(path, end) != b"\n":
-                        # A torn earlier write: start a fresh line so only that line is lost.
-                        data = b"\n" + data
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                finally:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            if created:
-                _fsync_dir(path.parent)
+            append_line(path, line)
         return path
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(size - 1)
-        return fh.read(1)
-
-
-def _make_dirs(folder: Path) -> None:
-    """Create `folder` and missing parents, fsyncing each parent so the new entries survive a crash."""
-    missing: list[Path] = []
-    p = folder
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir()
-        except FileExistsError:
-            continue
-        _fsync_dir(d.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def utc_now() -> datetime:
@@ -582,13 +533,7 @@ def open_session(
 
 # --------------------------------------------------------------------------- the web app
 
-_env = jinja2.Environment(
-    loader=jinja2.PackageLoader("goldenset", "templates"),
-    autoescape=jinja2.select_autoescape(["html"]),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+_env = TEMPLATES
 
 
 def draft_key(annotator: str, query_id: str, doc_id: str, doc_version: str) -> str:
@@ -604,16 +549,7 @@ def _rubric_json(rubric: Rubric) -> dict[str, Any]:
     """What the page's script needs to show the label live and offer admissible decided_by."""
     return {
         "dimensions": list(rubric.dimension_names),
-        "labels": [
-            {
-                "name": lab.name,
-                "grade": lab.grade,
-                "pass": list(lab.pass_),
-                "fail": list(lab.fail),
-                "any_fail": list(lab.any_fail),
-            }
-            for lab in rubric.labels
-        ],
+        "labels": [lab.to_json() for lab in rubric.labels],
     }
 
 

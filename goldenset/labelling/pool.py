@@ -920,15 +920,7 @@ def rubric_json(rubric: Rubric) -> dict[str, Any]:
         "as_of": as_of,
         "dimensions": [{"name": d.name, "test": d.test} for d in rubric.dimensions],
         "labels": [
-            {
-                "name": lab.name,
-                "grade": lab.grade,
-                "pass": list(lab.pass_),
-                "fail": list(lab.fail),
-                "any_fail": list(lab.any_fail),
-                "decided_by": list(rubric.admissible_decided_by(lab.name)),
-            }
-            for lab in rubric.labels
+            lab.to_json() | {"decided_by": list(rubric.admissible_decided_by(lab.name))} for lab in rubric.labels
         ],
     }
 

@@ -116,6 +116,11 @@ class Label:
         """Dimensions named in the rule's `fail` and `any_fail` clauses, in that order."""
         return self.fail + self.any_fail
 
+    def to_json(self) -> dict[str, Any]:
+        """The label as the page and the queue's rubric file show it: name, grade and the rule's clauses."""
+        clauses = {"pass": self.pass_, "fail": self.fail, "any_fail": self.any_fail}
+        return {"name": self.name, "grade": self.grade} | {k: list(v) for k, v in clauses.items()}
+
 
 @dataclass(frozen=True)
 class Assignment:

@@ -40,21 +40,19 @@ def agreement_inputs(con: Connection) -> AgreementInputs:
         LabelLine(a, k, q, d, v, label, by, ts.replace(tzinfo=UTC), LineOrder(dt, f, n), project)
         for a, k, q, d, v, label, by, ts, dt, f, n, project in rows
     ]
+
+    def pairs(sql: str) -> list[tuple]:  # (query_id, doc_id, doc_version, X) of the labels' build, in pair order
+        return con.execute(sql + " ORDER BY query_id, doc_id", [build.labels_build_id]).fetchall()
+
     agent = [
-        AgentLabel(q, d, v, verdict)
-        for q, d, v, verdict in con.execute(
-            "SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels WHERE build_id = ? "
-            "ORDER BY query_id, doc_id",
-            [build.labels_build_id],
-        ).fetchall()
+        AgentLabel(*row)
+        for row in pairs("SELECT query_id, doc_id, doc_version, verdict FROM build_agent_labels WHERE build_id = ?")
     ]
     human = [
-        HumanLabel(q, d, v, label)
-        for q, d, v, label in con.execute(
-            "SELECT query_id, doc_id, doc_version, label FROM build_human_labels WHERE build_id = ? AND source = 'human' "
-            "ORDER BY query_id, doc_id",
-            [build.labels_build_id],
-        ).fetchall()
+        HumanLabel(*row)
+        for row in pairs(
+            "SELECT query_id, doc_id, doc_version, label FROM build_human_labels WHERE build_id = ? AND source = 'human'"
+        )
     ]
     (log_judged,) = con.execute(
         "SELECT count(*) FROM golden_set WHERE source = 'log' AND stale_reason IS NULL"

@@ -37,17 +37,15 @@ Decisions:
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from goldenset.errors import UsageError
-from goldenset.labelling.annotator import ANNOTATOR_PATTERN, is_annotator_name
+from goldenset.labelling.annotator import check_annotator_name
+from goldenset.labelling.durable import append_line
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import Rubric
 from goldenset.records import Rejected
@@ -61,12 +59,9 @@ INVALID_REASONS = (*REASONS, NO_LABEL_FOR_GRADE)
 
 def check_annotator(name: str) -> str:
     """Return `name` when it can name a judge's label file; UsageError (exit 2) otherwise."""
-    if not is_annotator_name(name):
-        raise UsageError(
-            f"--annotator {name!r} must match {ANNOTATOR_PATTERN} (letters, digits, '.', '_', '-'); "
-            "pick such a name, e.g. qwen-judge"
-        )
-    return name
+    return check_annotator_name(
+        name, "--annotator", "letters, digits, '.', '_', '-'", "pick such a name, e.g. qwen-judge"
+    )
 
 
 def label_for_grade(rubric: Rubric, grade: int) -> str | None:
@@ -130,38 +125,8 @@ class JudgeLabelFile:
         self.path = Path(labels_dir) / f"dt={day.isoformat()}" / f"judge-{check_annotator(annotator)}.jsonl"
 
     def append(self, line: dict[str, Any]) -> None:
-        """Append one JSON line, flush and fsync it; fsync the folder when the file is new."""
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        created = not self.path.exists()
-        with open(self.path, "ab") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                end = fh.seek(0, os.SEEK_END)
-                if end and _last_byte(self.path, end) != b"\n":
-                    data = b"\n" + data  # a torn earlier write: only that line is lost
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-        if created:
-            for folder in (self.path.parent, self.path.parent.parent):
-                _fsync_dir(folder)
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(size - 1)
-        return fh.read(1)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        """Append one JSON line, flush and fsync it; fsync the folders it created."""
+        append_line(self.path, line)
 
 
 def label_line(

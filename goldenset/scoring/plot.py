@@ -28,22 +28,12 @@ def rates_figure(cal: Calibration) -> Any:
     FigureCanvasAgg(fig)  # no pyplot: nothing global, safe in a server or a test run
     ax = fig.add_subplot(1, 1, 1)
     # A cutoff between two distinct scores passes what the upper one passes: steps "pre".
-    ax.step(
-        xs,
-        [r.false_pass_rate for r in finite],
-        where="pre",
-        marker="o",
-        markersize=3,
-        label="false-pass rate (unacceptable pairs passing)",
+    curves = (
+        ([r.false_pass_rate for r in finite], "o", "false-pass rate (unacceptable pairs passing)"),
+        ([r.false_fail_rate for r in finite], "s", "false-fail rate (acceptable pairs failing)"),
     )
-    ax.step(
-        xs,
-        [r.false_fail_rate for r in finite],
-        where="pre",
-        marker="s",
-        markersize=3,
-        label="false-fail rate (acceptable pairs failing)",
-    )
+    for rates, marker, label in curves:
+        ax.step(xs, rates, where="pre", marker=marker, markersize=3, label=label)
     single = m.single.row.cutoff
     if single is not None:
         ax.axvline(single, color="black", linestyle="--", label=f"single cutoff {single:.4g} (cost {m.single.cost})")

@@ -22,7 +22,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,9 @@ class TraceImport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "files_read": self.files_read,
-            "spans_read": self.spans_read,
-            "spans_skipped": self.spans_skipped,
-            "serves": self.serves,
-            "verdicts": self.verdicts,
-            "judge_labels": self.judge_labels,
-            "annotations_skipped": dict(sorted(self.annotations_skipped.items())),
-            "rejected": dict(sorted(self.rejected.items())),
-            "files_written": self.files_written,
-        }
+        """The fields, in order; the counts by reason as objects in code-point order of their keys."""
+        by_reason = {"annotations_skipped": self.annotations_skipped, "rejected": self.rejected}
+        return asdict(self) | {name: dict(sorted(c.items())) for name, c in by_reason.items()}
 
 
 @dataclass(frozen=True)
