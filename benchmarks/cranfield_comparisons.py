@@ -44,7 +44,6 @@ numbers through the command's own path).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -319,18 +318,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    out = run(args)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    table = markdown(out)
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(table, encoding="utf-8")
-    print(table, end="")
-    print(f"({out['seconds']} s)")
-    return 0
+    return study.simulation_main(parse_args(argv), run, markdown, indent=1)
 
 
 if __name__ == "__main__":

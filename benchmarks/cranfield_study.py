@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import cranfield_collection as cc
 import duckdb
@@ -106,6 +107,29 @@ def pooled(shape: tuple[int, int], *tops: np.ndarray) -> np.ndarray:
     for t in tops:
         mask[rows, t] = True
     return mask
+
+
+class TwoRankers(NamedTuple):
+    """Cranfield ranked by BM25 and by the packaged model and pooled at a depth: the simulations' start."""
+
+    collection: cc.Collection
+    bm25: np.ndarray
+    cosine: np.ndarray
+    top_bm25: np.ndarray
+    top_dense: np.ndarray
+    rel: np.ndarray  # Cranfield's relevance, query x document
+    pooled: np.ndarray  # the pairs either ranker's top `depth` holds
+    truth: np.ndarray  # rel on the pooled pairs, 0 elsewhere (what an annotator of the pool would say)
+
+
+def two_rankers(path: Path, depth: int) -> TwoRankers:
+    """Read the collection at `path`, rank it both ways and pool both tops at `depth`."""
+    collection = cc.read_collection(path)
+    bm25, cosine = bm25_scores(collection), dense_scores(collection)
+    top_bm25, top_dense = top(bm25, depth), top(cosine, depth)
+    rel = truth_matrix(collection)
+    both = pooled(rel.shape, top_bm25, top_dense)
+    return TwoRankers(collection, bm25, cosine, top_bm25, top_dense, rel, both, np.where(both, rel, 0))
 
 
 def ndcg(top_k: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -373,6 +397,24 @@ def pipeline_arguments(parser: argparse.ArgumentParser, script: str) -> None:
         help="run each goldenset command in this process through its entry point (the tests' shortcut); "
         "default: one process per command, as a user runs them",
     )
+
+
+def simulation_main(
+    args: argparse.Namespace, run: Callable[[argparse.Namespace], dict], markdown, indent: int = 2
+) -> int:
+    """Run an in-process simulation: its figures to --out (JSON), its tables to --markdown, the tables and
+    the seconds it took printed."""
+    out = run(args)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=indent) + "\n", encoding="utf-8")
+    tables = markdown(out)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(tables, encoding="utf-8")
+    print(tables, end="")
+    print(f"({out['seconds']} s)")
+    return 0
 
 
 def study_main(args: argparse.Namespace, script: str, run: Callable[[argparse.Namespace], dict], markdown) -> int:

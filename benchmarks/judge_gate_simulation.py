@@ -55,7 +55,6 @@ Sizes at or above the number of queries are cut to one less (the mini collection
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -216,13 +215,10 @@ def _mean(values: list) -> float | None:
 
 def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
-    collection = cc.read_collection(Path(args.collection))
-    bm25, cosine = study.bm25_scores(collection), study.dense_scores(collection)
-    top_bm25, top_dense = study.top(bm25, args.depth), study.top(cosine, args.depth)
-    rel = study.truth_matrix(collection)
+    collection, bm25, cosine, top_bm25, top_dense, rel, pooled, truth = study.two_rankers(
+        Path(args.collection), args.depth
+    )
     n_q = rel.shape[0]
-    pooled = study.pooled(rel.shape, top_bm25, top_dense)
-    truth = np.where(pooled, rel, 0)
     queue = queue_order(top_bm25, top_dense, pooled, [q.query_id for q in collection.queries])
     size = min(args.size, n_q - 1)
     args.size = size
@@ -433,18 +429,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    out = run(args)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    table = markdown(out)
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(table, encoding="utf-8")
-    print(table, end="")
-    print(f"({out['seconds']} s)")
-    return 0
+    return study.simulation_main(parse_args(argv), run, markdown)
 
 
 if __name__ == "__main__":

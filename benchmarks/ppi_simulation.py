@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import sys
 import time
@@ -72,7 +71,6 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import cranfield_collection as cc  # noqa: E402
 import cranfield_study as study  # noqa: E402
 
 from goldenset.bench.ppi import ppi_mean  # noqa: E402
@@ -289,13 +287,10 @@ def judges_of(args, truth: np.ndarray, pooled: np.ndarray, scores: dict[str, np.
 
 def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
-    collection = cc.read_collection(Path(args.collection))
-    cosine, bm25 = study.dense_scores(collection), study.bm25_scores(collection)
-    top_bm25, top_dense = study.top(bm25, args.depth), study.top(cosine, args.depth)
-    rel = study.truth_matrix(collection)
+    collection, bm25, cosine, top_bm25, top_dense, rel, pooled, truth = study.two_rankers(
+        Path(args.collection), args.depth
+    )
     n_q, n_d = rel.shape
-    pooled = study.pooled(rel.shape, top_bm25, top_dense)
-    truth = np.where(pooled, rel, 0)
     rng = np.random.default_rng(args.seed)
     judged = judges_of(args, truth, pooled, {"dense": cosine, "bm25": bm25}, rng)
 
@@ -432,19 +427,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    out = run(args)
-    text = json.dumps(out, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
-    tables = markdown(out)
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(tables, encoding="utf-8")
-    print(tables, end="")
-    print(f"({out['seconds']} s)")
-    return 0
+    return study.simulation_main(parse_args(argv), run, markdown)
 
 
 if __name__ == "__main__":
