@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -64,6 +65,28 @@ class World:
         return ["--db", str(self.db)]
 
 
+# The benchmark's metrics at k = 5 and 24, in their report order (contract section 10), written out by hand.
+METRICS_5_24 = (
+    "recall@5",
+    "recall@24",
+    "precision@5",
+    "precision@24",
+    "ndcg@10",
+    "mrr",
+    "map",
+    "noise@5",
+    "noise@24",
+    "hole@5",
+    "hole@24",
+    "judged@5",
+    "judged@24",
+    "precision'@5",
+    "precision'@24",
+    "ndcg'@10",
+    "bpref",
+)
+
+
 def serve(serve_id, ts, task, items, project="billing", **extra) -> dict:
     return {"event": "serve", "serve_id": serve_id, "ts": ts, "project": project, "task": task, "items": items, **extra}
 
@@ -91,6 +114,16 @@ def write_log(root: Path, dt: str, name: str, records) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_one_serve(logs: Path, doc_id: str, task: str, helped_at: str, *more) -> Path:
+    """The smallest log: on 2026-11-01 at 09:00 serve s1 of `task` ranks `doc_id` first, the agent says at
+    `helped_at` that it helped, and `more` lines follow (records or raw text) in part-0001.jsonl."""
+    records = [
+        serve("s1", "2026-11-01T09:00:00Z", task, [ranked(doc_id, 1)]),
+        verdict("s1", doc_id, "helped", helped_at),
+    ]
+    return write_log(logs, "2026-11-01", "part-0001.jsonl", [*records, *more])
 
 
 def doc(doc_id, version="v1", status="active", text=None, superseded_by=None, title=None) -> dict:
@@ -138,6 +171,39 @@ def wait_for_venv(venv: Path, timeout: float = 900.0, poll: float = 1.0) -> None
         if time.monotonic() > deadline:
             pytest.fail(f"{venv} was still being installed after {timeout:g} s ({marker} is there)", pytrace=False)
         time.sleep(poll)
+
+
+def live_oracle(
+    pin: str, env_var: str, folder: str, args: list[str], tmp, stdin: str | None = None, timeout=300
+) -> dict:
+    """The JSON an independent implementation (`pin`: NAME==VERSION) prints, run live in its own venv
+    (`python -I ARGS` in a fresh folder of `tmp`, the tmp_path_factory, the `PYTHON*` variables left out): the
+    venv `env_var` names, else var/FOLDER of the repository; skipped when it is missing, a failure under CI."""
+    name = pin.partition("==")[0]
+    venv = Path(os.environ.get(env_var) or Path(__file__).resolve().parents[1] / "var" / folder)
+    wait_for_venv(venv)
+    python = venv / "bin" / "python"
+    if not python.exists():
+        why = (
+            f"no {name} venv at {venv}: create it with `python -m venv {venv} && "
+            f"{venv}/bin/pip install {pin}` or set {env_var}"
+        )
+        if running_under_ci():
+            pytest.fail(f"CI must run the {name} tests: " + why, pytrace=False)
+        pytest.skip(why)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [str(python), "-I", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp.mktemp(name),
+        env=env,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"{name} exited with {proc.returncode}: {proc.stderr[-2000:]}", pytrace=False)
+    return json.loads(proc.stdout)
 
 
 def made_once_per_run(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
@@ -328,6 +394,17 @@ def hand_made_run(
 def rows(con, sql: str, *params) -> list[tuple]:
     """The rows of one query with bound parameters."""
     return con.execute(sql, list(params)).fetchall()
+
+
+def _iso(v):
+    return v.isoformat().replace("+00:00", "") + "Z" if hasattr(v, "isoformat") else v
+
+
+def json_rows(con, sql: str, params=()) -> list[dict]:
+    """The rows of one query as objects, times as the conformance files write them (ISO 8601, `Z`)."""
+    cur = con.execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [{k: _iso(v) for k, v in zip(names, row, strict=True)} for row in cur.fetchall()]
 
 
 # --------------------------------------------------------------------------- label lines

@@ -104,18 +104,10 @@ def test_the_baseline_script_is_the_four_filters_over_read_json():
 
 @pytest.mark.slow
 def test_statement_times_prints_each_statement_of_an_ingestion(tmp_path):
-    from tests.helpers import ranked, serve, verdict, write_log
+    from tests.helpers import write_one_serve
 
     logs = tmp_path / "logs"
-    write_log(
-        logs,
-        "2026-11-01",
-        "part-0001.jsonl",
-        [
-            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("d1", 1)]),
-            verdict("s1", "d1", "helped", "2026-11-01T09:05:00Z"),
-        ],
-    )
+    write_one_serve(logs, "d1", "fix it", "2026-11-01T09:05:00Z")
     script = str(ROOT / "benchmarks" / "statement_times.py")
     out = subprocess.run(
         [sys.executable, script, "ingest", str(logs), "--top", "50"], capture_output=True, text=True, check=True

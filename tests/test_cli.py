@@ -12,7 +12,7 @@ import pytest
 
 from goldenset_dagster.cli import main
 from goldenset_dagster.docs import stale
-from tests.helpers import copy_build, doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import copy_build, doc, write_corpus, write_one_serve
 
 DATA = Path(__file__).parent / "data" / "conformance"
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,17 +102,7 @@ def test_an_invalid_corpus_names_its_first_bad_rows(project_dir, capsys):
 @pytest.mark.slow
 def test_a_blocked_build_exits_1_saying_why(project_dir, capsys):
     logs = project_dir / "logs"
-    write_log(
-        logs,
-        "2026-11-01",
-        "part-0001.jsonl",
-        [
-            serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
-            verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z"),
-            "garbage",
-            "more garbage",
-        ],
-    )
+    write_one_serve(logs, "d1", "t", "2026-11-01T09:01:00Z", "garbage", "more garbage")
     corpus = write_corpus(project_dir / "c.jsonl", [doc("d1")])
     assert _build(project_dir / "g.duckdb", logs=logs, corpus=corpus) == 1
     err = capsys.readouterr().err

@@ -13,36 +13,27 @@ from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
+from tests.helpers import json_rows
 
 DATA = Path(__file__).parent / "data" / "conformance"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
 
 
-def _iso(v):
-    return v.isoformat().replace("+00:00", "") + "Z" if hasattr(v, "isoformat") else v
-
-
-def _rows(con, sql, params=()):
-    cur = con.execute(sql, list(params))
-    names = [d[0] for d in cur.description]
-    return [{k: _iso(v) for k, v in zip(names, row, strict=False)} for row in cur.fetchall()]
-
-
 def assert_matches_expected(con):
-    golden = _rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
+    golden = json_rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
     # The contract's columns; more are welcome (source, grade ... of section 7).
     assert [{k: row[k] for k in EXPECTED["golden_set"][0]} for row in golden] == EXPECTED["golden_set"]
-    build = _rows(con, "SELECT * FROM golden_builds")[0]
+    build = json_rows(con, "SELECT * FROM golden_builds")[0]
     assert {k: build[k] for k in EXPECTED["golden_builds"]} == EXPECTED["golden_builds"]
-    funnel = _rows(
+    funnel = json_rows(
         con,
         "SELECT step, judgments_dropped, judgments_left, units_left FROM filter_funnel "
         "WHERE build_id = 1 ORDER BY step_order",
     )
     assert funnel == EXPECTED["filter_funnel"]
-    rejected = _rows(con, "SELECT source_file, line, reason FROM rejected_records ORDER BY source_file, line")
+    rejected = json_rows(con, "SELECT source_file, line, reason FROM rejected_records ORDER BY source_file, line")
     assert rejected == EXPECTED["rejected_records"]
-    queue = _rows(
+    queue = json_rows(
         con,
         "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason, "
         "first_flagged_build FROM relabel_queue ORDER BY query_id, doc_id",

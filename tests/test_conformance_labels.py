@@ -16,23 +16,13 @@ from goldenset.labelling.rubric import load_rubric
 from goldenset.settings import Settings
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import isolated_settings
+from tests.helpers import isolated_settings, json_rows
 
 # Every test here starts from builds made once per module: seconds before the first.
 pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent / "data" / "conformance"
 EXPECTED = json.loads((DATA / "labels-expected.json").read_text())
-
-
-def _iso(v):
-    return v.isoformat().replace("+00:00", "") + "Z" if hasattr(v, "isoformat") else v
-
-
-def _rows(con, sql, params=()):
-    cur = con.execute(sql, list(params))
-    names = [d[0] for d in cur.description]
-    return [{k: _iso(v) for k, v in zip(names, row, strict=True)} for row in cur.fetchall()]
 
 
 def _two_builds_at(db: Path):
@@ -64,19 +54,19 @@ def two_builds(library_world, tmp_path):
 
 
 def assert_matches_labels_expected(con):
-    build = _rows(con, "SELECT * FROM golden_builds ORDER BY build_id DESC LIMIT 1")[0]
+    build = json_rows(con, "SELECT * FROM golden_builds ORDER BY build_id DESC LIMIT 1")[0]
     assert build["build_id"] == EXPECTED["build"]
     assert {k: build[k] for k in EXPECTED["golden_builds"]} == EXPECTED["golden_builds"]
-    golden = _rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
+    golden = json_rows(con, "SELECT * FROM golden_set ORDER BY query_id, doc_id")
     keys = list(EXPECTED["golden_set"][0])
     assert [{k: row[k] for k in keys} for row in golden] == EXPECTED["golden_set"]
-    queue = _rows(
+    queue = json_rows(
         con,
         "SELECT query_id, doc_id, judged_version, current_version, superseded_by, reason "
         "FROM relabel_queue ORDER BY query_id, doc_id",
     )
     assert queue == EXPECTED["relabel_queue"]
-    rejected = _rows(
+    rejected = json_rows(
         con,
         "SELECT source_file, line, reason FROM rejected_records "
         "WHERE starts_with(source_file, 'labels/') ORDER BY source_file, line",
@@ -90,7 +80,7 @@ def test_library_build_with_labels_matches_the_worked_example(two_builds):
 
 def test_label_lines_do_not_count_toward_the_logs_rejected_share(two_builds):
     con = two_builds
-    first, second = _rows(con, "SELECT lines_rejected, label_lines_rejected FROM golden_builds ORDER BY build_id")
+    first, second = json_rows(con, "SELECT lines_rejected, label_lines_rejected FROM golden_builds ORDER BY build_id")
     assert first == {"lines_rejected": 2, "label_lines_rejected": 0}
     assert second == {"lines_rejected": 2, "label_lines_rejected": 8}
 
@@ -105,11 +95,11 @@ def test_an_unknown_version_joins_once_a_snapshot_holds_it(two_builds, tmp_path)
     path.write_text("".join(json.dumps(d) + "\n" for d in corpus))
     store_snapshot(con, read_corpus(path))
     build_golden_set(con)
-    rejected = _rows(
+    rejected = json_rows(
         con, "SELECT line, reason FROM rejected_records WHERE starts_with(source_file, 'labels/') ORDER BY line"
     )
     assert {"line": 15, "reason": "unknown_document_version"} not in rejected
-    d2 = _rows(con, "SELECT doc_version, label, source FROM golden_set WHERE doc_id = 'd2'")
+    d2 = json_rows(con, "SELECT doc_version, label, source FROM golden_set WHERE doc_id = 'd2'")
     # ana's lines 4 (v2) and 15 (v1) share ts 10:00: once both count, the later line is current.
     assert d2 == [{"doc_version": "v1", "label": "relevant", "source": "human"}]
 

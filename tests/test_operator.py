@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from goldenset_dagster.cli import main
-from tests.helpers import copy_build, doc, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import copy_build, doc, write_corpus, write_log, write_one_serve
 
 DATA = Path(__file__).parent / "data" / "conformance"
 
@@ -73,15 +73,7 @@ def test_export_onto_a_file_is_one_line(tmp_path, capsys, conformance_build, iso
 @pytest.mark.slow
 def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_path, capsys):
     logs = tmp_path / "logs"
-    write_log(
-        logs,
-        "2026-11-01",
-        "part-0001.jsonl",
-        [
-            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("gone", 1)]),
-            verdict("s1", "gone", "helped", "2026-11-01T09:05:00Z"),
-        ],
-    )
+    write_one_serve(logs, "gone", "fix it", "2026-11-01T09:05:00Z")
     corpus = write_corpus(tmp_path / "c.jsonl", [doc("other")])
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")) == 0
     new_warehouse, err = _err(capsys).split("\n", 1)
@@ -93,15 +85,7 @@ def test_an_empty_golden_set_from_real_input_names_the_step_that_emptied_it(tmp_
 @pytest.mark.slow
 def test_a_blocked_rebuild_names_the_build_that_stays_current(tmp_path, capsys):
     logs = tmp_path / "logs"
-    write_log(
-        logs,
-        "2026-11-01",
-        "part-0001.jsonl",
-        [
-            serve("s1", "2026-11-01T09:00:00Z", "t", [ranked("d1", 1)]),
-            verdict("s1", "d1", "helped", "2026-11-01T09:01:00Z"),
-        ],
-    )
+    write_one_serve(logs, "d1", "t", "2026-11-01T09:01:00Z")
     corpus = write_corpus(tmp_path / "c.jsonl", [doc("d1")])
     db = tmp_path / "g.duckdb"
     assert _build("--logs", str(logs), "--corpus", str(corpus), "--db", str(db)) == 0

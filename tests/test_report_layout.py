@@ -23,27 +23,10 @@ from goldenset.bench.runs import BenchmarkRun
 from goldenset.scoring.calibrate import ScoredPair, calibrate
 from goldenset.scoring.plot import rates_figure
 from goldenset.scoring.report import write_calibration_report
+from tests.helpers import METRICS_5_24
 
 # The metrics of a reference run's report, in its order.
-METRICS = [
-    "recall@5",
-    "recall@24",
-    "precision@5",
-    "precision@24",
-    "ndcg@10",
-    "mrr",
-    "map",
-    "noise@5",
-    "noise@24",
-    "hole@5",
-    "hole@24",
-    "judged@5",
-    "judged@24",
-    "precision'@5",
-    "precision'@24",
-    "ndcg'@10",
-    "bpref",
-]
+METRICS = list(METRICS_5_24)
 ROWS = ("core", "+graph", "+graph+boosts")
 LONG = "x" * 160  # a config value with no place to break
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import subprocess
 from fractions import Fraction as F
 from pathlib import Path
 
@@ -40,7 +38,7 @@ from goldenset.bench.ppi import (
     tune_weighted,
 )
 from goldenset.errors import UsageError
-from tests.helpers import running_under_ci, wait_for_venv
+from tests.helpers import live_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_PPI_VENV"
@@ -469,27 +467,12 @@ def oracle_cases() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return cases
 
 
-def ppi_python_venv() -> Path:
-    return Path(os.environ.get(ENV_VENV) or ROOT / "var" / "ppi-venv")
-
-
 @pytest.fixture(scope="module")
 def ppi_python(tmp_path_factory) -> dict:
     """ppi-python's answers for every oracle case, at lambda 1, 0, its own tuned one and goldenset's finite one.
 
     Module-scoped, so it reads GOLDENSET_PPI_VENV before each test's isolated_home clears it.
     """
-    venv = ppi_python_venv()
-    wait_for_venv(venv)
-    python = venv / "bin" / "python"
-    if not python.exists():
-        why = (
-            f"no ppi-python venv at {venv}: create it with `python -m venv {venv} && "
-            f"{venv}/bin/pip install ppi-python=={PPI_PYTHON_VERSION}` or set {ENV_VENV}"
-        )
-        if running_under_ci():
-            pytest.fail("CI must run the ppi-python tests: " + why, pytrace=False)
-        pytest.skip(why)
     payload = {}
     for name, (prediction, audit, truth) in oracle_cases().items():
         finite = ppi_mean(prediction, prediction[audit], truth).lam
@@ -499,19 +482,14 @@ def ppi_python(tmp_path_factory) -> dict:
             "prediction": prediction.tolist(),
             "lams": [1.0, 0.0, None, finite],
         }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [str(python), "-I", "-c", ORACLE],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path_factory.mktemp("ppi-python"),
-        env=env,
+    return live_oracle(
+        f"ppi-python=={PPI_PYTHON_VERSION}",
+        ENV_VENV,
+        "ppi-venv",
+        ["-c", ORACLE],
+        tmp_path_factory,
+        stdin=json.dumps(payload),
     )
-    if proc.returncode != 0:
-        pytest.fail(f"ppi-python exited with {proc.returncode}: {proc.stderr[-2000:]}", pytrace=False)
-    return json.loads(proc.stdout)
 
 
 @pytest.mark.slow

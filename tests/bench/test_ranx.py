@@ -25,10 +25,7 @@ Differences of definition, and how the comparison handles them:
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
@@ -38,7 +35,7 @@ from ranx_oracle import case
 from goldenset.bench import metrics as M
 from goldenset.bench.compare_many import compare_many
 from goldenset.bench.runs import BenchmarkRun
-from tests.helpers import running_under_ci, wait_for_venv
+from tests.helpers import live_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_RANX_VENV"
@@ -113,36 +110,12 @@ def test_holm_marks_are_a_subset_of_the_uncorrected_ones():
     assert holm != none  # on these runs the correction takes some marks away
 
 
-def ranx_venv() -> Path:
-    return Path(os.environ.get(ENV_VENV) or ROOT / "var" / "ranx-venv")
-
-
 @pytest.fixture(scope="module")
 def ranx(tmp_path_factory) -> dict:
     """ranx's marks and p-values on case(), computed live in its venv."""
-    venv = ranx_venv()
-    wait_for_venv(venv)
-    python = venv / "bin" / "python"
-    if not python.exists():
-        why = (
-            f"no ranx venv at {venv}: create it with `python -m venv {venv} && "
-            f"{venv}/bin/pip install ranx=={RANX_VERSION}` or set {ENV_VENV}"
-        )
-        if running_under_ci():
-            pytest.fail("CI must run the ranx tests: " + why, pytrace=False)
-        pytest.skip(why)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [str(python), "-I", "-W", "ignore", str(ORACLE)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path_factory.mktemp("ranx"),
-        env=env,
+    return live_oracle(
+        f"ranx=={RANX_VERSION}", ENV_VENV, "ranx-venv", ["-W", "ignore", str(ORACLE)], tmp_path_factory, timeout=600
     )
-    if proc.returncode != 0:
-        pytest.fail(f"ranx exited with {proc.returncode}: {proc.stderr[-2000:]}", pytrace=False)
-    return json.loads(proc.stdout)
 
 
 @pytest.mark.slow

@@ -16,8 +16,6 @@ resamples can take only a few values.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from fractions import Fraction as F
 from pathlib import Path
 
@@ -29,7 +27,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from goldenset.labelling.agreement import cohen_kappa, gwet_ac1
 from goldenset.labelling.judge_agreement import bootstrap_kappa, judge_agreement
-from tests.helpers import running_under_ci, wait_for_venv
+from tests.helpers import live_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_IRRCAC_VENV"
@@ -305,37 +303,17 @@ json.dump({"version": version("irrCAC"), "ac1": out}, sys.stdout)
 """
 
 
-def irrcac_venv() -> Path:
-    return Path(os.environ.get(ENV_VENV) or ROOT / "var" / "irrcac-venv")
-
-
 @pytest.fixture(scope="module")
 def irrcac(tmp_path_factory) -> dict:
     """irrCAC's AC1 of every case (module-scoped: reads GOLDENSET_IRRCAC_VENV before isolated_home clears it)."""
-    venv = irrcac_venv()
-    wait_for_venv(venv)
-    python = venv / "bin" / "python"
-    if not python.exists():
-        why = (
-            f"no irrCAC venv at {venv}: create it with `python -m venv {venv} && "
-            f"{venv}/bin/pip install irrCAC=={IRRCAC_VERSION}` or set {ENV_VENV}"
-        )
-        if running_under_ci():
-            pytest.fail("CI must run the irrCAC tests: " + why, pytrace=False)
-        pytest.skip(why)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run(
-        [str(python), "-I", "-c", ORACLE],
-        input=json.dumps({name: pairs_of(table) for name, table in CASES.items()}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path_factory.mktemp("irrcac"),
-        env=env,
+    return live_oracle(
+        f"irrCAC=={IRRCAC_VERSION}",
+        ENV_VENV,
+        "irrcac-venv",
+        ["-c", ORACLE],
+        tmp_path_factory,
+        stdin=json.dumps({name: pairs_of(table) for name, table in CASES.items()}),
     )
-    if proc.returncode != 0:
-        pytest.fail(f"irrCAC exited with {proc.returncode}: {proc.stderr[-2000:]}", pytrace=False)
-    return json.loads(proc.stdout)
 
 
 @pytest.mark.slow

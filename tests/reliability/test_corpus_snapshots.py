@@ -26,7 +26,7 @@ from goldenset.errors import CorpusError
 from goldenset.settings import Settings
 from goldenset.snapshots import snapshot_corpus
 from goldenset.warehouse import connect
-from tests.helpers import doc, ranked, serve, verdict, write_log
+from tests.helpers import doc, write_one_serve
 from tests.reliability.contract import contract_drift, contract_fingerprint
 from tests.reliability.harness import copy_world, make_world, ok, run_here, write_corpus, write_stage_a
 
@@ -445,15 +445,7 @@ def test_a_full_build_reads_the_corpus_once(tmp_path, monkeypatch):
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     corpus = _aged(_write_jsonl(tmp_path / "corpus.jsonl", DOCS))
     logs = tmp_path / "logs"
-    write_log(
-        logs,
-        "2026-11-01",
-        "part-0001.jsonl",
-        [
-            serve("s1", "2026-11-01T09:00:00Z", "fix it", [ranked("a", 1)]),
-            verdict("s1", "a", "helped", "2026-11-01T09:05:00Z"),
-        ],
-    )
+    write_one_serve(logs, "a", "fix it", "2026-11-01T09:05:00Z")
     assert main(["build", "--logs", str(logs), "--corpus", str(corpus), "--db", str(tmp_path / "g.duckdb")]) == 0
     # The check before ingestion and the snapshot step share one read (each used to read it).
     assert reads == [str(corpus)]
