@@ -23,7 +23,7 @@ from goldenset.bench.runs import BenchmarkRun
 from goldenset.scoring.calibrate import ScoredPair, calibrate
 from goldenset.scoring.plot import rates_figure
 from goldenset.scoring.report import write_calibration_report
-from tests.helpers import METRICS_5_24
+from tests.helpers import METRICS_5_24, hand_made_run
 
 # The metrics of a reference run's report, in its order.
 METRICS = list(METRICS_5_24)
@@ -39,23 +39,15 @@ def _run(run_id: str, seed: int, config: dict | None = None, judged: float = 0.4
         }
         for row in ROWS
     }
-    return BenchmarkRun(
-        run_id=run_id,
-        started_at=datetime(2026, 11, 30, 8, 0, 0),
+    return hand_made_run(
+        run_id,
+        datetime(2026, 11, 30, 8, 0, 0),
+        values,
         build_id=3,
         corpus_fingerprint="94991f6470ba92ee" * 4,
-        retriever="goldenset.retrieval.reference:hybrid",
         retriever_config=config or {},
-        degraded=False,
-        warnings=[],
         k_values=(5, 24),
-        depth=100,
-        exclude_stale=False,
-        stale_labels=0,
-        corpus_drift=0.0,
-        down_components=[],
         metric_names=METRICS,
-        values=values,
         labels_build_id=3,
     )
 

@@ -19,6 +19,7 @@ from goldenset import warehouse
 from goldenset.bench.compare_many import compare_many, pairs_of
 from goldenset.bench.runs import BenchmarkRun, store_run
 from goldenset.cli.app import main
+from tests.helpers import hand_made_run
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 METRICS = ["recall@5", "ndcg@10", "noise@5", "hole@5", "judged@5"]
@@ -41,23 +42,13 @@ def make_run(run_id: str, shift: float, noise: float, judged: float, seed: int, 
             "judged@5": judged,
             **{m: float(np.clip(0.9 * recall + 0.05 + other.normal(0, 0.05), 0, 1)) for m in measures},
         }
-    return BenchmarkRun(
-        run_id=run_id,
-        started_at=datetime(2026, 1, 1, 12, 0, 0),
-        build_id=1,
-        corpus_fingerprint="f" * 64,
+    return hand_made_run(
+        run_id,
+        datetime(2026, 1, 1, 12, 0, 0),
+        {"core": values},
         retriever="bench_plugins:keywords",
         retriever_config={"options": {"shift": shift}},
-        degraded=False,
-        warnings=[],
-        k_values=(5,),
-        depth=100,
-        exclude_stale=False,
-        stale_labels=0,
-        corpus_drift=0.0,
-        down_components=[],
         metric_names=list(METRICS),
-        values={"core": values},
         labels_build_id=1,
         measures=list(measures),
     )

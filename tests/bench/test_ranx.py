@@ -35,7 +35,7 @@ from ranx_oracle import case
 from goldenset.bench import metrics as M
 from goldenset.bench.compare_many import compare_many
 from goldenset.bench.runs import BenchmarkRun
-from tests.helpers import live_oracle
+from tests.helpers import hand_made_run, live_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_VENV = "GOLDENSET_RANX_VENV"
@@ -58,26 +58,8 @@ def goldenset_runs(data: dict) -> list[BenchmarkRun]:
     for name, scored in data["runs"].items():
         lists = {q: sorted(docs, key=lambda d: -docs[d]) for q, docs in scored.items()}
         values = M.evaluate(lists, data["qrels"], metrics, policy=M.QueryPolicy.SKIP_NO_RELEVANT)
-        out.append(
-            BenchmarkRun(
-                run_id=name,
-                started_at=datetime(2026, 1, 1),
-                build_id=1,
-                corpus_fingerprint="f" * 64,
-                retriever="x:y",
-                retriever_config={},
-                degraded=False,
-                warnings=[],
-                k_values=(5, 10),
-                depth=30,
-                exclude_stale=False,
-                stale_labels=0,
-                corpus_drift=0.0,
-                down_components=[],
-                metric_names=[m.name for m in metrics],
-                values={"core": values},
-            )
-        )
+        shape = {"retriever": "x:y", "k_values": (5, 10), "depth": 30, "metric_names": [m.name for m in metrics]}
+        out.append(hand_made_run(name, datetime(2026, 1, 1), {"core": values}, **shape))
     return out
 
 

@@ -150,7 +150,8 @@ def _stored_runs(path, n_queries: int = 12) -> list[str]:
     from datetime import datetime
 
     from goldenset import warehouse
-    from goldenset.bench.runs import BenchmarkRun, store_run
+    from goldenset.bench.runs import store_run
+    from tests.helpers import hand_made_run
 
     rng = random.Random(7)
     names = ["recall@5", "ndcg@10", "mrr"]
@@ -160,23 +161,13 @@ def _stored_runs(path, n_queries: int = 12) -> list[str]:
         ids = []
         for run_no, shift in enumerate((0.0, 0.08, 0.2)):
             values = {q: {m: min(1.0, max(0.0, 0.4 + shift + rng.gauss(0, 0.2))) for m in names} for q in queries}
-            run = BenchmarkRun(
-                run_id=f"run{run_no}",
-                started_at=datetime(2026, 1, 1, 12, run_no, 0),
-                build_id=1,
-                corpus_fingerprint="f" * 64,
+            started = datetime(2026, 1, 1, 12, run_no, 0)
+            run = hand_made_run(
+                f"run{run_no}",
+                started,
+                {"core": values},
                 retriever=f"plugin:r{run_no}",
-                retriever_config={},
-                degraded=False,
-                warnings=[],
-                k_values=(5,),
-                depth=100,
-                exclude_stale=False,
-                stale_labels=0,
-                corpus_drift=0.0,
-                down_components=[],
                 metric_names=names,
-                values={"core": values},
                 labels_build_id=1,
             )
             store_run(con, run)

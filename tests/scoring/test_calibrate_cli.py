@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from judge_stub import Reply, good, passage_of
 from world import (
+    CONTRACT_KEYS,
     Q1,
     Q2,
     RUBRIC,
@@ -36,20 +37,6 @@ from world import (
 from goldenset_dagster.cli import main
 
 TABLE = "score_plugins:table"
-CONTRACT_KEYS = [
-    "scorer",
-    "version",
-    "against",
-    "pairs",
-    "acceptable",
-    "unacceptable",
-    "errors",
-    "error_pairs",
-    "cutoffs",
-    "single",
-    "band",
-    "band_note",
-]
 
 
 def row(cutoff, fp, ff, fpr, ffr):

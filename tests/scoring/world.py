@@ -31,6 +31,21 @@ from helpers import World, copy_built_folder, doc, ranked, serve, verdict, write
 from goldenset.records import normalise_task, query_id  # noqa: E402
 
 RUBRIC = TESTS / "data" / "conformance" / "rubric.yaml"
+# The keys of `calibrate --json` without options, in contract 8.5's order, written out by hand.
+CONTRACT_KEYS = [
+    "scorer",
+    "version",
+    "against",
+    "pairs",
+    "acceptable",
+    "unacceptable",
+    "errors",
+    "error_pairs",
+    "cutoffs",
+    "single",
+    "band",
+    "band_note",
+]
 RUBRIC_NAME = "support-policies"
 Q1_TASK = "How long is the refund window?"
 Q2_TASK = "When do API tokens expire?"
