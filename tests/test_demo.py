@@ -485,11 +485,17 @@ def test_the_query_whose_only_helped_the_agent_took_back_stays_by_the_peoples_la
     start = demo.out.index(f"$ goldenset explain --task '{FLIPPED_QUESTION}'")
     told = demo.out[start : demo.out.index("== 6.", start)].splitlines()
     helped_at, noise_at = (ts for ts, _ in on_page)
+    # The people's positives on the query, in doc_id order: which pairs the demo's annotators reach
+    # depends on the queue's order (contract 7.4), so they are read here, not written out.
+    with demo.con() as con:
+        sql = "SELECT doc_id FROM golden_set WHERE query_id = ? AND source = 'human' AND grade >= 1 ORDER BY doc_id"
+        positives = [d for (d,) in con.execute(sql, [FLIPPED]).fetchall()]
+    assert CANCELLATIONS in positives
     for line in (
         f"query {FLIPPED} (support): {FLIPPED_QUESTION!r}",
         "in the golden set of build 3, kept by a human positive only",
         f"  {CANCELLATIONS}@v1 ranked #1: noise (verdicts: helped at {helped_at}, noise at {noise_at}) -> kept",
-        f"filter no_positive: passed by a human positive only (no helped judgment left): {CANCELLATIONS}",
+        f"filter no_positive: passed by a human positive only (no helped judgment left): {', '.join(positives)}",
         f"  human label {CANCELLATIONS}@v2 (current v2): relevant (grade {grade}, 2 annotator(s)): a human positive",
         f"change at build 3: {CANCELLATIONS} verdict_changed log:helped -> human:relevant",
     ):
