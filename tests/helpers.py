@@ -396,6 +396,15 @@ def rows(con, sql: str, *params) -> list[tuple]:
     return con.execute(sql, list(params)).fetchall()
 
 
+def db_rows(db: Path, sql: str, *params) -> list[tuple]:
+    """The rows of one query on the warehouse at `db`, opened read-only for it and closed."""
+    con = connect(db, read_only=True)
+    try:
+        return rows(con, sql, *params)
+    finally:
+        con.close()
+
+
 def _iso(v):
     return v.isoformat().replace("+00:00", "") + "Z" if hasattr(v, "isoformat") else v
 

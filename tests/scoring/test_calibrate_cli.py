@@ -35,6 +35,7 @@ from world import (
 )
 
 from goldenset_dagster.cli import main
+from tests.helpers import db_rows
 
 TABLE = "score_plugins:table"
 
@@ -479,16 +480,11 @@ def test_bm25_scores_over_the_builds_snapshot_and_a_passage_without_a_query_toke
     (zero, s, none) = [c["cutoff"] for c in out["cutoffs"]]
     assert (zero, none) == (0.0, None) and s > 0
     assert [(c["false_passes"], c["false_fails"]) for c in out["cutoffs"]] == [(3, 0), (1, 2), (0, 4)]
-    from goldenset.warehouse import connect
-
-    con = connect(seven.db, read_only=True)
-    try:
-        fingerprints = con.execute(
-            "SELECT DISTINCT s.corpus_fingerprint = b.corpus_fingerprint FROM score_cache s, "
-            "golden_builds b WHERE s.scorer = 'bm25' AND b.build_id = 2"
-        ).fetchall()
-    finally:
-        con.close()
+    fingerprints = db_rows(
+        seven.db,
+        "SELECT DISTINCT s.corpus_fingerprint = b.corpus_fingerprint FROM score_cache s, "
+        "golden_builds b WHERE s.scorer = 'bm25' AND b.build_id = 2",
+    )
     assert fingerprints == [(True,)]
 
 

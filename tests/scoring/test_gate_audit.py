@@ -34,7 +34,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from world import DOCS, Q1, Q2, Q3, RUBRIC, TEXT, append_labels, label_line, pool_world, rebuild, status_json
+from world import (
+    AUDIT_ANA,
+    AUDIT_JUDGE,
+    DOCS,
+    Q1,
+    Q2,
+    Q3,
+    RUBRIC,
+    TEXT,
+    append_labels,
+    label_line,
+    pool_world,
+    rebuild,
+    status_json,
+)
 
 from goldenset.build import build_golden_set, input_signature
 from goldenset.corpus import read_corpus
@@ -54,24 +68,7 @@ from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import doc, write_corpus
 
-ANA = {
-    (Q1, "r1"): "relevant",
-    (Q1, "d1"): "relevant",
-    (Q1, "d2"): "relevant",
-    (Q1, "d3"): "irrelevant",
-    (Q1, "d4"): "irrelevant",
-    (Q2, "a1"): "relevant",
-    (Q2, "d5"): "relevant",
-    (Q2, "d6"): "partial",
-    (Q2, "d7"): "irrelevant",
-    (Q2, "d8"): "irrelevant",
-    (Q3, "r3"): "relevant",
-    (Q3, "d9"): "relevant",
-    (Q3, "p1"): "relevant",
-    (Q3, "p2"): "partial",
-    (Q3, "p3"): "relevant",
-}
-JUDGE = {**ANA, (Q2, "d6"): "irrelevant", **{(Q3, d): "irrelevant" for d in ("d9", "p1", "p2", "p3")}}
+ANA, JUDGE = AUDIT_ANA, AUDIT_JUDGE
 AUDITS = [(1, 11), (2, 0)]  # Q3, then Q1 and Q2
 NOT_GOLDEN = "0123456789abcdef"  # a query_id no serve names
 LATEST_AUDIT = JudgeGate(min_pairs=10, min_kappa=float(F(2, 3)), audits=1)

@@ -26,31 +26,15 @@ from fractions import Fraction as F
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from world import Q1, Q2, Q3, append_labels, label_line, rebuild
+from world import AUDIT_ANA, AUDIT_JUDGE, Q1, Q3, append_labels, label_line, rebuild
 
 from goldenset.cli.app import main
 from goldenset.errors import GoldensetError
 from goldenset.labelling.judge_gate import JudgeGate, query_weights
 from goldenset.warehouse import connect
+from tests.helpers import db_rows
 
-ANA = {
-    (Q1, "r1"): "relevant",
-    (Q1, "d1"): "relevant",
-    (Q1, "d2"): "relevant",
-    (Q1, "d3"): "irrelevant",
-    (Q1, "d4"): "irrelevant",
-    (Q2, "a1"): "relevant",
-    (Q2, "d5"): "relevant",
-    (Q2, "d6"): "partial",
-    (Q2, "d7"): "irrelevant",
-    (Q2, "d8"): "irrelevant",
-    (Q3, "r3"): "relevant",
-    (Q3, "d9"): "relevant",
-    (Q3, "p1"): "relevant",
-    (Q3, "p2"): "partial",
-    (Q3, "p3"): "relevant",
-}
-JUDGE = {**ANA, (Q2, "d6"): "irrelevant", **{(Q3, d): "irrelevant" for d in ("d9", "p1", "p2", "p3")}}
+ANA, JUDGE = AUDIT_ANA, AUDIT_JUDGE
 
 # --------------------------------------------------------------------------- the weights
 
@@ -147,14 +131,11 @@ def drawn(tmp_path, worlds):
 
 @pytest.mark.slow  # two pools and two builds of its own world, about 3 CPU s
 def test_the_gate_weighs_an_active_audits_queries_by_the_inverse_of_their_chance(drawn):
-    con = connect(drawn.db, read_only=True)
-    try:
-        chances = con.execute(
-            "SELECT s.design, q.query_id, q.inclusion FROM audit_queries q JOIN audit_samples s USING (pool_id) "
-            "ORDER BY q.pool_id, q.query_id"
-        ).fetchall()
-    finally:
-        con.close()
+    chances = db_rows(
+        drawn.db,
+        "SELECT s.design, q.query_id, q.inclusion FROM audit_queries q JOIN audit_samples s USING (pool_id) "
+        "ORDER BY q.pool_id, q.query_id",
+    )
     assert sorted(chances) == sorted([("uniform", Q3, 1 / 3), ("active", Q1, 1 / 6), ("active", Q3, 2 / 3)])
 
     # The active audit alone (--judge-audits 1): Q1 weighs 2, Q3 1/2, as 4 to 1. Summed weights (judge/human):

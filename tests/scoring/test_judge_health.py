@@ -43,7 +43,7 @@ from goldenset.labelling.judge_gate import JudgeGate
 from goldenset.scoring.judge_health import judge_health
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
-from tests.helpers import isolated_settings
+from tests.helpers import db_rows, isolated_settings
 
 ANA_DOCS = {d for _, d in ANA}
 
@@ -108,14 +108,11 @@ def gate_row(world):
 @pytest.mark.slow
 def test_every_run_records_its_figures(two_runs):
     world, _ = two_runs
-    con = connect(world.db, read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT run_id, annotator, scorer_version, scored, answers, labels_written, invalid, errors, "
-            "hallucinated_span_rate, unusable_share, incomplete, started_at <= finished_at FROM judge_runs ORDER BY run_id"
-        ).fetchall()
-    finally:
-        con.close()
+    rows = db_rows(
+        world.db,
+        "SELECT run_id, annotator, scorer_version, scored, answers, labels_written, invalid, errors, "
+        "hallucinated_span_rate, unusable_share, incomplete, started_at <= finished_at FROM judge_runs ORDER BY run_id",
+    )
     none = {"not_json": 0, "bad_score": 0, "long_rationale": 0, "hallucinated_span": 0, "no_label_for_grade": 0}
     assert [r[:6] for r in rows] == [
         (1, "qwen", "stub-model/prompt-1", 12, 12, 12),

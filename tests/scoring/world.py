@@ -100,6 +100,26 @@ SEVEN = (
 )
 SCORES = {"r1": 0.9, "r2": 0.15, "r3": 0.55, "a1": 0.45, "a2": 0.65, "d9": 0.8, **{d: s for _, d, _, s in SEVEN}}
 ADMISSIBLE = {"relevant": "answerability", "partial": "coverage", "irrelevant": "authority"}
+# The audit tests' 15 pairs of Q1-Q3 (test_gate_audit, test_gate_weights): ana's labels, and the judge's,
+# which calls Q2's d6 and four of Q3's pairs irrelevant.
+AUDIT_ANA = {
+    (Q1, "r1"): "relevant",
+    (Q1, "d1"): "relevant",
+    (Q1, "d2"): "relevant",
+    (Q1, "d3"): "irrelevant",
+    (Q1, "d4"): "irrelevant",
+    (Q2, "a1"): "relevant",
+    (Q2, "d5"): "relevant",
+    (Q2, "d6"): "partial",
+    (Q2, "d7"): "irrelevant",
+    (Q2, "d8"): "irrelevant",
+    (Q3, "r3"): "relevant",
+    (Q3, "d9"): "relevant",
+    (Q3, "p1"): "relevant",
+    (Q3, "p2"): "partial",
+    (Q3, "p3"): "relevant",
+}
+AUDIT_JUDGE = {**AUDIT_ANA, (Q2, "d6"): "irrelevant", **{(Q3, d): "irrelevant" for d in ("d9", "p1", "p2", "p3")}}
 
 
 DOC_OF = {text: d for d, text in TEXT.items()}  # a passage the judge stub was sent -> its doc_id
