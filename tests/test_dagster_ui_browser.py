@@ -241,30 +241,34 @@ def test_no_metadata_key_runs_into_its_value(browser, ui, width):
 
 
 def test_a_full_refresh_is_materialize_all_then_launch_backfill(browser, ui):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    def button(text: str):
-        found: list = []
-        browser_wait(
-            browser,
-            lambda d: (
-                found.extend(b for b in d.find_elements(By.TAG_NAME, "button") if text in (b.text or "")) or found
-            ),
-            f"the button {text!r}",
-        )
-        return found[0]
+    def click(text: str) -> None:
+        """Click the enabled button showing `text`, found afresh each try: React may re-render it meanwhile."""
+
+        def clicked(d) -> bool:
+            try:
+                for b in d.find_elements(By.TAG_NAME, "button"):
+                    if text in (b.text or "") and b.is_enabled():
+                        b.click()
+                        return True
+            except StaleElementReferenceException:
+                pass
+            return False
+
+        browser_wait(browser, clicked, f"the button {text!r}, enabled")
 
     before = {run_id for _, run_id in ui.runs}
     _open(browser, ui, "/locations/goldenset/jobs/refresh_golden_set?default_range=*", "Materialize", "the job")
     clicked = time.monotonic()
-    button("Materialize all").click()
-    launch = button("Launch backfill")
+    click("Materialize all")
     # No warning about an upstream asset first, and every day chosen: the dialog can launch as it opens.
+    browser_wait(browser, lambda d: "Launch backfill" in _body(browser), "the backfill dialog")
     assert "have not been materialized" not in _body(browser)
-    browser_wait(browser, lambda d: launch.is_enabled(), "Launch backfill enabled")
     _shot(browser, "full-refresh-dialog")
     launched = time.time()
-    launch.click()
+    click("Launch backfill")
     query = (
         "{ runsOrError { ... on Runs { results { runId status creationTime startTime endTime tags { key value } } } } }"
     )
