@@ -171,6 +171,36 @@ def test_forget_without_yes_off_a_terminal_says_what_it_would_remove_and_removes
     assert library_main(["forget", "--db", str(db)]) == 2
 
 
+def test_forget_removes_exactly_the_files_the_glob_matches(workdir, capsys):
+    # One day, two files of two serves each (a serve and its verdict: 2 lines); nothing built.
+    from goldenset.ingest import ingest_all
+
+    db, logs = workdir / "g.duckdb", workdir / "two-files"
+    for part, sids in (("part-0001.jsonl", ("p1a", "p1b")), ("part-0002.jsonl", ("p2a", "p2b"))):
+        records = []
+        for i, sid in enumerate(sids):
+            records += [
+                serve(sid, f"2026-11-05T10:0{i}:00Z", f"task {sid}", [ranked("d1", 1)]),
+                verdict(sid, "d1", "helped", f"2026-11-05T10:0{i}:30Z"),
+            ]
+        write_log(logs, "2026-11-05", part, records)
+    con = connect(db)
+    try:
+        ingest_all(con, logs)
+    finally:
+        con.close()
+    capsys.readouterr()
+
+    assert main(["forget", "--logs", "*/part-0002.jsonl", "--db", str(db), "--yes"]) == 0
+
+    assert capsys.readouterr().out == (
+        "removed 1 logs file(s), 4 line(s): 2 serve(s), 2 verdict(s), 0 rejected line(s); every build leaves "
+        "these files out while they hold the same bytes (`goldenset forget --undo '*/part-0002.jsonl'` takes it back)\n"
+    )
+    assert _one(db, "SELECT source_file FROM log_files") == [("dt=2026-11-05/part-0001.jsonl",)]
+    assert _one(db, "SELECT serve_id FROM log_serves ORDER BY 1") == [("p1a",), ("p1b",)]
+
+
 @pytest.fixture(scope="module")
 def labelled_build(tmp_path_factory) -> Path:
     """Like conftest's conformance_build, built with the conformance labels and rubric as well
@@ -332,3 +362,49 @@ def test_forget_undo_takes_the_forget_back_and_says_what(workdir, capsys, confor
     assert main(["forget", "--undo", "nothing/*", "--db", str(db)]) == 0
     assert capsys.readouterr().out == "no forgotten file matches 'nothing/*'; nothing taken back\n"
     assert main(["forget", "--undo", "*", "--logs", "*", "--db", str(db)]) == 2
+
+
+def test_another_labels_folder_sharing_no_ingested_file_refuses(workdir, capsys, labelled_build, isolated_home):
+    db, rubric, labels = _labelled_copy(workdir, labelled_build, isolated_home)
+    other = workdir / "other-labels"
+    shutil.copytree(labels, other)
+    part = other / "dt=2026-11-03" / "part-0001.jsonl"
+    part.write_text(part.read_text() + "\n")  # the same path with other bytes: no ingested file unchanged
+    roots = _one(db, "SELECT kind, root, recorded_at, replaced_at FROM source_roots ORDER BY ALL")
+    capsys.readouterr()
+
+    assert _build(db, DATA / "logs", "--labels", str(other), "--rubric", str(rubric)) == 1
+
+    assert capsys.readouterr().err == (
+        f"Error: --labels {other.resolve()} is not the labels folder this warehouse was built from "
+        f"({labels.resolve()}, 1 file(s) ingested from it); nothing was changed. If the move is meant, run the "
+        "build again with --new-source (files with the same path and bytes are recognised, not ingested twice); "
+        f"if {labels.resolve()} was the mistake, remove its rows with `goldenset forget --labels GLOB` first\n"
+    )
+    assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
+    assert _one(db, "SELECT kind, root, recorded_at, replaced_at FROM source_roots ORDER BY ALL") == roots
+
+
+def test_a_rubric_edit_that_changes_a_grade_refuses_with_the_count_and_the_line(
+    workdir, capsys, labelled_build, isolated_home
+):
+    db, rubric, labels = _labelled_copy(workdir, labelled_build, isolated_home)
+    old_sha = _one(db, "SELECT rubric_sha256 FROM golden_builds")[0][0]
+    rubric.write_text(rubric.read_text().replace("partial:    {grade: 1,", "partial:    {grade: 2,"))
+    capsys.readouterr()
+
+    assert _build(db, DATA / "logs", "--labels", str(labels), "--rubric", str(rubric)) == 1
+
+    import hashlib
+
+    new_sha = hashlib.sha256(rubric.read_bytes()).hexdigest()
+    # The two accepted `partial` lines (2 and 8, ben on d1 and d6) keep their label and change grade;
+    # line 17 (partial, rejected as contradicting the rubric) stays rejected.
+    assert capsys.readouterr().err.splitlines() == [
+        f"Error: the rubric {rubric} changed ({old_sha[:12]} -> {new_sha[:12]}): 0 label line(s) become invalid, "
+        "2 label(s) change grade, 0 rejected line(s) become valid (of 18 stored lines); nothing was changed. "
+        "Restore the rubric, or run the build again with --accept-rubric-change to go on. They are:",
+        f"  dt=2026-11-03/part-0001.jsonl:2 query {QUERY} doc d1 by ben: partial (grade 1) -> partial (grade 2)",
+        f"  dt=2026-11-03/part-0001.jsonl:8 query {QUERY} doc d6 by ben: partial (grade 1) -> partial (grade 2)",
+    ]
+    assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]

@@ -186,3 +186,21 @@ def test_the_budget_takes_each_runs_largest_count_over_its_flagged_cut_offs():
     check = coverage.check_run(run, "core", 0.8)
     assert len(check.lines) == 2
     assert check.commands[0].startswith("To close it: `goldenset pool --from-run runD --depth 24 --budget 15` (")
+
+
+# Boundaries at the boundary and one step either side, with values floats hold exactly: a mean
+# of five equal judged@5 values is that value, and 1.0 - 0.75 is exactly 0.25.
+@pytest.mark.parametrize(("b_judged", "biased"), [(0.625, True), (0.75, False), (0.875, False)])
+def test_the_gap_is_biased_only_above_max_gap(b_judged, biased):
+    a, b = _run("runA", [1.0] * 5, A_RECALL), _run("runB", [b_judged] * 5, B_RECALL)
+    check = coverage.check_comparison(a, b, "core", coverage.Thresholds(max_gap=0.25, floor=0.5))
+    assert check.coverage == {"a": {"judged@5": 1.0}, "b": {"judged@5": b_judged}}
+    assert check.biased is biased
+
+
+@pytest.mark.parametrize(("judged", "biased"), [(0.625, True), (0.75, False), (0.875, False)])
+def test_a_coverage_is_biased_only_below_the_floor(judged, biased):
+    # Both runs equally judged (no gap): only the floor of 0.75 can flag them.
+    a, b = _run("runA", [judged] * 5, A_RECALL), _run("runB", [judged] * 5, B_RECALL)
+    assert coverage.check_comparison(a, b, "core", coverage.Thresholds(max_gap=0.25, floor=0.75)).biased is biased
+    assert bool(coverage.check_run(b, "core", 0.75).lines) is biased

@@ -68,9 +68,18 @@ def audited_pool_world(tmp: Path):
         # Humans on Q2's audit pairs: k (log noise) relevant, n (log helped) irrelevant, i partial, f2 irrelevant.
         human = {"k": 2, "n": 0, "i": 1, "f2": 0}
         lines = [label_line(Q2, d, "v1", g, "ben", f"2026-11-30T09:00:0{i}Z") for i, (d, g) in enumerate(human.items())]
-        # The judge: on Q2 k irrelevant, i relevant, f2 partial; on Q1 g partial, h irrelevant, c (a stale log
-        # row) relevant, and p (retired: no ranker can return it) relevant.
-        judge = [(Q2, "k", 0), (Q2, "i", 2), (Q2, "f2", 1), (Q1, "g", 1), (Q1, "h", 0), (Q1, "c", 2), (Q1, "p", 2)]
+        # The judge: on Q2 k irrelevant, n relevant, i relevant, f2 partial; on Q1 g partial, h irrelevant,
+        # c (a stale log row) relevant, and p (retired: no ranker can return it) relevant.
+        judge = [
+            (Q2, "k", 0),
+            (Q2, "n", 2),
+            (Q2, "i", 2),
+            (Q2, "f2", 1),
+            (Q1, "g", 1),
+            (Q1, "h", 0),
+            (Q1, "c", 2),
+            (Q1, "p", 2),
+        ]
         lines += [
             label_line(q, d, "v1", g, "jj", f"2026-11-30T10:00:0{i}Z", kind="judge")
             for i, (q, d, g) in enumerate(judge)
@@ -108,6 +117,13 @@ def test_the_truth_is_the_audits_human_labels_on_audited_queries_only(labels):
 def test_the_prediction_never_sees_an_audit_label(labels):
     # k and n: the log labels the audit's human labels replaced (noise 0, helped 1); i and f2: the judge's.
     assert labels.prediction[Q2] == {"k": 0, "n": 1, "i": 2, "f2": 1}
+
+
+def test_on_an_audited_pair_the_replaced_log_label_wins_over_the_judge(labels):
+    # n: the log said helped (1), the audit's human irrelevant (0) replaced it, the judge says relevant (2).
+    # Contract 12.2 (2): the log label it replaced comes first, the judge's only when there is none.
+    assert labels.prediction[Q2]["n"] == 1
+    assert labels.truth[Q2]["n"] == 0
 
 
 def test_the_judge_fills_pairs_the_other_sources_leave_open(labels):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from judge_stub import JudgeStub, good, passage_of
@@ -40,7 +42,8 @@ from world import (
 )
 
 from goldenset.labelling.judge_gate import JudgeGate
-from goldenset.scoring.judge_health import judge_health
+from goldenset.scoring.judge_health import judge_health, record_run
+from goldenset.scoring.judge_label import JudgeLabelReport
 from goldenset.warehouse import connect
 from goldenset_dagster.cli import main
 from tests.helpers import db_rows, isolated_settings
@@ -206,3 +209,42 @@ def test_a_share_outside_0_and_1_is_wrong_usage(tmp_path, judge_stub, capsys, wo
     world = worlds(tmp_path / "w")
     assert judge_label(world, judge_stub.url, "--json", "--max-unusable", "1.5") == 2
     assert "--max-unusable must be a share between 0 and 1, got 1.5" in capsys.readouterr().err
+
+
+def _health_after_runs(db: Path, *runs: tuple[int, int]) -> list[str]:
+    """The warnings of judge `jj` after runs of (hallucinated spans, answers), oldest first."""
+    con = connect(db)
+    try:
+        for i, (hallucinated, answers) in enumerate(runs):
+            report = JudgeLabelReport(
+                "jj", Path("judge-jj.jsonl"), scored=answers, labels_written=answers - hallucinated
+            )
+            report.invalid["hallucinated_span"] = hallucinated
+            at = datetime(2026, 12, 1, 10, i)
+            record_run(con, report, started_at=at, finished_at=at, scorer_version="stub-model/prompt-1")
+        (h,) = judge_health(con)
+    finally:
+        con.close()
+    return h.warnings
+
+
+# At 5% exactly (1 of 20: the double 1/20 is the double 0.05) and one step either side.
+@pytest.mark.parametrize(
+    ("hallucinated", "answers", "warns"),
+    [(1, 24, False), (1, 20, False), (1, 12, True)],
+    ids=["1of24", "1of20", "1of12"],
+)
+def test_the_hallucinated_span_rate_warns_only_above_five_percent(tmp_path, hallucinated, answers, warns):
+    warnings = _health_after_runs(tmp_path / "g.duckdb", (0, 20), (hallucinated, answers))
+    rate = f"judge jj: {hallucinated / answers:.1%} hallucinated spans in run 2 (above 5%)"
+    moved = f"judge jj: hallucinated-span rate moved +{hallucinated / answers:.1%} since its previous run"
+    assert (rate in warnings) is warns
+    assert any(w.startswith(moved) for w in warnings) is warns
+    assert len(warnings) == 2 * warns
+
+
+def test_a_rate_that_falls_by_more_than_five_percent_warns_too(tmp_path):
+    # From 1 of 12 to 0 of 20: a change of -8.3%, whose absolute value is above 5%.
+    assert _health_after_runs(tmp_path / "g.duckdb", (1, 12), (0, 20)) == [
+        "judge jj: hallucinated-span rate moved -8.3% since its previous run (8.3% to 0.0%; more than 5%)"
+    ]

@@ -559,3 +559,51 @@ def test_a_retriever_span_is_rejected_whole_with_the_first_reason_in_the_contrac
     whole = [r for r in rejects if not r.detail.endswith("holds it")]  # leave out the item reject of line 12
     assert [(r.line, r.reason) for r in whole] == [(i, reason) for i, (_, reason, _) in enumerate(cases, start=1)]
     assert [detail in r.detail for r, (_, _, detail) in zip(whole, cases, strict=True)] == [True] * len(cases)
+
+
+@pytest.mark.parametrize(
+    ("nanos", "ts"),
+    [
+        ("1764324000123456789", "2025-11-28T10:00:00.123456Z"),  # cut, not rounded to .123457 nor cut to .123
+        ("1764324000999999999", "2025-11-28T10:00:00.999999Z"),  # cut, not rounded up into the next second
+        ("1764324000000001000", "2025-11-28T10:00:00.000001Z"),
+    ],
+)
+def test_the_span_start_is_cut_to_microseconds(tmp_path, warehouse, nanos, ts):
+    f = write_jsonl(
+        tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"})), nanos))]
+    )
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert [line["ts"] for line in lines(tmp_path / "logs")] == [ts]
+
+
+# The span starts at 2025-11-28T10:00:00Z; a load at that instant is in force, one a microsecond later is not.
+@pytest.mark.parametrize(
+    ("loaded", "version"),
+    [
+        (datetime(2025, 11, 28, 9, 59, 59, 999999), "2"),
+        (datetime(2025, 11, 28, 10, 0, 0), "2"),
+        (datetime(2025, 11, 28, 10, 0, 0, 1), "1"),
+    ],
+)
+def test_a_corpus_load_at_the_spans_start_is_in_force(tmp_path, warehouse, loaded, version):
+    snapshot_corpus(warehouse, write_corpus(tmp_path / "old.jsonl", [doc("a", "1")]), now=datetime(2025, 11, 1))
+    snapshot_corpus(warehouse, write_corpus(tmp_path / "new.jsonl", [doc("a", "2")]), now=loaded)
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {}))))])
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert [i["doc_version"] for i in lines(tmp_path / "logs")[0]["items"]] == [version]
+
+
+def test_a_span_read_twice_in_one_import_keeps_the_later_line(tmp_path, warehouse):
+    span = "00f067aa0ba902b7"
+    rows = [
+        request(otlp_span(span, oi_docs(("a", {"version": "1"}), ("b", {"version": "1"})))),
+        request(otlp_span("00f067aa0ba902c0", oi_docs(("z", {"version": "9"})))),
+        request(otlp_span(span, oi_docs(("c", {"version": "3"})))),
+    ]
+    result = import_traces(
+        warehouse, write_jsonl(tmp_path / "e.jsonl", rows), "otlp-json", Mapping(), tmp_path / "logs"
+    )
+    assert result.serves == 2
+    items = {s["span_id"]: [(i["doc_id"], i["doc_version"]) for i in s["items"]] for s in lines(tmp_path / "logs")}
+    assert items == {span: [("c", "3")], "00f067aa0ba902c0": [("z", "9")]}
