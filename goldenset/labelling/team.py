@@ -24,7 +24,8 @@ Decisions
   while the lease lives. A pair already fully labelled by others is not offered, but a label
   from a person who opens it on purpose is written: it adds an opinion, never replaces one.
 - **The overlap share** (`--overlap S`, 0 to 1) picks exactly round(S x pairs) pairs of the
-  loaded queue to be labelled by two annotators, for agreement: the pairs with the smallest
+  loaded queue (a half rounded up, not to even: 0.5 x 3 gives 2, 0.25 x 2 gives 1) to be
+  labelled by two annotators, for agreement: the pairs with the smallest
   SHA-256 of "<seed>:<query_id>:<doc_id>:<doc_version>" (`--seed`, default 0), so the same
   seed and queue give the same pairs, whoever starts labelling first.
 - **Who labelled a pair** counts human label lines the build would accept (the ingest's own

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
@@ -21,6 +22,7 @@ from goldenset.cli.label import app as label_app
 from goldenset.labelling.agreement import LabelLine, LineOrder, annotator_agreement
 from goldenset.labelling.lines import parse_label_line
 from goldenset.labelling.rubric import load_rubric
+from goldenset.labelling.team import overlap_pairs
 from goldenset.labelling.team_page import COOKIE, TeamApp, TeamPage, open_team
 from tests.helpers import DIMS, PAGE_DOCS, PAGE_Q1, PAGE_QUEUE, RUBRIC_PATH, page_label, page_warehouse, write_labels
 
@@ -204,6 +206,27 @@ def test_the_overlap_pairs_differ_with_the_seed(tmp_path):
     assert _smallest_hashes(queue, 0, 5) != _smallest_hashes(queue, 7, 5)
     page = open_page(tmp_path, queue=queue, overlap=0.25, seed=7)
     assert {i + 1 for i in page.team.overlap_pairs} == _smallest_hashes(queue, 7, 5)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    query_id: str
+    doc_id: str
+    doc_version: str
+    project: str | None = None
+    task: str | None = None
+    reason: str = "pooled"
+
+
+# round(share x pairs) with halves rounded up: 0.5 x 3 = 1.5 gives 2, 0.25 x 2 = 0.5 gives 1 (Python's
+# round() would give 0), 1.25 gives 1 and 1.75 gives 2; every product is exact in binary.
+@pytest.mark.parametrize(
+    ("share", "pairs", "twice"), [(0.5, 3, 2), (0.25, 2, 1), (0.125, 4, 1), (0.25, 5, 1), (0.25, 7, 2), (0.5, 4, 2)]
+)
+def test_the_overlap_share_rounds_half_up(share, pairs, twice):
+    queue = twenty_pairs()[:pairs]
+    chosen = overlap_pairs([_Pair(q, d, v) for _, q, d, v, *_ in queue], share, seed=0)
+    assert {i + 1 for i in chosen} == _smallest_hashes(queue, 0, twice)
 
 
 def test_a_lease_ends_after_its_minutes_and_the_pair_is_offered_again(tmp_path):
