@@ -408,3 +408,53 @@ def test_a_rubric_edit_that_changes_a_grade_refuses_with_the_count_and_the_line(
         f"  dt=2026-11-03/part-0001.jsonl:8 query {QUERY} doc d6 by ben: partial (grade 1) -> partial (grade 2)",
     ]
     assert _one(db, "SELECT count(*) FROM golden_builds") == [(1,)]
+
+
+def test_a_rubric_edit_counts_lines_that_become_valid_and_lists_the_changes_in_file_and_line_order(
+    workdir, labelled_build, isolated_home
+):
+    from goldenset.labelling.ingest import ingest_labels
+    from goldenset.labelling.rubric import load_rubric
+    from goldenset.labelling.rubric_change import rubric_change
+
+    db, rubric, labels = _labelled_copy(workdir, labelled_build, isolated_home)
+    # A second label file, a day later: ben's partial on d3, accepted under the rubric in use.
+    more = workdir / "labels"
+    shutil.copytree(labels, more)
+    (more / "dt=2026-11-04").mkdir()
+    line = (
+        f'{{"event": "label", "query_id": "{QUERY}", "doc_id": "d3", "doc_version": "v1", "label": "partial", '
+        '"decided_by": "coverage", "annotator": "ben", "rubric": "support-policies", "ts": "2026-11-04T10:00:00Z"}\n'
+    )
+    (more / "dt=2026-11-04" / "part-0001.jsonl").write_text(line)
+    # The edit: `partial` goes and `irrelevant` takes any failing dimension, coverage included (still
+    # closed: all pass is relevant, any fail irrelevant).
+    edited = rubric.read_text().replace(
+        "  partial:    {grade: 1, pass: [answerability, authority, recency, entity], fail: [coverage]}\n", ""
+    )
+    edited = edited.replace(
+        "any_fail: [answerability, authority, recency, entity]",
+        "any_fail: [answerability, authority, recency, coverage, entity]",
+    )
+    con = connect(db)
+    try:
+        ingest_labels(con, more, load_rubric(rubric))
+        rubric.write_text(edited)
+        change = rubric_change(con, load_rubric(rubric))
+        (line16,) = con.execute("SELECT detail FROM label_rejects WHERE line = 16").fetchone()
+    finally:
+        con.close()
+
+    assert change is not None
+    # Stored: 15 accepted (lines 1-13 and 15, and the new file's line 1) and 4 rejected for a rubric
+    # reason (16-19). The three partial lines become invalid; line 16 (irrelevant decided by coverage,
+    # which contradicted the old rule) becomes valid; lines 17-19 stay rejected.
+    assert (change.become_invalid, change.grade_changes, change.become_valid, change.lines_checked) == (3, 0, 1, 19)
+    gone = "rejected: label 'partial' is not one of relevant, irrelevant"
+    assert [c.text() for c in change.sample] == [
+        f"dt=2026-11-03/part-0001.jsonl:2 query {QUERY} doc d1 by ben: partial (grade 1) -> {gone}",
+        f"dt=2026-11-03/part-0001.jsonl:8 query {QUERY} doc d6 by ben: partial (grade 1) -> {gone}",
+        f"dt=2026-11-03/part-0001.jsonl:16 query {QUERY} doc d1 by ana: rejected: {line16} -> irrelevant (grade 0)",
+        f"dt=2026-11-04/part-0001.jsonl:1 query {QUERY} doc d3 by ben: partial (grade 1) -> {gone}",
+    ]
+

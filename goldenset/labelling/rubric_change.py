@@ -16,7 +16,8 @@ Decisions
 - **What is checked.** The lines as stored (`human_labels.raw`, `label_rejects.raw`): a file
   that changed on disk too is re-read by the build anyway, and its new lines are judged by
   the new rubric like any new line.
-- **Sample.** The first 10 changes ordered by (source_file, line).
+- **Sample.** The first 10 changes ordered by (source_file, line), accepted and rejected lines
+  together; a rejected line's BEFORE is `rejected: DETAIL`, the detail its rejection stored.
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ class RubricChange:
         )
 
     def _add(self, change: LineChange) -> None:
-        if len(self.sample) < SAMPLE:
-            self.sample.append(change)
+        # Each of the two passes (accepted lines, rejected lines) comes in (source_file, line)
+        # order, so its first SAMPLE changes are all it can add to the first SAMPLE of both.
+        self.sample.append(change)
+        self.sample.sort(key=lambda c: (c.source_file, c.line))
+        del self.sample[SAMPLE:]
 
 
 def _grade(label: str, grade: int) -> str:
@@ -119,12 +123,13 @@ def rubric_change(con: Connection, rubric: Rubric | RubricSet) -> RubricChange |
             change.grade_changes += 1
             change._add(LineChange(source_file, line, qid, doc_id, annotator, before, _grade(rec.label, rec.grade)))
     rejected = con.execute(
-        "SELECT r.source_file, r.line, r.reason, r.raw FROM label_rejects r JOIN label_files f USING (source_file) "
+        "SELECT r.source_file, r.line, r.reason, r.detail, r.raw FROM label_rejects r "
+        "JOIN label_files f USING (source_file) "
         "WHERE f.rubric_sha256 IS DISTINCT FROM ? AND list_contains(?, r.reason) AND r.raw IS NOT NULL "
         "ORDER BY r.source_file, r.line",
         [rubric.content_sha256, list(RUBRIC_REASONS)],
     ).fetchall()
-    for source_file, line, reason, raw in rejected:
+    for source_file, line, reason, detail, raw in rejected:
         change.lines_checked += 1
         try:
             rec = parse_label_line(raw.encode("utf-8"), rubric, project_of)
@@ -138,7 +143,7 @@ def rubric_change(con: Connection, rubric: Rubric | RubricSet) -> RubricChange |
                 rec.query_id,
                 rec.doc_id,
                 rec.annotator,
-                f"rejected: {reason}",
+                f"rejected: {detail or reason}",
                 _grade(rec.label, rec.grade),
             )
         )
