@@ -21,7 +21,7 @@ One retriever span is one serve. Decisions (contract section 14 holds them all):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -120,6 +120,14 @@ def is_retriever(span: Span) -> bool:
     return (isinstance(kind, str) and kind.upper() == RETRIEVER_KIND) or a.get("gen_ai.operation.name") == "retrieval"
 
 
+def _json_in(value: Any, values: Sequence[Any]) -> bool:
+    """Whether `value` is one of `values` as JSON values: `true` is neither `"true"` nor `1`.
+
+    Python's `in` would take `1 in [True]` (a bool is an int), so a bool matches only a bool.
+    """
+    return any(isinstance(value, bool) == isinstance(v, bool) and value == v for v in values)
+
+
 def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanServe, list[SpanRejected]]:
     """The serve of a retriever span, and the items rejected from it; SpanRejected for the whole span."""
     a = span.attributes
@@ -157,7 +165,7 @@ def to_serve(span: Span, mapping: Mapping, lookup: VersionLookup) -> tuple[SpanS
             raise SpanRejected("invalid_field", f"span {span.span_id}: document {doc_id!r} appears twice")
         seen.add(doc_id)
         meta = _metadata(d.get("metadata"), span.span_id, pos)
-        always = mapping.always is not None and meta.get(mapping.always.key) in mapping.always.values
+        always = mapping.always is not None and _json_in(meta.get(mapping.always.key), mapping.always.values)
         # A ranked document rejected for its version keeps its rank: it was served there.
         rank = None if always else ranked + 1
         ranked += 0 if always else 1

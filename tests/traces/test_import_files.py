@@ -607,3 +607,18 @@ def test_a_span_read_twice_in_one_import_keeps_the_later_line(tmp_path, warehous
     assert result.serves == 2
     items = {s["span_id"]: [(i["doc_id"], i["doc_version"]) for i in s["items"]] for s in lines(tmp_path / "logs")}
     assert items == {span: [("c", "3")], "00f067aa0ba902c0": [("z", "9")]}
+
+
+@pytest.mark.parametrize(
+    ("values", "channels"),
+    [([True], ["always", "ranked", "ranked"]), ([1], ["ranked", "always", "ranked"]), (["true"], ["ranked"] * 3)],
+)
+def test_always_values_are_compared_as_json_values(tmp_path, warehouse, values, channels):
+    # Metadata true, 1 and "1": JSON's true is neither the number 1 nor the string "true".
+    docs = oi_docs(
+        ("a", {"version": "1", "pin": True}), ("b", {"version": "1", "pin": 1}), ("c", {"version": "1", "pin": "1"})
+    )
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", docs))])
+    mapping = Mapping.model_validate({"always": {"key": "pin", "values": values}})
+    import_traces(warehouse, f, "otlp-json", mapping, tmp_path / "logs", now=NOW)
+    assert [i["channel"] for i in lines(tmp_path / "logs")[0]["items"]] == channels
