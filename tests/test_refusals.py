@@ -369,7 +369,8 @@ def test_another_labels_folder_sharing_no_ingested_file_refuses(workdir, capsys,
     other = workdir / "other-labels"
     shutil.copytree(labels, other)
     part = other / "dt=2026-11-03" / "part-0001.jsonl"
-    part.write_text(part.read_text() + "\n")  # the same path with other bytes: no ingested file unchanged
+    # The same path and size, other bytes (a note edited): no file the warehouse ingested is there unchanged.
+    part.write_text(part.read_text().replace("states 14 days", "states 15 days"))
     roots = _one(db, "SELECT kind, root, recorded_at, replaced_at FROM source_roots ORDER BY ALL")
     capsys.readouterr()
 
@@ -458,3 +459,22 @@ def test_a_rubric_edit_counts_lines_that_become_valid_and_lists_the_changes_in_f
         f"dt=2026-11-04/part-0001.jsonl:1 query {QUERY} doc d3 by ben: partial (grade 1) -> {gone}",
     ]
 
+
+def test_a_root_is_recorded_only_for_a_kind_with_an_ingested_file(workdir, conformance_build, isolated_home):
+    from goldenset.sources import check_roots, record_roots
+
+    db = workdir / "g.duckdb"
+    copy_build(conformance_build, db, isolated_home)  # logs ingested, no label file
+    empty, other = workdir / "labels", workdir / "other-labels"
+    empty.mkdir()
+    other.mkdir()
+    con = connect(db)
+    try:
+        record_roots(con, {"logs": DATA / "logs", "labels": empty})
+        roots = con.execute("SELECT kind, root FROM source_roots WHERE replaced_at IS NULL ORDER BY kind").fetchall()
+        # No label file was ingested from the empty LABELS, so it is not this warehouse's: another passes.
+        moves = check_roots(con, {"logs": DATA / "logs", "labels": other})
+    finally:
+        con.close()
+    assert roots == [("logs", str((DATA / "logs").resolve()))]
+    assert moves == []

@@ -39,6 +39,7 @@ from goldenset.bench.ppi import ppi_mean  # noqa: E402
 from goldenset.build import build_golden_set  # noqa: E402
 from goldenset.cli.bench import app as bench_app  # noqa: E402
 from goldenset.errors import UsageError  # noqa: E402
+from goldenset.labelling.merge import JudgeGate  # noqa: E402
 from goldenset.labelling.pool import run_pool  # noqa: E402
 from goldenset.records import normalise_task, query_id  # noqa: E402
 from tests.helpers import isolated_settings  # noqa: E402
@@ -49,8 +50,11 @@ runner = CliRunner()
 # --------------------------------------------------------------------------- the labels, by hand
 
 
-def audited_pool_world(tmp: Path):
-    """pool_rankers.py's world, audited in full on Q2, with judge `jj`'s labels; returns its db."""
+def audited_pool_world(tmp: Path, admitted: bool = False):
+    """pool_rankers.py's world, audited in full on Q2, with judge `jj`'s labels; returns its db.
+
+    `admitted`: humans audit Q1's asked pairs too and the judge labels j on Q2, a pair no audit asked, so the
+    gate (at kappa >= -1) has two audited queries and admits the judge: j and c become judge rows."""
     world = build_world(tmp)
     con = warehouse.connect(world.db)
     try:
@@ -68,6 +72,11 @@ def audited_pool_world(tmp: Path):
         # Humans on Q2's audit pairs: k (log noise) relevant, n (log helped) irrelevant, i partial, f2 irrelevant.
         human = {"k": 2, "n": 0, "i": 1, "f2": 0}
         lines = [label_line(Q2, d, "v1", g, "ben", f"2026-11-30T09:00:0{i}Z") for i, (d, g) in enumerate(human.items())]
+        if admitted:
+            q1 = {"a": ("v1", 1), "g": ("v1", 2), "h": ("v1", 0), "j": ("v1", 0), "m": ("v2", 0)}
+            lines += [
+                label_line(Q1, d, v, g, "ben", f"2026-11-30T09:01:0{i}Z") for i, (d, (v, g)) in enumerate(q1.items())
+            ]
         # The judge: on Q2 k irrelevant, n relevant, i relevant, f2 partial; on Q1 g partial, h irrelevant,
         # c (a stale log row) relevant, and p (retired: no ranker can return it) relevant.
         judge = [
@@ -79,13 +88,14 @@ def audited_pool_world(tmp: Path):
             (Q1, "h", 0),
             (Q1, "c", 2),
             (Q1, "p", 2),
-        ]
+        ] + [(Q2, "j", 2)] * admitted
         lines += [
             label_line(q, d, "v1", g, "jj", f"2026-11-30T10:00:0{i}Z", kind="judge")
             for i, (q, d, g) in enumerate(judge)
         ]
         write_and_ingest(con, tmp / "labels", DAY, "audit.jsonl", lines)
-        build_golden_set(con, now=datetime(2026, 11, 30, 12))
+        gate = JudgeGate(min_pairs=1, min_kappa=-1.0) if admitted else JudgeGate()
+        build_golden_set(con, now=datetime(2026, 11, 30, 12), judge_gate=gate)
     finally:
         con.close()
     return world.db
@@ -124,6 +134,23 @@ def test_on_an_audited_pair_the_replaced_log_label_wins_over_the_judge(labels):
     # Contract 12.2 (2): the log label it replaced comes first, the judge's only when there is none.
     assert labels.prediction[Q2]["n"] == 1
     assert labels.truth[Q2]["n"] == 0
+
+
+@pytest.mark.slow
+def test_an_admitted_judges_rows_count_in_the_prediction_and_never_in_the_truth(tmp_path):
+    with isolated_settings(tmp_path / "home"):
+        db = audited_pool_world(tmp_path / "w", admitted=True)
+    con = warehouse.connect(db, read_only=True)
+    try:
+        judge_rows = con.execute("SELECT query_id, doc_id, grade FROM golden_set WHERE source = 'judge'").fetchall()
+        labels = estimate_labels(con, "jj")
+    finally:
+        con.close()
+    # j on Q2 (no audit asked it) and c on Q1 (its log row stale): the admitted judge's rows.
+    assert sorted(judge_rows) == sorted([(Q2, "j", 2), (Q1, "c", 2)])
+    assert (labels.prediction[Q2]["j"], labels.prediction[Q1]["c"]) == (2, 2)
+    assert sorted(labels.truth) == sorted([Q1, Q2])
+    assert ("j" in labels.truth[Q2], "c" in labels.truth[Q1]) == (False, False)
 
 
 def test_the_judge_fills_pairs_the_other_sources_leave_open(labels):

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timedelta
 
 import pytest
 from bench_world import DOCS, QUERIES, build_golden, days_ago, write_corpus
 
 from goldenset import warehouse
+from goldenset.bench.gates import check_age
+from goldenset.bench.golden import Build
 from goldenset.bench.runner import BenchConfig
 from goldenset.bench.service import run_and_store
 from goldenset.corpus import read_corpus
@@ -17,6 +20,8 @@ from goldenset.embeddings import Embedder
 from goldenset.errors import ComponentDown, GoldensetError, GoldenSetTooOld, NoBuild, UsageError
 from goldenset.retrieval.reference import HybridRetriever
 from goldenset.retrieval.retriever import RetrieverContext, probe_component
+
+US = timedelta(microseconds=1)
 
 
 def _config(g, **kw):
@@ -43,6 +48,20 @@ def test_golden_set_older_than_max_age_is_refused_with_exit_3(tmp_path):
     assert str(exc.value).startswith("golden set build 1 is 31.0 days old")
     assert "more than --max-age-days 30" in str(exc.value)
     assert _count_runs(g.db) == 0
+
+
+@pytest.mark.parametrize(
+    ("age", "refused"), [(timedelta(days=30) - US, False), (timedelta(days=30), False), (timedelta(days=30) + US, True)]
+)
+def test_a_golden_set_exactly_max_age_days_old_is_not_too_old(age, refused):
+    # "More than --max-age-days": 30 days to the microsecond passes, a microsecond more is refused.
+    built = datetime(2026, 11, 1, 2, 0, 0)
+    build = Build(1, built, "f" * 64, None)
+    if refused:
+        with pytest.raises(GoldenSetTooOld):
+            check_age(build, 30, now=built + age)
+    else:
+        assert check_age(build, 30, now=built + age) == age
 
 
 @pytest.mark.slow

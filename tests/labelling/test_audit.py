@@ -265,3 +265,32 @@ def test_a_query_is_audited_once_humans_labelled_every_pair_asked_for_it(world):
         con.close()
     assert audit.audited == (Q2,) and audit.pending == (Q1,)
     assert audit.to_json()["audited"] == 1 and audit.to_json()["pairs_asked"] == 9
+
+
+def test_an_asked_pair_whose_document_was_retired_since_does_not_keep_its_query_open(world):
+    from pool_rankers import CORPUS
+
+    from goldenset.corpus import read_corpus
+    from goldenset.snapshots import store_snapshot
+    from tests.helpers import write_corpus
+
+    pool(world, audit=2, seed=0)
+    con = warehouse.connect(world.db)
+    try:
+        asked = con.execute(
+            "SELECT doc_id, doc_version FROM audit_pairs WHERE query_id = ? ORDER BY ALL", [Q2]
+        ).fetchall()
+        assert [d for d, _ in asked] == ["f2", "i", "k", "n"]
+        # Humans label every asked pair of Q2 but i; then the corpus retires i (Q2 keeps n, its positive).
+        labels = world.db.parent / "labels"
+        lines = [human(Q2, d, v, 1, i) for i, (d, v) in enumerate(asked, start=1) if d != "i"]
+        write_and_ingest(con, labels, DAY, "ben.jsonl", lines)
+        build_golden_set(con, now=datetime(2026, 11, 30, 12, 0, 0))
+        assert latest_audit(con).audited == ()
+        write_corpus(world.corpus, [dict(d, status="retired") if d["doc_id"] == "i" else d for d in CORPUS])
+        store_snapshot(con, read_corpus(world.corpus), now=datetime(2026, 11, 30, 13, 0, 0))
+        build_golden_set(con, now=datetime(2026, 11, 30, 13, 0, 0))
+        audit = latest_audit(con)
+    finally:
+        con.close()
+    assert audit.audited == (Q2,)

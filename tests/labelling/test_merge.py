@@ -304,3 +304,25 @@ def test_a_deleted_label_file_keeps_its_rows_and_an_appended_one_is_read_again(t
     write_labels(w.labels, "2026-11-04", "b.jsonl", [label("d2", "relevant", "ben", "2026-11-04T10:00:00Z")])
     w.build()
     assert {d: r["source"] for d, r in w.rows().items()} == {"d1": "human", "d2": "human", "d3": "log"}
+
+
+def test_a_human_labels_grade_gives_its_relevance_and_is_what_an_export_writes(tmp_path):
+    # Contract 7.3: relevance is 1 when grade >= 1, and exports write `grade`. d1 human relevant (2),
+    # d2 human partial (1), d3 log helped (1).
+    from goldenset.export import export_build
+
+    w = MergeWorld(tmp_path)
+    write_labels(
+        w.labels,
+        "2026-11-02",
+        "part-0001.jsonl",
+        [label("d1", "relevant", "ana", "2026-11-02T10:00:00Z"), label("d2", "partial", "ana", "2026-11-02T10:00:00Z")],
+    )
+    w.build()
+    rows = w.con.execute("SELECT doc_id, source, grade, relevance FROM golden_set ORDER BY doc_id").fetchall()
+    assert rows == [("d1", "human", 2, 1), ("d2", "human", 1, 1), ("d3", "log", 1, 1)]
+    export_build(w.con, tmp_path / "out")
+    beir = (tmp_path / "out" / "qrels" / "test.tsv").read_text().splitlines()
+    trec = (tmp_path / "out" / "qrels.trec").read_text().splitlines()
+    assert beir == ["query-id\tcorpus-id\tscore", f"{QID}\td1\t2", f"{QID}\td2\t1", f"{QID}\td3\t1"]
+    assert trec == [f"{QID} 0 d1 2", f"{QID} 0 d2 1", f"{QID} 0 d3 1"]

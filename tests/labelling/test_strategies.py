@@ -393,3 +393,73 @@ def test_with_a_budget_the_successors_of_documents_judged_not_relevant_follow_th
     # Uncapped, in 7.4's order: stale and the relevant documents' successors, one pooled pick, then c2, m2.
     assert [reason for reason, _ in rows].count("pooled") == 1
     assert rows[-3][0] == "pooled" and rows[-2:] == [("successor", "c2"), ("successor", "m2")]
+
+
+# --------------------------------------------------------------------------- the draws, from the contract's text
+
+
+def _contract_bandit(lists, rankers, labels, seed: int, round_: int) -> list[tuple[str, str, str]]:
+    """Contract 11.2's bandit for a round without a budget, written from its text, one query after another."""
+    import random
+
+    picks = []
+    for qid in sorted(lists):
+        rng, drawn = random.Random(f"{seed}:{round_}:{qid}"), set()
+        while True:
+            best = None
+            for ranker in rankers:  # drawn in --rankers order; a tie keeps the earlier ranker
+                docs = lists[qid].get(ranker, [])
+                nxt = next((i for i, d in enumerate(docs) if (qid, d) not in labels and d not in drawn), None)
+                if nxt is None:
+                    continue
+                above = [labels[(qid, d)] for d in docs[:nxt] if (qid, d) in labels]
+                s = sum(1 for g in above if g >= 1)
+                value = rng.betavariate(1 + s, 1 + len(above) - s)
+                if best is None or value > best[0]:
+                    best = (value, ranker, docs[nxt])
+            if best is None:
+                break
+            drawn.add(best[2])
+            picks.append((qid, best[2], best[1]))
+    return picks
+
+
+MIXED = {
+    f"q{i}": {"A": [f"a{i}{j}" for j in range(5)], "B": [f"b{i}{j}" for j in range(5)], "C": [f"a{i}1", f"c{i}"]}
+    for i in range(3)
+}
+MIXED_LABELS = {("q0", "a00"): 1, ("q0", "b00"): 0, ("q0", "b01"): 0, ("q1", "a10"): 0, ("q2", "b20"): 2}
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_bandit_draws_are_the_contracts_beta_draws_seeded_by_seed_round_and_query(seed):
+    r1 = S.plan_round("bandit", MIXED, ["A", "B", "C"], MIXED_LABELS, seed=seed)
+    r2 = S.plan_round("bandit", MIXED, ["A", "B", "C"], MIXED_LABELS, seed=seed, previous=r1.state)
+    by_query = sorted(r1.picks, key=lambda p: p[0])  # the budget-free round interleaves the queries' turns
+    assert by_query == _contract_bandit(MIXED, ["A", "B", "C"], MIXED_LABELS, seed, 1)
+    assert sorted(r2.picks, key=lambda p: p[0]) == _contract_bandit(MIXED, ["A", "B", "C"], MIXED_LABELS, seed, 2)
+
+
+def _contract_feedback_queries(lists, labels, seed: int, round_: int, budget: int) -> list[str]:
+    """The query of each feedback pick (contract 11.2), from its text: Thompson sampling across queries."""
+    import hashlib
+
+    qids = sorted(q for q in lists if any((q, d) not in labels for docs in lists[q].values() for d in docs))
+    left = {q: len({d for docs in lists[q].values() for d in docs if (q, d) not in labels}) for q in qids}
+    alpha = np.array([1.0 + sum(1 for (q2, _), g in labels.items() if q2 == q and g >= 1) for q in qids])
+    beta = np.array([1.0 + sum(1 for (q2, _), g in labels.items() if q2 == q and g < 1) for q in qids])
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(f"{seed}:{round_}".encode()).digest()[:8], "big"))
+    out: list[str] = []
+    while len(out) < budget and any(left.values()):
+        values = rng.beta(alpha, beta)  # one value for every query that had a candidate at the start
+        i = max((j for j, q in enumerate(qids) if left[q]), key=lambda j: (values[j], -j))
+        out.append(qids[i])
+        left[qids[i]] -= 1
+        beta[i] += 1.0  # a provisional miss until the next round's labels
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_feedback_picks_queries_by_the_contracts_draws_with_a_provisional_miss(seed):
+    plan = S.plan_round("feedback", MIXED, ["A", "B", "C"], MIXED_LABELS, budget=12, seed=seed)
+    assert [q for q, _, _ in plan.picks] == _contract_feedback_queries(MIXED, MIXED_LABELS, seed, 1, 12)

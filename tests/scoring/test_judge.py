@@ -136,6 +136,8 @@ def test_a_malformed_answer_is_invalid_with_its_reason(judge_stub, content, reas
             JudgeAnswer(2, _30, "Store credit never expires."),
         ),
         ('{"score": 0}', JudgeAnswer(0, "", "")),
+        # White space as str.strip() sees it, not only JSON's: a no-break space, an ideographic space.
+        ('\u00a0{"score": 0}\u3000', JudgeAnswer(0, "", "")),
         (
             '{"score": 0, "rationale_summary": null, "supporting_span": "made up", "confidence": 0.9}',
             JudgeAnswer(0, "", "made up"),

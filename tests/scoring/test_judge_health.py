@@ -248,3 +248,37 @@ def test_a_rate_that_falls_by_more_than_five_percent_warns_too(tmp_path):
     assert _health_after_runs(tmp_path / "g.duckdb", (1, 12), (0, 20)) == [
         "judge jj: hallucinated-span rate moved -8.3% since its previous run (8.3% to 0.0%; more than 5%)"
     ]
+
+
+# Four rows asked, --max-unusable 0.5: invalid answers and transport errors are both unusable, and
+# 2 of 4 (exactly the share allowed) is complete; 1 of 4 and 3 of 4 are one step either side.
+@pytest.mark.parametrize(
+    ("invalid", "errors", "incomplete"), [(1, 0, False), (2, 0, False), (1, 1, False), (3, 0, True), (2, 1, True)]
+)
+def test_a_run_is_incomplete_only_above_the_unusable_share(tmp_path, invalid, errors, incomplete):
+    report = JudgeLabelReport(
+        "jj", Path("judge-jj.jsonl"), scored=4, labels_written=4 - invalid - errors, errors=errors
+    )
+    report.invalid["bad_score"] = invalid
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        at = datetime(2026, 12, 1, 10)
+        run = record_run(con, report, started_at=at, finished_at=at, scorer_version="m/prompt-1", max_unusable=0.5)
+        stored = con.execute("SELECT unusable_share, incomplete FROM judge_runs").fetchall()
+    finally:
+        con.close()
+    assert stored == [((invalid + errors) / 4, incomplete)]
+    assert run.incomplete is incomplete
+
+
+def test_the_hallucinated_span_rate_is_over_the_answers_not_the_rows_asked(tmp_path):
+    # Four rows asked, two transport errors: two answers, one with a hallucinated span, a rate of 1/2.
+    report = JudgeLabelReport("jj", Path("judge-jj.jsonl"), scored=4, labels_written=1, errors=2)
+    report.invalid["hallucinated_span"] = 1
+    con = connect(tmp_path / "g.duckdb")
+    try:
+        at = datetime(2026, 12, 1, 10)
+        record_run(con, report, started_at=at, finished_at=at, scorer_version="m/prompt-1")
+        assert con.execute("SELECT answers, hallucinated_span_rate FROM judge_runs").fetchall() == [(2, 0.5)]
+    finally:
+        con.close()

@@ -622,3 +622,101 @@ def test_always_values_are_compared_as_json_values(tmp_path, warehouse, values, 
     mapping = Mapping.model_validate({"always": {"key": "pin", "values": values}})
     import_traces(warehouse, f, "otlp-json", mapping, tmp_path / "logs", now=NOW)
     assert [i["channel"] for i in lines(tmp_path / "logs")[0]["items"]] == channels
+
+
+def _items(root: Path) -> list[tuple]:
+    return [(i["doc_id"], i["doc_version"], i["channel"], i.get("rank")) for i in lines(root)[0]["items"]]
+
+
+def test_a_retriever_span_kind_is_read_in_any_case(tmp_path, warehouse):
+    attrs = {**oi_docs(("a", {"version": "1"})), "openinference.span.kind": "retriever"}
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", attrs))])
+    assert import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW).serves == 1
+
+
+def test_a_documents_rank_is_its_position_plus_one_whatever_was_rejected_before_it(tmp_path, warehouse):
+    # Position 0 has no version anywhere (rejected alone); b at position 1 keeps rank 2.
+    docs = oi_docs(("a", {}), ("b", {"version": "1"}), ("c", {"version": "1"}))
+    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", docs))])
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert _items(tmp_path / "logs") == [("b", "1", "ranked", 2), ("c", "1", "ranked", 3)]
+
+
+def test_the_metadata_version_wins_over_the_snapshot_in_force(tmp_path, warehouse):
+    snapshot_corpus(
+        warehouse, write_corpus(tmp_path / "c.jsonl", [doc("a", "2"), doc("b", "2")]), now=datetime(2025, 1, 1)
+    )
+    f = write_jsonl(
+        tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", oi_docs(("a", {"version": "1"}), ("b", {}))))]
+    )
+    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
+    assert _items(tmp_path / "logs") == [("a", "1", "ranked", 1), ("b", "2", "ranked", 2)]
+
+
+def test_a_days_serves_are_written_by_time_then_serve_id(tmp_path, warehouse):
+    # Span ...b8 starts an hour after ...b9: time orders them, not their ids.
+    rows = [
+        request(otlp_span("00f067aa0ba902b8", oi_docs(("a", {"version": "1"})), "1764324000000000000")),
+        request(otlp_span("00f067aa0ba902b9", oi_docs(("a", {"version": "1"})), "1764320400000000000")),
+    ]
+    import_traces(
+        warehouse, write_jsonl(tmp_path / "e.jsonl", rows), "otlp-json", Mapping(), tmp_path / "logs", now=NOW
+    )
+    assert [(x["span_id"], x["ts"]) for x in lines(tmp_path / "logs")] == [
+        ("00f067aa0ba902b9", "2025-11-28T09:00:00.000000Z"),
+        ("00f067aa0ba902b8", "2025-11-28T10:00:00.000000Z"),
+    ]
+
+
+def _annotation(span_id: str, position: int, **kw) -> dict:
+    return {
+        "span_id": span_id,
+        "name": "relevance",
+        "annotator_kind": "HUMAN",
+        "document_position": position,
+        "updated_at": "2026-11-30T09:00:00Z",
+        **kw,
+    }
+
+
+def test_an_annotation_score_maps_by_the_first_rule_whose_min_it_reaches(tmp_path, warehouse):
+    span = "00f067aa0ba902b7"
+    docs = oi_docs(("a", {"version": "1"}), ("b", {"version": "1"}), ("c", {"version": "1"}))
+    rows = [
+        request(otlp_span(span, docs)),
+        _annotation(span, 0, score=1.0),  # exactly the first rule's min
+        _annotation(span, 1, score=0.5),
+        _annotation(span, 2, score=-0.5),  # below every rule
+    ]
+    scores = [{"min": 1, "verdict": "helped"}, {"min": 0, "verdict": "noise"}]
+    mapping = Mapping.model_validate({"verdicts": {"scores": scores}})
+    result = import_traces(warehouse, write_jsonl(tmp_path / "e.jsonl", rows), "otlp-json", mapping, tmp_path / "logs")
+    verdicts = [(x["doc_id"], x["verdict"]) for x in lines(tmp_path / "logs") if x["event"] == "verdict"]
+    assert verdicts == [("a", "helped"), ("b", "noise")]
+    assert dict(result.rejected) == {"unknown_label": 1}
+
+
+def test_an_annotation_position_equal_to_the_number_of_documents_is_invalid(tmp_path, warehouse):
+    span = "00f067aa0ba902b7"
+    rows = [
+        request(otlp_span(span, oi_docs(("a", {"version": "1"}), ("b", {"version": "1"})))),
+        _annotation(span, 2, label="relevant"),
+    ]
+    result = import_traces(
+        warehouse, write_jsonl(tmp_path / "e.jsonl", rows), "otlp-json", Mapping(), tmp_path / "logs"
+    )
+    assert dict(result.rejected) == {"invalid_field": 1}
+    assert [x["event"] for x in lines(tmp_path / "logs")] == ["serve"]
+
+
+def test_an_annotation_whose_span_id_two_traces_wrote_is_an_unknown_span(tmp_path, warehouse):
+    span = "00f067aa0ba902b7"
+    first = [
+        request(otlp_span(span, oi_docs(("a", {"version": "1"})))),
+        request(otlp_span(span, oi_docs(("a", {"version": "1"})), trace="1af7651916cd43dd8448eb211c80319c")),
+    ]
+    import_traces(warehouse, write_jsonl(tmp_path / "spans.jsonl", first), "otlp-json", Mapping(), tmp_path / "logs")
+    later = write_jsonl(tmp_path / "later" / "annotations.jsonl", [_annotation(span, 0, label="relevant")])
+    result = import_traces(warehouse, later, "otlp-json", Mapping(), tmp_path / "logs")
+    assert dict(result.rejected) == {"unknown_span": 1}
+    assert result.verdicts == 0
