@@ -4,7 +4,7 @@ PYTHON ?= python
 # (markers registered in pyproject.toml; `make test` and CI run them all).
 FAST := not slow and not browser and not postgres and not phoenix
 
-.PHONY: test-fast test test-thorough lint docs constraints
+.PHONY: test-fast test test-thorough lint docs constraints mutants mutants-check
 
 test-fast:
 	$(PYTHON) -m pytest -n 2 --dist loadfile -q -m "$(FAST)" --durations=10
@@ -15,6 +15,16 @@ test:
 # Ten times the Hypothesis examples (tests/conftest.py): for a scheduled or local run.
 test-thorough:
 	HYPOTHESIS_PROFILE=thorough $(PYTHON) -m pytest
+
+# The mutation check (not in CI; docs/contributing.md): each one-line change of mutants/*.toml
+# applied in place, its tests run, the file restored; exit 1 when one survives.
+# ONLY=<id>[,<id>] or SECTION=<s> picks entries; ALLOW_DIRTY=1 runs on uncommitted files.
+mutants:
+	$(PYTHON) mutants/run.py $(if $(ONLY),--only $(ONLY)) $(if $(SECTION),--section $(SECTION)) $(if $(ALLOW_DIRTY),--allow-dirty)
+
+# The list alone, no test run (seconds): every find text once, every test id found.
+mutants-check:
+	$(PYTHON) mutants/run.py --check
 
 lint:
 	ruff check .
