@@ -634,14 +634,6 @@ def test_a_retriever_span_kind_is_read_in_any_case(tmp_path, warehouse):
     assert import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW).serves == 1
 
 
-def test_a_documents_rank_is_its_position_plus_one_whatever_was_rejected_before_it(tmp_path, warehouse):
-    # Position 0 has no version anywhere (rejected alone); b at position 1 keeps rank 2.
-    docs = oi_docs(("a", {}), ("b", {"version": "1"}), ("c", {"version": "1"}))
-    f = write_jsonl(tmp_path / "e.jsonl", [request(otlp_span("00f067aa0ba902b7", docs))])
-    import_traces(warehouse, f, "otlp-json", Mapping(), tmp_path / "logs", now=NOW)
-    assert _items(tmp_path / "logs") == [("b", "1", "ranked", 2), ("c", "1", "ranked", 3)]
-
-
 def test_the_metadata_version_wins_over_the_snapshot_in_force(tmp_path, warehouse):
     snapshot_corpus(
         warehouse, write_corpus(tmp_path / "c.jsonl", [doc("a", "2"), doc("b", "2")]), now=datetime(2025, 1, 1)
