@@ -152,17 +152,25 @@ def load(folder: Path = MUTANTS) -> list[Mutant]:
     return mutants
 
 
-def _defined(test_file: Path, names: Sequence[str]) -> bool:
-    """Whether `names` (function, or class then method) is defined at the top of `test_file`."""
-    body: list[ast.stmt] = ast.parse(test_file.read_text(encoding="utf-8")).body
-    for depth, name in enumerate(names):
-        last = depth == len(names) - 1
-        kinds: tuple[type, ...] = (ast.FunctionDef, ast.AsyncFunctionDef) if last else (ast.ClassDef,)
-        found = [n for n in body if isinstance(n, kinds) and getattr(n, "name", None) == name]
-        if not found:
-            return False
-        body = getattr(found[0], "body", [])
-    return True
+_DEFINED: dict[tuple[Path, int], frozenset[str]] = {}
+
+
+def _definitions(test_file: Path) -> frozenset[str]:
+    """The functions defined at the top of `test_file`, and `Class::method` of its classes (nested too)."""
+    key = (test_file, test_file.stat().st_mtime_ns)
+    if key not in _DEFINED:  # one parse per file: many entries name tests of one file
+        found: set[str] = set()
+
+        def walk(body: list[ast.stmt], prefix: str) -> None:
+            for node in body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found.add(prefix + node.name)
+                elif isinstance(node, ast.ClassDef):
+                    walk(node.body, f"{prefix}{node.name}::")
+
+        walk(ast.parse(test_file.read_text(encoding="utf-8")).body, "")
+        _DEFINED[key] = frozenset(found)
+    return _DEFINED[key]
 
 
 def node_problem(node_id: str, root: Path = ROOT) -> str | None:
@@ -173,7 +181,7 @@ def node_problem(node_id: str, root: Path = ROOT) -> str | None:
         return f"test {node_id!r}: no file {path} under tests/"
     if not names:
         return f"test {node_id!r}: name a test (FILE::test_name), not a whole file"
-    if not _defined(test_file, names):
+    if "::".join(names) not in _definitions(test_file):
         return f"test {node_id!r}: {path} defines no {'::'.join(names)}"
     return None
 
