@@ -18,9 +18,9 @@ test-thorough:
 
 # The mutation check (not in CI; docs/contributing.md): each one-line change of mutants/*.toml
 # applied in place, its tests run, the file restored; exit 1 when one survives.
-# ONLY=<id>[,<id>] or SECTION=<s> picks entries; ALLOW_DIRTY=1 runs on uncommitted files.
+# ONLY=<id>[,<id>], SECTION=<s> or FILE=<name>.toml picks entries; ALLOW_DIRTY=1 runs on uncommitted files.
 mutants:
-	$(PYTHON) mutants/run.py $(if $(ONLY),--only $(ONLY)) $(if $(SECTION),--section $(SECTION)) $(if $(ALLOW_DIRTY),--allow-dirty)
+	$(PYTHON) mutants/run.py $(if $(ONLY),--only $(ONLY)) $(if $(SECTION),--section $(SECTION)) $(if $(FILE),--file $(FILE)) $(if $(ALLOW_DIRTY),--allow-dirty)
 
 # The list alone, no test run (seconds): every find text once, every test id found.
 mutants-check:

@@ -217,9 +217,15 @@ def check(mutants: Iterable[Mutant], root: Path = ROOT) -> list[str]:
     return problems
 
 
-def select(mutants: Sequence[Mutant], only: Sequence[str] = (), section: str | None = None) -> list[Mutant]:
-    """The entries named by --only (ids), or in --section (the section or a subsection of it)."""
+def select(
+    mutants: Sequence[Mutant], only: Sequence[str] = (), section: str | None = None, origin: str | None = None
+) -> list[Mutant]:
+    """The entries named by --only (ids), in --section (the section or a subsection of it), of --file."""
     chosen = list(mutants)
+    if origin:
+        chosen = [m for m in chosen if m.origin == Path(origin).name]
+        if not chosen:
+            raise ListError(f"no entry in mutants/{Path(origin).name}")
     if only:
         known = {m.id for m in mutants}
         unknown = [i for i in only if i not in known]
@@ -426,6 +432,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="print the entries (id, section, rule) and exit")
     p.add_argument("--only", action="append", default=[], help="run the entry with this id (repeat, or a,b)")
     p.add_argument("--section", help="run the entries of this contract section and its subsections")
+    p.add_argument("--file", help="run the entries of this mutants/*.toml file (its name)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutant's tests")
     p.add_argument("--no-baseline", action="store_true", help="skip running the tests on the unmutated tree first")
     p.add_argument("--allow-dirty", action="store_true", help="run on files with uncommitted changes")
@@ -434,7 +441,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _prepare(args: argparse.Namespace) -> list[Mutant]:
-    chosen = select(load(), [i for group in args.only for i in group.split(",") if i], args.section)
+    chosen = select(load(), [i for group in args.only for i in group.split(",") if i], args.section, args.file)
     problems = check(chosen)
     if problems:
         raise ListError("the entries chosen have problems:\n" + "\n".join(f"- {p}" for p in problems))
