@@ -341,6 +341,17 @@ def _counts(junit: Path) -> dict[str, int]:
     return counts
 
 
+def _not_passed(junit: Path) -> list[str]:
+    """The tests that failed or erred, as `file::name` (to say which when the baseline fails)."""
+    if not junit.exists():
+        return []
+    return [
+        f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        for case in ET.parse(junit).getroot().iter("testcase")
+        if {child.tag for child in case} & {"failure", "error"}
+    ]
+
+
 def classify(returncode: int | None, counts: dict[str, int]) -> tuple[str, str]:
     """(outcome, detail) of one pytest run; returncode None is a timeout."""
     if returncode is None:
@@ -380,7 +391,10 @@ def run_pytest(
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        return classify(returncode, _counts(junit))
+        outcome, detail = classify(returncode, _counts(junit))
+        if outcome != "survived" and (names := _not_passed(junit)):
+            detail += ": " + ", ".join(names)
+        return outcome, detail
 
 
 def run_mutant(

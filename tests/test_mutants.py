@@ -173,6 +173,8 @@ def test_a_run_reports_the_killed_and_the_survivor_and_exits_1(tmp_path, capsys)
     quick = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     outcomes = [run.run_mutant(m, 120, root, tmp_path / "backup", extra_env=quick) for m in run.load(root / "mutants")]
     assert [(o.mutant.id, o.outcome) for o in outcomes] == [("floor-division", "killed"), ("same-value", "survived")]
+    # A run that did not pass names the tests that failed (the baseline's message says which).
+    assert [o.detail for o in outcomes] == ["1 failed: tests/test_code.py::test_half_type", "1 passed"]
     assert (root / "pkg" / "code.py").read_text() == CODE
     assert run.report(outcomes, 1.0) == 1
     out = capsys.readouterr().out
