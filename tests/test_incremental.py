@@ -64,6 +64,20 @@ FOLD_DAYS = [
     ],
 ]
 
+# A fold whose latest serve's raw task is not the query's display text: two serves of "Fix refunds" on
+# the first day outweigh the next day's one "fix REFUNDS", which is the latest serve and so the winner.
+DISPLAY_DAYS = [
+    [
+        serve("s1", "2026-11-01T01:00:00Z", "Fix refunds", [ranked("d1", 1)]),
+        serve("s2", "2026-11-01T02:00:00Z", "Fix refunds", [ranked("d1", 1)]),
+        verdict("s2", "d1", "helped", "2026-11-01T09:00:00Z"),
+    ],
+    [
+        serve("s3", "2026-11-02T01:00:00Z", "fix REFUNDS", [ranked("d1", 1), ranked("d5", 2)]),
+        verdict("s3", "d5", "helped", "2026-11-02T09:10:00Z"),
+    ],
+]
+
 
 # The shapes that matter are explicit examples (a tie backfilled, a tie in a rewritten file, a
 # fold; the tie folded is the test below); the random ones are few under the CI profile and many under `thorough` (conftest.py).
@@ -87,6 +101,12 @@ def test_building_after_each_day_matches_one_full_build(days, backfill_last_firs
 def test_a_tie_between_a_held_serve_and_a_new_one_is_folded_as_a_full_build_breaks_it():
     # The tie example must take the fold's path, or it pins nothing about the fold.
     assert _check_each_day(TIE_DAYS, backfill_last_first=False, rewrite=False, fold_at_most=1.0) == 2
+
+
+@pytest.mark.slow
+def test_a_folded_query_keeps_its_display_text_not_its_latest_serves_task():
+    # Contract 3 (changed in v5): the task is the form most serves carried, in a fold as in a full build.
+    assert _check_each_day(DISPLAY_DAYS, backfill_last_first=False, rewrite=False, fold_at_most=1.0) == 1
 
 
 def _check_each_day(days, backfill_last_first: bool, rewrite: bool, fold_at_most: float) -> int:
