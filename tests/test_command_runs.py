@@ -97,8 +97,11 @@ def test_each_command_is_one_run_of_its_job_recording_each_change_once(tmp_path,
     meta = day.asset_materialization.metadata
     assert (meta["files"].value, meta["serves"].value, meta["files_forgotten_this_run"].value) == (0, 0, 1)
 
+    # The forget sticks (9.6) until it is taken back (no run: no asset changes until a build reads
+    # the file), then the next build reads the day again.
+    assert main(["forget", "--undo", "dt=2026-11-01/*", *paths]) == 0
     run, events = _run_of(["build", "--logs", str(DATA / "logs"), "--corpus", str(DATA / "corpus.jsonl"), *paths])
-    assert run.job_name == "refresh_golden_set"  # the forgotten day's file is read again
+    assert run.job_name == "refresh_golden_set"  # the day whose forget was taken back is read again
     build = {k: n for k, n in events.items() if k[1] not in ("serve_log", "human_labels")}
     assert build == {
         ("ASSET_OBSERVATION", "serve_log_files"): 1,
