@@ -206,6 +206,29 @@ def live_oracle(
     return json.loads(proc.stdout)
 
 
+def run_study(script: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """A benchmark study (benchmarks/NAME.py, whose main(argv) returns the exit code) run in this
+    process as `python SCRIPT ARGV` from `cwd` runs it: its exit code, stdout and stderr.
+
+    For tests of what a study prints and writes, not of how it is started: a process of its own
+    costs Python's, Dagster's and torch's imports again (about 6 s, `python -c "import ..."`),
+    which a test process has paid once. The script's folder goes on sys.path, as for
+    `python SCRIPT` (the study imports its siblings and names retrievers of that folder).
+    """
+    import importlib
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    if str(script.parent) not in sys.path:
+        sys.path.insert(0, str(script.parent))
+    module = importlib.import_module(script.stem)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
+        mp.chdir(cwd)
+        code = module.main([str(a) for a in argv])
+    return subprocess.CompletedProcess([str(script), *map(str, argv)], code, out.getvalue(), err.getvalue())
+
+
 def made_once_per_run(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
     """The folder `make(folder)` fills, made once per test run and shared by the xdist workers.
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_study
 
 # Every test here reads a world or a study run built once per module: seconds before the first.
 pytestmark = pytest.mark.slow
@@ -31,10 +31,9 @@ MINI = Path(__file__).resolve().parent / "data" / "cranfield-mini"
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory):
     work = tmp_path_factory.mktemp("coverage")
-    proc = subprocess.run(
+    proc = run_study(
+        SCRIPT,
         [
-            sys.executable,
-            str(SCRIPT),
             str(MINI),
             "--workdir",
             str(work),
@@ -46,9 +45,6 @@ def figures(tmp_path_factory):
             "--in-process",
         ],
         cwd=ROOT / "benchmarks",
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((work / "cranfield_coverage.json").read_text()), (work / "cranfield_coverage.md").read_text()

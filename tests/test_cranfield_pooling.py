@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_study
 
 # Every test here reads a world or a study run built once per module: seconds before the first.
 pytestmark = pytest.mark.slow
@@ -79,13 +79,11 @@ def query_id(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def mini_run(tmp_path_factory):
-    """The script run once on the mini-collection, in its own process (the goldenset commands
-    inside it in that process too); its report and figures."""
+    """The script run once on the mini-collection, in this process (tests.helpers.run_study; the
+    goldenset commands inside it in this process too); its report and figures."""
     work = tmp_path_factory.mktemp("cranfield")
     report = work / "out" / "report.md"
     argv = [
-        sys.executable,
-        str(SCRIPT),
         str(MINI),
         "--workdir",
         str(work / "run"),
@@ -102,7 +100,7 @@ def mini_run(tmp_path_factory):
     ]
     for rankers in POOLS:
         argv += ["--rankers", rankers]
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    proc = run_study(SCRIPT, argv, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {
         "stdout": proc.stdout,
