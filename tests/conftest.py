@@ -203,13 +203,14 @@ RUN_FIRST = (
     "tests/reliability/test_corpus_snapshots.py",
     "tests/test_staging.py",
     "tests/test_cranfield_pooling.py",
-    "tests/test_cranfield_coverage.py",
     "tests/labelling/test_rubrics_by_project.py",
     "tests/test_properties.py",
     # After test_demo.py: both read the demo made once per run (tests.helpers.demo_world), and a
     # worker that asked for it while the other made it would wait.
     "tests/test_docs_blocks.py",
     "tests/reliability/test_hostile_input.py",
+    # About 13 s since its study runs in the test process (tests.helpers.run_study), no longer 20 s.
+    "tests/test_cranfield_coverage.py",
     "tests/test_refusals.py",
     # Not long, but they need the reference venvs `.ci/run` installs in the background while
     # the tests run (tests.helpers.wait_for_venv): by now those installs have had minutes.
