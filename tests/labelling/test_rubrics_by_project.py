@@ -389,8 +389,10 @@ def test_rubric_check_of_a_folder_checks_each_file_and_names_its_projects(world,
     )
 
 
+# One build, pool and Label Studio export serve both checks: the export (each task under its project's
+# rubric, one Label Studio project per rubric) and the import of that export's annotations.
 @pytest.mark.slow
-def test_pool_export_gives_each_task_its_projects_rubric_and_label_studio_one_project_per_rubric(world, capsys):
+def test_pool_export_gives_each_task_its_projects_rubric_and_label_studio_imports_check_it(world, capsys):
     assert _build(world) == 0
     _pool(world, capsys)
     out = world / "queue.jsonl"
@@ -425,28 +427,7 @@ def test_pool_export_gives_each_task_its_projects_rubric_and_label_studio_one_pr
     config = (ls.parent / "tasks.ops-runbooks.json.config.xml").read_text(encoding="utf-8")
     assert 'name="current"' in config and 'name="authority"' not in config
 
-
-@pytest.mark.slow
-def test_label_studio_import_checks_each_annotation_against_its_tasks_project_rubric(world, capsys):
-    assert _build(world) == 0
-    _pool(world, capsys)
-    ls = world / "ls" / "tasks.json"
-    assert (
-        main(
-            [
-                "pool",
-                "export",
-                "--out",
-                str(ls),
-                "--format",
-                "label-studio",
-                "--rubric",
-                str(world / "rubrics"),
-                *_args(world),
-            ]
-        )
-        == 0
-    )
+    # Label Studio import checks each annotation against its task's project rubric.
     (task,) = json.loads((ls.parent / "tasks.ops-runbooks.json").read_text(encoding="utf-8"))
 
     def annotation(answers: dict[str, str], decided_by: str) -> dict:
@@ -486,8 +467,8 @@ def test_label_studio_import_checks_each_annotation_against_its_tasks_project_ru
         )
         == 0
     )
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == (
+    imported = capsys.readouterr().out.splitlines()
+    assert imported[0] == (
         "rejected task 2 annotation 1: invalid_field: the task was exported for rubric 'support-policies', "
         "not 'ops-runbooks'; import it with that rubric"
     )
