@@ -10,12 +10,12 @@ import pytest
 from hypothesis import settings
 
 from goldenset.settings import VARIABLES
-from goldenset.warehouse import connect
 from tests.helpers import (
     CHROMEDRIVER,
     CHROMIUM,
     isolated_settings,
     made_once_per_run,
+    new_warehouse,
     require_browser,
     running_under_ci,
 )
@@ -116,25 +116,11 @@ def conformance_build(tmp_path_factory) -> Path:
     return made_once_per_run(tmp_path_factory, "conformance-build", make)
 
 
-@pytest.fixture(scope="session")
-def empty_warehouse(tmp_path_factory) -> Path:
-    """A warehouse file with its schema created and nothing ingested, made once per worker;
-    tests copy it (the `warehouse` fixture), never open it."""
-    path = tmp_path_factory.mktemp("empty-warehouse") / "g.duckdb"
-    connect(path).close()
-    return path
-
-
 @pytest.fixture
-def warehouse(tmp_path, empty_warehouse):
-    """A fresh warehouse (schema created, nothing ingested) in its own DuckDB file.
-
-    A copy of empty_warehouse: creating the schema costs about 0.1 s, a copy opened (its
-    migrations checked, none to run) half that, and about 150 tests take this fixture.
-    """
-    db = tmp_path / "g.duckdb"
-    shutil.copyfile(empty_warehouse, db)
-    con = connect(db)
+def warehouse(tmp_path):
+    """A fresh warehouse (schema created, nothing ingested) in its own DuckDB file: a copy of an
+    empty one made once per process (tests.helpers.new_warehouse), half the cost of creating it."""
+    con = new_warehouse(tmp_path / "g.duckdb")
     yield con
     con.close()
 

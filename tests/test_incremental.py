@@ -15,8 +15,19 @@ from goldenset.build import build_golden_set
 from goldenset.corpus import read_corpus
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
-from goldenset.warehouse import connect
-from tests.helpers import DAY_DOCS, LENIENT, events, examples, log_days, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import (
+    DAY_DOCS,
+    LENIENT,
+    events,
+    examples,
+    log_days,
+    new_warehouse,
+    ranked,
+    serve,
+    verdict,
+    write_corpus,
+    write_log,
+)
 
 
 def _outcome(con):
@@ -117,7 +128,7 @@ def _check_each_day(days, backfill_last_first: bool, rewrite: bool, fold_at_most
         tmp = Path(tmp)
         logs = tmp / "logs"
         corpus = write_corpus(tmp / "corpus.jsonl", DAY_DOCS)
-        con = connect(tmp / "step.duckdb")
+        con = new_warehouse(tmp / "step.duckdb")
         order = list(range(len(days)))
         if backfill_last_first:
             order = [order[-1]] + order[:-1]  # a later day arrives first, earlier ones are backfilled
@@ -137,7 +148,7 @@ def _check_each_day(days, backfill_last_first: bool, rewrite: bool, fold_at_most
             result = build_golden_set(con, checks=LENIENT)
             computations.append(result.build_id)
             folded += result.folded_queries
-            fresh = connect(tmp / f"fresh{step}.duckdb")
+            fresh = new_warehouse(tmp / f"fresh{step}.duckdb")
             ingest_all(fresh, logs)
             store_snapshot(fresh, read_corpus(corpus))
             build_golden_set(fresh, checks=LENIENT)

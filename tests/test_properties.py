@@ -24,8 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from goldenset.ingest import ingest_all
-from goldenset.warehouse import connect
-from tests.helpers import always, doc, examples, publish, ranked, rows, serve, verdict, write_log
+from tests.helpers import always, doc, examples, new_warehouse, publish, ranked, rows, serve, verdict, write_log
 
 pytestmark = pytest.mark.slow
 
@@ -224,7 +223,7 @@ def run(files: dict[tuple[str, str], list[str]]):
         tmp = Path(tmp)
         for (dt, name), lines in files.items():
             write_log(tmp / "logs", dt, name, lines)
-        con = connect(tmp / "g.duckdb")
+        con = new_warehouse(tmp / "g.duckdb")
         try:
             ingest_all(con, tmp / "logs")
             publish(con, tmp, CORPUS)
@@ -285,7 +284,7 @@ def test_re_reading_the_logs_never_duplicates_anything(lines, data):
         gz = logs / f"dt={DAY2}" / "part-0001.jsonl.gz"
         gz.parent.mkdir(parents=True)
         gz.write_bytes(gzip.compress("".join(line + "\n" for line in lines[cut:]).encode(), mtime=1))
-        con = connect(tmp / "g.duckdb")
+        con = new_warehouse(tmp / "g.duckdb")
         try:
             ingest_all(con, logs)
             publish(con, tmp, CORPUS)
@@ -309,7 +308,7 @@ def test_rebuilding_on_unchanged_input_adds_a_build_but_no_label_versions(lines)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         write_log(tmp / "logs", *ONE_FILE, lines)
-        con = connect(tmp / "g.duckdb")
+        con = new_warehouse(tmp / "g.duckdb")
         try:
             ingest_all(con, tmp / "logs")
             publish(con, tmp, CORPUS)
