@@ -714,7 +714,7 @@ PAGE_DOCS = [
 
 def page_warehouse(path: Path, queue=PAGE_QUEUE, docs=PAGE_DOCS) -> Path:
     """A warehouse with the schema, two corpus loads, their documents and a labelling queue."""
-    con = connect(path)
+    con = new_warehouse(path)
     try:
         for load_id, sha in ((1, "old"), (2, "new")):
             con.execute(

@@ -15,7 +15,7 @@ from goldenset.export import export_build
 from goldenset.ingest import ingest_all
 from goldenset.snapshots import store_snapshot
 from goldenset.warehouse import connect
-from tests.helpers import World, doc, examples, ranked, serve, verdict, write_corpus, write_log
+from tests.helpers import World, doc, examples, new_warehouse, ranked, serve, verdict, write_corpus, write_log
 
 
 class HistoryWorld(World):
@@ -23,7 +23,7 @@ class HistoryWorld(World):
 
     def __init__(self, tmp_path):
         super().__init__(tmp_path)
-        self.con = connect(self.db)
+        self.con = new_warehouse(self.db)
 
     def build(self, docs, trigger="manual"):
         write_corpus(self.corpus, docs)

@@ -36,6 +36,7 @@ from tests.helpers import (
     examples,
     label_line,
     log_days,
+    new_warehouse,
     publish,
     ranked,
     serve,
@@ -156,7 +157,7 @@ def test_each_build_keeps_its_labels_and_history_follows_them(plan):
     with tempfile.TemporaryDirectory() as tmp, patch.object(delta, "FOLD_AT_MOST", 1.0):
         tmp = Path(tmp)
         logs, label_root = tmp / "logs", tmp / "labels"
-        con = connect(tmp / "g.duckdb")
+        con = new_warehouse(tmp / "g.duckdb")
         write_log(logs, "2026-11-01", "part-0001.jsonl", days[0])
         next_day, corpus = 1, 0
         recorded: dict[int, list[tuple]] = {}
