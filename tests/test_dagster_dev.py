@@ -30,10 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # for this location, and 11 to 14 s for a one-asset Definitions under the same load, so what is
 # left above 10 s there is Dagster's own shutdown. The bound tells stopping from the reported
 # hang (still running after 2.5 minutes, i.e. never stopping) without failing on a busy machine.
-# A clean-clone CI run once saw 48 s at load 1.3 per core, while the UI test's own `dagster dev`
-# was stopping on the other worker (it too outlived its 60 s and was killed); both stop in about
-# 10 s on their own. Cause not found; 60 s still tells a slow stop from the hang.
-STOP_WITHIN = 60.0
+STOP_WITHIN = 30.0
 # Starting is not what is tested: a generous wait, polled, for the graph and the processes.
 READY_WITHIN = 600.0
 # A machine loaded beyond its cores gives each process a share of a core: the bound grows with
