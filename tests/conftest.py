@@ -182,10 +182,6 @@ RUN_FIRST = (
     "tests/reliability/test_concurrency.py",
     "tests/reliability/test_changing_inputs.py",
     "tests/test_demo.py",
-    # Before the UI file, so its one `dagster dev` has stopped before the UI's starts: in two
-    # fresh-clone CI runs it overlapped the UI's `dagster dev` stopping and neither stopped in
-    # time (each stops in about 10 s alone).
-    "tests/test_dagster_dev.py",
     # Mostly waiting (dagster dev's start, its daemon's backfill loop): 140 s of wall for 30 CPU s,
     # so it starts early rather than keep one worker busy after the other is done.
     "tests/test_dagster_ui_browser.py",

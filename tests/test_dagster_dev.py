@@ -30,7 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # for this location, and 11 to 14 s for a one-asset Definitions under the same load, so what is
 # left above 10 s there is Dagster's own shutdown. The bound tells stopping from the reported
 # hang (still running after 2.5 minutes, i.e. never stopping) without failing on a busy machine.
-STOP_WITHIN = 30.0
+# Three fresh-clone CI runs on two cores (.ci/run, its reference venvs installing beside the
+# tests) saw the whole group still up 42, 48 and 66 s after the signal (load 1.1 to 1.4 per
+# core), where alone, in the same clone, it stops in 10 s; the cause is not found (issue 40's
+# notes). 90 s keeps the hang (never stopping) a failure without failing on that slow stop.
+STOP_WITHIN = 90.0
 # Starting is not what is tested: a generous wait, polled, for the graph and the processes.
 READY_WITHIN = 600.0
 # A machine loaded beyond its cores gives each process a share of a core: the bound grows with
