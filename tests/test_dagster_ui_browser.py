@@ -100,6 +100,8 @@ def ui(tmp_path_factory) -> Iterator[UI]:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # SIGINT at its default, as in a terminal (a run launched with `&` inherits it ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -114,11 +116,9 @@ def ui(tmp_path_factory) -> Iterator[UI]:
                 time.sleep(1)
         yield UI(url, runs)
     finally:
-        # Ctrl-C, then kill: stopping promptly is tests/test_dagster_dev.py's subject, not this
-        # fixture's; after the full refresh's backfill it has outlived 60 s in CI (not understood).
         os.killpg(dev.pid, signal.SIGINT)
         try:
-            dev.wait(15)
+            dev.wait(60)
         except subprocess.TimeoutExpired:
             os.killpg(dev.pid, signal.SIGKILL)
             dev.wait(30)
