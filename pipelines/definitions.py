@@ -23,6 +23,7 @@ from goldenset_dagster.assets.serve_log import serve_log
 from goldenset_dagster.assets.trace_export import trace_export
 from goldenset_dagster.command_jobs import COMMAND_JOBS
 from goldenset_dagster.jobs import import_trace_export, pool_labelling_queue, rebuild_golden_set, refresh_golden_set
+from goldenset_dagster.refresh_now import refresh_now
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
 from goldenset_dagster.resources.embedder import EmbedderResource
 from goldenset_dagster.schedules import nightly_schedules, refresh_after_staging
@@ -106,6 +107,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         jobs=[
             refresh_golden_set,
             rebuild_golden_set,
+            refresh_now,
             pool_labelling_queue,
             stage_serve_log,
             import_trace_export,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,8 @@ def run_refresh(
     accept_rubric_change: bool = False,
     new_warehouse: bool = False,
     ingest_forgotten: bool = False,
+    instance: dg.DagsterInstance | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> RefreshResult:
     """Ingest, snapshot and build in one in-process run with `settings`; return the resulting status.
 
@@ -70,6 +73,9 @@ def run_refresh(
     `accept_rubric_change` says the change is meant (contract 9), and so does a forgotten file
     whose bytes changed, unless `ingest_forgotten` (contract 9.6). A warehouse that does not
     exist is made only where the home has none, or with `new_warehouse` (contract 17.1).
+
+    The runs go to `instance` (default: the command line's, `get_instance()`) with `tags`
+    (default: the command line's, `cli_tags()`); `refresh_now` gives its own.
     """
     guard = Guard(new_source, accept_rubric_change, ingest_forgotten)
     db = Path(settings.db)
@@ -81,7 +87,7 @@ def run_refresh(
     # marking: `status` can tell a build in progress from no build at all.
     try:
         with remembering_reads(), build_marker.marking(db):
-            return _run_refresh(concrete(settings), trigger, golden_set_config, notify, guard)
+            return _run_refresh(concrete(settings), trigger, golden_set_config, notify, guard, instance, tags)
     finally:
         remember_warehouse(settings.home, db)
 
@@ -101,6 +107,8 @@ def _run_refresh(
     golden_set_config: dict | None,
     notify: Callable[[str], None] | None,
     guard: Guard,
+    given_instance: dg.DagsterInstance | None = None,
+    given_tags: Mapping[str, str] | None = None,
 ) -> RefreshResult:
     paths, wait, workers = settings.paths, settings.lock_timeout, settings.ingest_workers
     say = notify or progress.notice
@@ -159,14 +167,15 @@ def _run_refresh(
     from goldenset_dagster.definitions import build_definitions
 
     defs = build_definitions(settings)
-    with get_instance() as instance:
+    run_tags = dict(given_tags) if given_tags is not None else cli_tags()
+    with nullcontext(given_instance) if given_instance is not None else get_instance() as instance:
         for freed in reclaim_dead_runs(instance):
             (notify or progress.notice)(freed)
         known = register_days(instance, days) if days else []
         runs = [i for i, k in enumerate(known) if k in to_read]
         keys = known[runs[0] : runs[-1] + 1] if runs else []
         if workers and list_partitions(logs):
-            _stage_in_parallel(instance, settings)
+            _stage_in_parallel(instance, settings, run_tags)
         job = defs.resolve_job_def("refresh_golden_set" if keys else "rebuild_golden_set")
         run_id = announce_process(instance, job.name)
         try:
@@ -175,7 +184,7 @@ def _run_refresh(
                     job,
                     instance,
                     run_config=build_run_config(trigger, log_level="CRITICAL", **(golden_set_config or {})),
-                    tags={**range_tags(keys), **cli_tags()},
+                    tags={**range_tags(keys), **run_tags},
                     run_id=run_id,
                 )
             finally:
@@ -294,7 +303,7 @@ def _label_days_to_read(
         con.close()
 
 
-def _stage_in_parallel(instance: dg.DagsterInstance, settings: Settings) -> None:
+def _stage_in_parallel(instance: dg.DagsterInstance, settings: Settings, tags: Mapping[str, str]) -> None:
     """Run stage_serve_log on the multiprocess executor; a failed day is one error line."""
     from goldenset_dagster.staging import JOB_NAME, run_config, stage_job_with
 
@@ -309,7 +318,7 @@ def _stage_in_parallel(instance: dg.DagsterInstance, settings: Settings) -> None
             recon.get_definition(),
             instance,
             run_config=run_config(settings.ingest_workers),
-            tags={**cli_tags(), "goldenset/step": "staging"},
+            tags={**tags, "goldenset/step": "staging"},
             run_id=run_id,
             reconstructable=recon,
         )

@@ -5,7 +5,7 @@ webserver and the daemon) on the same instance, as a deployment shares it, once 
 module, and Debian's Chromium: the command line's runs are on their job pages and the
 Overview timeline, filtered by their trigger; a quiet run's output says so; golden_set shows
 its owners, its freshness and metadata keys clear of their values; the corpus shows its
-observations; and a full refresh is two clicks from the page the guide links to (its time,
+observations; and a full refresh is one click, Launch Run on refresh_now's Launchpad (its time,
 click to success, is printed). With GOLDENSET_SCREENSHOTS=FOLDER the screens the UI guide shows
 are written there (`GOLDENSET_SCREENSHOTS=docs/images/dagster-ui`).
 """
@@ -242,50 +242,74 @@ def test_no_metadata_key_runs_into_its_value(browser, ui, width):
     assert overflowing == []
 
 
-def test_a_full_refresh_is_materialize_all_then_launch_backfill(browser, ui):
+def _click(browser, text: str) -> None:
+    """Click the enabled button showing `text`, found afresh each try: React may re-render it meanwhile."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    def click(text: str) -> None:
-        """Click the enabled button showing `text`, found afresh each try: React may re-render it meanwhile."""
+    def clicked(d) -> bool:
+        try:
+            for b in d.find_elements(By.TAG_NAME, "button"):
+                if text in (b.text or "") and b.is_enabled():
+                    b.click()
+                    return True
+        except StaleElementReferenceException:
+            pass
+        return False
 
-        def clicked(d) -> bool:
-            try:
-                for b in d.find_elements(By.TAG_NAME, "button"):
-                    if text in (b.text or "") and b.is_enabled():
-                        b.click()
-                        return True
-            except StaleElementReferenceException:
-                pass
-            return False
+    browser_wait(browser, clicked, f"the button {text!r}, enabled")
 
-        browser_wait(browser, clicked, f"the button {text!r}, enabled")
 
-    before = {run_id for _, run_id in ui.runs}
+def test_the_partitioned_refresh_asks_for_days_with_no_warning_first(browser, ui):
+    # Materialize all on refresh_golden_set opens Dagster's dialog of days at once: no warning about an
+    # upstream asset never materialized (trace_export feeds the log folder, not serve_log).
     _open(browser, ui, "/locations/goldenset/jobs/refresh_golden_set?default_range=*", "Materialize", "the job")
-    clicked = time.monotonic()
-    click("Materialize all")
-    # No warning about an upstream asset first, and every day chosen: the dialog can launch as it opens.
+    _click(browser, "Materialize all")
     browser_wait(browser, lambda d: "Launch backfill" in _body(browser), "the backfill dialog")
     assert "have not been materialized" not in _body(browser)
     _shot(browser, "full-refresh-dialog")
-    launched = time.time()
-    click("Launch backfill")
-    query = (
-        "{ runsOrError { ... on Runs { results { runId status creationTime startTime endTime tags { key value } } } } }"
-    )
+
+
+def test_a_full_refresh_is_one_click_on_refresh_now(browser, ui):
+    before = {r["runId"] for r in _runs(ui)}
+    _open(browser, ui, "/locations/goldenset/jobs/refresh_now/playground", "Launch Run", "the Launchpad")
+    _shot(browser, "refresh-now-launchpad")
+    clicked, clicked_at = time.monotonic(), time.time()
+    _click(browser, "Launch Run")  # the one click
     while True:
-        new = [r for r in ui.graphql(query)["runsOrError"]["results"] if r["runId"] not in before]
-        if new and new[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+        new = [r for r in _runs(ui) if r["runId"] not in before]
+        ours = [r for r in new if r["jobName"] == "refresh_now"]
+        if ours and ours[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
             break
         assert time.monotonic() - clicked < 300, "the refresh did not end within 300 s of the click"
         time.sleep(0.5)
-    took, run = time.monotonic() - clicked, new[0]
+    took, run = time.monotonic() - clicked, ours[0]
+    tags = lambda r: {t["key"]: t["value"] for t in r["tags"]}  # noqa: E731
+    requested = [r for r in new if tags(r).get("goldenset/requested_by") == run["runId"]]
     print(
-        f"full refresh: Materialize all to {run['status']} in {took:.1f} s; from Launch backfill: run created "
-        f"{run['creationTime'] - launched:.1f} s, started {run['startTime'] - launched:.1f} s, "
-        f"ended {run['endTime'] - launched:.1f} s"
+        f"full refresh: Launch Run to {run['status']} in {took:.1f} s (run created "
+        f"{run['creationTime'] - clicked_at:.1f} s after the click, started {run['startTime'] - clicked_at:.1f} s, "
+        f"ran {run['endTime'] - run['startTime']:.1f} s)"
     )
-    assert [r["status"] for r in new] == ["SUCCESS"]
-    tags = {t["key"]: t["value"] for t in new[0]["tags"]}
-    assert tags["goldenset/trigger"] == "backfill" and "dagster/backfill" in tags
+    assert run["status"] == "SUCCESS" and tags(run)["goldenset/trigger"] == "ui"
+    # The build it ran is a refresh or a rebuild of its own, tagged with the click's trigger; the trace
+    # import, with nothing in its folder, was skipped with a note, not run.
+    assert [(r["jobName"], r["status"], tags(r)["goldenset/trigger"]) for r in requested] in (
+        [("refresh_golden_set", "SUCCESS", "ui")],
+        [("rebuild_golden_set", "SUCCESS", "ui")],
+    )
+    messages = ui.graphql(
+        f'{{ logsForRun(runId: "{run["runId"]}") {{ ... on EventConnection {{ events {{ ... on MessageEvent '
+        "{ message } } } } }"
+    )["logsForRun"]["events"]
+    assert any(m.get("message", "").startswith("trace import skipped: no span files in") for m in messages)
+    _open(browser, ui, f"/runs/{run['runId']}", "RUN_SUCCESS", "the run's events")
+    _shot(browser, "refresh-now-run")
+
+
+def _runs(ui: UI) -> list[dict]:
+    query = (
+        "{ runsOrError { ... on Runs { results { runId jobName status creationTime startTime endTime "
+        "tags { key value } } } } }"
+    )
+    return ui.graphql(query)["runsOrError"]["results"]
