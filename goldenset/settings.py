@@ -168,7 +168,8 @@ def _note(name: str, origin: Origin, path: Path) -> None:
     _resolved.set({**(_resolved.get() or {}), name: (origin, path)})
 
 
-def _same_path(a: str | Path, b: str | Path) -> bool:
+def same_path(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same place once `~` is expanded and each is resolved."""
     try:
         return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
     except (OSError, RuntimeError):
@@ -221,7 +222,7 @@ def named(name: str, path: str | Path | None = None) -> Named:
     origin, value = recorded
     if path is None:
         return Named(name, value, origin)
-    return Named(name, Path(path), origin if _same_path(path, value) else None)
+    return Named(name, Path(path), origin if same_path(path, value) else None)
 
 
 def environment() -> Mapping[str, str]:

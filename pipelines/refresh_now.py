@@ -24,13 +24,15 @@ sit in the lineage graph as data it is not, and materializations logged by hand 
 the refresh's own steps and checks.
 """
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from goldenset.errors import GoldensetError
-from goldenset.settings import Settings
-from goldenset_dagster.commands import concrete
+from goldenset.labelling.judge_gate import deprecated_settings
+from goldenset.settings import Settings, same_path
+from goldenset_dagster.commands import concrete, running_command
 from goldenset_dagster.jobs import TRIGGER_TAG, trigger_of
 from goldenset_dagster.launch import MAX_RETRIES_TAG, announce_process, execute, location_tags
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
@@ -66,8 +68,15 @@ def settings_of(
         "ingest_workers": logs.workers,
     }
     own = Settings.resolve()
-    flags = {name: value for name, value in given.items() if str(value) != str(getattr(own, name))}
+    flags = {name: value for name, value in given.items() if not _same(value, getattr(own, name))}
     return concrete(Settings.resolve(None, **flags)) if flags else concrete(own)
+
+
+def _same(given: Any, own: Any) -> bool:
+    """A resource's value is the setting's own: a path the same place (`~`, a trailing slash), a number equal."""
+    if isinstance(own, Path):
+        return same_path(str(given), own)
+    return str(given) == str(own)
 
 
 def requested_tags(run: dg.DagsterRun) -> dict[str, str]:
@@ -78,6 +87,16 @@ def requested_tags(run: dg.DagsterRun) -> dict[str, str]:
         MAX_RETRIES_TAG: "0",
         **location_tags(),
     }
+
+
+def trace_source(settings: Settings, configured: TraceExportSource) -> TraceExportSource:
+    """The trace_export resource the import runs with: the settings' places, the configured format."""
+    return TraceExportSource(
+        path=str(settings.trace_export),
+        format=configured.format,
+        mapping_path=str(settings.trace_mapping),
+        spool_path=str(settings.trace_spool),
+    )
 
 
 def trace_note(source: TraceExportSource) -> str | None:
@@ -101,26 +120,28 @@ def refresh_everything(
     labels: LabelSource,
     trace_export_source: TraceExportSource,
 ):
-    from goldenset_dagster.definitions import build_definitions
-    from goldenset_dagster.runner import run_refresh
-
-    settings = settings_of(warehouse, logs, corpus_source, labels, trace_export_source)
     tags = requested_tags(context.run)
-    note = trace_note(trace_export_source)
+    try:
+        settings = settings_of(warehouse, logs, corpus_source, labels, trace_export_source)
+        source = trace_source(settings, trace_export_source)
+        note = trace_note(source)
+    except Exception as exc:
+        raise _failure(exc, TRACE_IMPORT) from None
     if note is not None:
         context.log.info(note)
     else:
-        job = build_definitions(settings).resolve_job_def("import_trace_export")
-        run_id = announce_process(context.instance, job.name)
-        context.log.info(f"trace import: run {run_id[:8]} of {job.name}")
-        try:
-            execute(job, context.instance, tags=tags, run_id=run_id)
-        except Exception as exc:
-            raise _failure(exc, "the trace import") from None
+        _import_traces(context, settings, source, tags)
     try:
-        result = run_refresh(settings, trigger="manual", notify=context.log.info, instance=context.instance, tags=tags)
-    except GoldensetError as exc:
-        raise _failure(exc, "the build") from None
+        from goldenset_dagster.runner import run_refresh
+
+        for warning in deprecated_settings():  # what the command prints before it builds
+            context.log.warning(warning)
+        with running_command(["build"]):
+            result = run_refresh(
+                settings, trigger="manual", notify=context.log.info, instance=context.instance, tags=tags
+            )
+    except Exception as exc:
+        raise _failure(exc, BUILD) from None
     build = result.status.build
     for line in result.warnings:
         context.log.warning(line)
@@ -130,15 +151,53 @@ def refresh_everything(
     )
 
 
-def _failure(exc: BaseException, what: str) -> dg.Failure:
-    """The step's failure: the command's one line, whose options are the command line's; no retry (the same
-    refusal would come again)."""
-    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+def _import_traces(
+    context: dg.OpExecutionContext, settings: Settings, source: TraceExportSource, tags: dict[str, str]
+) -> None:
+    """Run import_trace_export, with the resource's format, as its own run; a failure fails the step."""
+    from goldenset_dagster.definitions import build_definitions
+
+    try:
+        job = build_definitions(settings).resolve_job_def("import_trace_export")
+        with running_command(["traces", "import"]):
+            run_id = announce_process(context.instance, job.name)
+        context.log.info(f"trace import: run {run_id[:8]} of {job.name}")
+        config = {"resources": {"trace_export_source": {"config": {"format": source.format}}}}
+        execute(job, context.instance, run_config=config, tags=tags, run_id=run_id)
+    except Exception as exc:
+        raise _failure(exc, TRACE_IMPORT) from None
+
+
+# What a failure names, and the command a terminal runs for it.
+TRACE_IMPORT, BUILD = ("the trace import", "goldenset traces import"), ("the build", "goldenset build")
+
+
+def _failure(exc: BaseException, what: tuple[str, str]) -> dg.Failure:
+    """The step's failure, no retry: a refusal with the command's one line (its options are the command line's),
+    any other error as `failed` with its first line."""
+    name, command = what
+    cause = _cause(exc)
+    first = (str(cause).splitlines() or [type(cause).__name__])[0]
+    if isinstance(cause, dg.Failure) and cause.description:
+        first = cause.description.splitlines()[0]
+    verb = "refused" if isinstance(cause, (GoldensetError, dg.Failure)) else "failed"
     return dg.Failure(
-        description=f"{what} refused: {first} (what it names runs in a terminal with this location's settings; "
-        "the build there is `goldenset build`)",
+        description=f"{name} {verb}: {first} (what it names runs in a terminal with this location's settings; "
+        f"the command there is `{command}`)",
         allow_retries=False,
     )
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The library's error (or a step's Failure) behind an error a run raised, else the error itself."""
+    seen: BaseException | None = exc
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        if isinstance(seen, (GoldensetError, dg.Failure)):
+            return seen
+        visited.add(id(seen))
+        seen = seen.__cause__ or seen.__context__
+    return exc
 
 
 @dg.job(

@@ -8,6 +8,7 @@ click itself, in Chromium against `dagster dev`, is in tests/test_dagster_ui_bro
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 from pathlib import Path
 
@@ -75,8 +76,13 @@ def test_one_launch_is_the_command_lines_build_run_as_its_own_tagged_run(tmp_pat
     _inputs(tmp_path, monkeypatch)
     run, requested, log = _click()
     assert run.status == dg.DagsterRunStatus.SUCCESS and run.tags["goldenset/trigger"] == "ui"
-    # Nothing in the trace_export folder: the import is skipped with a note, not run, not a warning.
-    assert "trace import skipped: no span files in" in log
+    # Nothing in the trace_export folder: the import is skipped with a note (an info line), not run.
+    with get_instance() as instance:
+        step_logs = [e for e in instance.all_logs(run.run_id) if e.step_key and not e.is_dagster_event]
+        (note,) = [e for e in step_logs if e.message.startswith("trace import skipped: no span files in")]
+        assert note.level == logging.INFO
+        # The step's last line names the build it published.
+        assert step_logs[-1].message.startswith("published build 1: 2 golden queries, 7 labels")
     (refresh,) = requested
     assert refresh.job_name == "refresh_golden_set" and refresh.status == dg.DagsterRunStatus.SUCCESS
     assert refresh.tags["goldenset/trigger"] == "ui" and refresh.tags["dagster/max_retries"] == "0"
@@ -130,5 +136,21 @@ def test_a_refusal_fails_the_run_with_the_commands_line_and_changes_nothing(tmp_
     assert run.status == dg.DagsterRunStatus.FAILURE and requested == []
     (failure,) = [line for line in log.splitlines() if "the build refused: " in line]
     # The command's one line, naming the variable the location was given (not a flag nobody typed).
-    assert "refused: GOLDENSET_LOGS=" in failure and "--new-source" in failure and "`goldenset build`" in failure
+    assert "the build refused: GOLDENSET_LOGS=" in failure and "--new-source" in failure
+    assert failure.endswith("the command there is `goldenset build`)")
     assert _golden(tmp_path / "ui.duckdb") == before
+
+
+def test_a_failed_trace_import_fails_the_run_with_its_line_and_builds_nothing(tmp_path, monkeypatch):
+    _inputs(tmp_path, monkeypatch)
+    shutil.copytree(TRACES / "export", tmp_path / "trace_export")
+    (tmp_path / "mapping.yaml").write_text("serve: [not, a, mapping\n")
+    monkeypatch.setenv("GOLDENSET_TRACE_EXPORT", str(tmp_path / "trace_export"))
+    monkeypatch.setenv("GOLDENSET_TRACE_MAPPING", str(tmp_path / "mapping.yaml"))
+    run, requested, log = _click()
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    # The import's run failed on the mapping; no build was started after it.
+    assert [(r.job_name, r.status) for r in requested] == [("import_trace_export", dg.DagsterRunStatus.FAILURE)]
+    (failure,) = [line for line in log.splitlines() if "the trace import refused: " in line]
+    assert "mapping" in failure and failure.endswith("the command there is `goldenset traces import`)")
+    assert not (tmp_path / "ui.duckdb").exists()
