@@ -94,7 +94,12 @@ def test_one_launch_is_the_command_lines_build_run_as_its_own_tagged_run(tmp_pat
         days[0],
         days[-1],
     )
-    assert "published build 1: " in log
+    # Listed as the command line's runs are: the job page's tag, the location's origin, the command it ran.
+    assert refresh.tags[".dagster/repository"] == "__repository__@goldenset"
+    assert refresh.remote_job_origin.location_name == "goldenset"
+    with get_instance() as instance:
+        first = instance.all_logs(refresh.run_id)[0].dagster_event
+    assert first.event_specific_data.metadata["goldenset/command"].value == "goldenset build"
 
     # The same inputs through the command line give the same golden set: the job reads what the location was
     # given (labels and rubric included), not the defaults of the home.
