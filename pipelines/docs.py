@@ -171,8 +171,19 @@ def stale(root: Path = ROOT) -> list[str]:
     return out
 
 
+USAGE = (
+    "usage: python -m goldenset_dagster.docs [ROOT]  (rewrite the generated pages under ROOT, the checkout by default)"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
     root = Path(argv[0]) if argv else ROOT
+    if not (root / "docs").is_dir():
+        print(f"error: {root} has no docs folder; {USAGE}", file=sys.stderr)
+        return 2
     for path, text in render(root).items():
         page = root / path
         if page.is_file() and page.read_text(encoding="utf-8") == text:
