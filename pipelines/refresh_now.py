@@ -175,8 +175,10 @@ TRACE_IMPORT, BUILD = ("the trace import", "goldenset traces import"), ("the bui
 def _failure(exc: BaseException, what: tuple[str, str]) -> dg.Failure:
     """The step's failure, no retry: a refusal with the command's one line (its options are the command line's),
     any other error as `failed` with its first line."""
+    from goldenset_dagster.runner import unwrap
+
     name, command = what
-    cause = _cause(exc)
+    cause = unwrap(exc, (GoldensetError, dg.Failure))
     first = (str(cause).splitlines() or [type(cause).__name__])[0]
     if isinstance(cause, dg.Failure) and cause.description:
         first = cause.description.splitlines()[0]
@@ -186,18 +188,6 @@ def _failure(exc: BaseException, what: tuple[str, str]) -> dg.Failure:
         f"the command there is `{command}`)",
         allow_retries=False,
     )
-
-
-def _cause(exc: BaseException) -> BaseException:
-    """The library's error (or a step's Failure) behind an error a run raised, else the error itself."""
-    seen: BaseException | None = exc
-    visited: set[int] = set()
-    while seen is not None and id(seen) not in visited:
-        if isinstance(seen, (GoldensetError, dg.Failure)):
-            return seen
-        visited.add(id(seen))
-        seen = seen.__cause__ or seen.__context__
-    return exc
 
 
 @dg.job(

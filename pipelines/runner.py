@@ -40,12 +40,12 @@ class RefreshResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _unwrap(exc: BaseException) -> BaseException:
-    """The library error behind a Dagster step failure, if there is one."""
+def unwrap(exc: BaseException, kinds: tuple[type[BaseException], ...] = (GoldensetError,)) -> BaseException:
+    """The first error of `kinds` (the library's, by default) behind a Dagster step failure, else `exc`."""
     seen: BaseException | None = exc
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:  # a cause chain can loop back on itself
-        if isinstance(seen, GoldensetError):
+        if isinstance(seen, kinds):
             return seen
         visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
@@ -190,12 +190,12 @@ def _run_refresh(
             finally:
                 _record_roots(paths, roots, wait)
         except dg.Failure as exc:
-            cause = _unwrap(exc)
+            cause = unwrap(exc)
             if isinstance(cause, GoldensetError):
                 raise cause from None
             raise GoldensetError(exc.description or str(exc)) from None
         except Exception as exc:
-            cause = _unwrap(exc)
+            cause = unwrap(exc)
             if isinstance(cause, GoldensetError):
                 raise cause from None
             raise
