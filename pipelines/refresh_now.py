@@ -121,8 +121,11 @@ def refresh_everything(
     trace_export_source: TraceExportSource,
 ):
     tags = requested_tags(context.run)
-    try:
+    try:  # the settings are the build's as much as the import's: as `goldenset build`, which reads them first
         settings = settings_of(warehouse, logs, corpus_source, labels, trace_export_source)
+    except Exception as exc:
+        raise _failure(exc, BUILD) from None
+    try:
         source = trace_source(settings, trace_export_source)
         note = trace_note(source)
     except Exception as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from goldenset.settings import Settings, named
 from goldenset_dagster.refresh_now import settings_of, trace_note, trace_source
 from goldenset_dagster.resources import CorpusSource, LabelSource, LogSource, TraceExportSource, WarehouseResource
@@ -47,3 +49,26 @@ def test_the_trace_import_is_skipped_only_when_neither_folder_nor_spool_holds_an
     )
     leave_a_spool(tmp_path / "spool")  # what a receiver killed before its merge leaves
     assert trace_note(source) is None
+
+
+def test_a_setting_it_cannot_read_fails_the_run_as_the_builds_refusal(tmp_path, monkeypatch):
+    import dagster as dg
+
+    from goldenset_dagster.definitions import build_definitions
+    from goldenset_dagster.instance import get_instance
+    from goldenset_dagster.launch import execute
+
+    job = build_definitions(Settings.resolve()).resolve_job_def("refresh_now")
+    monkeypatch.setenv("GOLDENSET_LOCK_TIMEOUT", "soon")  # after the location loaded: the step reads it
+    with get_instance() as instance:
+        with contextlib.suppress(Exception):  # the step fails: the run's log says why
+            execute(job, instance, tags={"dagster/from_ui": "true"})
+        (run,) = instance.get_runs()
+        failures = [
+            e.dagster_event
+            for e in instance.all_logs(run.run_id)
+            if e.dagster_event and e.dagster_event.is_step_failure
+        ]
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    message = failures[0].step_failure_data.error.message
+    assert "the build refused: GOLDENSET_LOCK_TIMEOUT" in message and "`goldenset build`" in message
